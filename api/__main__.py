@@ -1,0 +1,69 @@
+"""`python -m api` (what `make run` calls): start embedded servers if needed, migrate, bootstrap, serve.
+
+SIGTERM or Ctrl-C stops the HTTP server gracefully, then the embedded servers: nothing is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+import uvicorn
+
+from api.app import create_app
+from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis
+from mq.db.engine import migrate
+from mq.settings import Settings, get_settings
+
+log = logging.getLogger("skiplock")
+
+
+def main() -> None:
+    settings = get_settings()
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    embedded: list[EmbeddedPostgres | EmbeddedRedis] = []
+    try:
+        settings = _with_embedded_servers(settings, embedded)
+        if settings.migrate_on_start:
+            assert settings.database_url is not None
+            migrate(settings.database_url)
+        asyncio.run(_serve(settings))
+    finally:
+        for server in reversed(embedded):
+            server.stop()
+        if embedded:
+            log.info("embedded servers stopped")
+
+
+def _with_embedded_servers(settings: Settings, started: list[EmbeddedPostgres | EmbeddedRedis]) -> Settings:
+    updates: dict[str, str] = {}
+    data_dir = settings.data_dir.resolve()
+    if not settings.database_url:
+        pg = EmbeddedPostgres(data_dir / "postgres")
+        started.append(pg)
+        updates["database_url"] = pg.start()
+    if not settings.redis_url:
+        redis = EmbeddedRedis(data_dir / "redis")
+        started.append(redis)
+        updates["redis_url"] = redis.start()
+    return settings.model_copy(update=updates) if updates else settings
+
+
+async def _serve(settings: Settings) -> None:
+    config = uvicorn.Config(
+        create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+        access_log=False, loop="uvloop", http="httptools", lifespan="on", timeout_graceful_shutdown=25,
+    )
+    server = uvicorn.Server(config)
+    base = f"http://{settings.host}:{settings.port}"
+    log.info("Skiplock on %s (OpenAPI at %s/schema); admin user %r", base, base, settings.admin_username)
+    if settings.admin_password.get_secret_value() == Settings.model_fields["admin_password"].default.get_secret_value():
+        log.warning("the platform admin has the default password: for local use only")
+    await server.serve()
+    if server.should_exit and not server.started:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

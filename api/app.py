@@ -1,0 +1,49 @@
+"""The Litestar application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+
+from api.auth import PUBLIC_PATHS, BasicAuthMiddleware
+from api.errors import EXCEPTION_HANDLERS
+from api.routes.messages import MessageController
+from api.routes.system import auth_status, healthz, readyz, version
+from api.routes.topics import TopicController
+from mq import __version__
+from mq.runtime import Runtime
+from mq.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None) -> Litestar:
+    """An app that opens its `Runtime` on startup (the database must be reachable and migrated)."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        app.state.runtime = await Runtime.open(settings)
+        try:
+            yield
+        finally:
+            await app.state.runtime.close()
+
+    return Litestar(
+        route_handlers=[MessageController, TopicController, healthz, readyz, version, auth_status],
+        lifespan=[lifespan],
+        middleware=[DefineMiddleware(BasicAuthMiddleware, exclude=PUBLIC_PATHS)],
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.max_request_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="Skiplock", version=__version__, path="/schema",
+            description="Multi-tenant message queue on Postgres. Every /api route but /api/version and "
+                        "/api/auth/status needs HTTP Basic credentials.",
+            render_plugins=[ScalarRenderPlugin()],
+        ),
+        logging_config=None,  # the process configures logging once (api.__main__)
+        debug=False,
+    )

@@ -1,0 +1,101 @@
+"""The one mapping from errors to responses: every error is `{code, error, details?}` with a stable code."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from mq import errors
+
+log = logging.getLogger(__name__)
+
+# Domain error class -> (HTTP status, stable code). The most specific class wins (subclasses listed first).
+DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
+    (errors.ReservedTopic, 400, "reserved_topic"),
+    (errors.InvalidRequest, 400, "invalid_request"),
+    (errors.Unauthorized, 401, "unauthorized"),
+    (errors.Forbidden, 403, "forbidden"),
+    (errors.MessageNotFound, 404, "message_not_found"),
+    (errors.NotFound, 404, "not_found"),
+    (errors.LeaseLost, 409, "lease_lost"),
+    (errors.KeyConflict, 409, "key_conflict"),
+    (errors.PayloadTooLarge, 413, "payload_too_large"),
+    (errors.QueueFull, 429, "queue_full"),
+    (errors.RateLimited, 429, "rate_limited"),
+    (errors.QuotaExceeded, 429, "quota_exceeded"),
+    (errors.Unavailable, 503, "unavailable"),
+]
+
+# Framework errors by status: unknown routes, wrong methods, oversized or unparsable bodies.
+HTTP_STATUS_CODES = {
+    400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "invalid_request",
+    409: "key_conflict", 413: "payload_too_large", 415: "invalid_request", 429: "rate_limited", 503: "unavailable",
+}
+
+WWW_AUTHENTICATE = {"WWW-Authenticate": 'Basic realm="skiplock"'}
+
+
+def error_response(status: int, code: str, message: str, details: Any = None,
+                   headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:
+    body: dict[str, Any] = {"code": code, "error": message}
+    if details is not None:
+        body["details"] = details
+    if status == 401:
+        headers = {**(headers or {}), **WWW_AUTHENTICATE}
+    return Response(body, status_code=status, media_type=MediaType.JSON, headers=headers)
+
+
+def handle_domain_error(_: Request[Any, Any, Any], exc: errors.SkiplockError) -> Response[dict[str, Any]]:
+    for cls, status, code in DOMAIN_ERRORS:
+        if isinstance(exc, cls):
+            headers = None
+            if isinstance(exc, errors.QueueFull | errors.RateLimited):
+                headers = {"Retry-After": str(exc.retry_after)}
+            return error_response(status, code, exc.message, exc.details, headers)
+    return handle_unexpected_error(_, exc)
+
+
+def handle_http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+    status = exc.status_code
+    if status >= 500:
+        return handle_unexpected_error(_, exc)
+    details = None
+    message = exc.detail
+    if isinstance(exc, ValidationException):
+        details = [_validation_detail(e) for e in (exc.extra or [])] if isinstance(exc.extra, list) else None
+        message = "the request is not valid"
+        if details and len(details) == 1:
+            message = details[0]["error"]
+    elif status == 404:
+        message = "no such route"
+    elif status == 405:
+        message = "method not allowed on this route"
+    elif status == 413:
+        message = "request body is too large"
+    code = HTTP_STATUS_CODES.get(status, "invalid_request")
+    headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() in ("allow", "retry-after")} or None
+    return error_response(status, code, message, details, headers)
+
+
+def _validation_detail(entry: Any) -> dict[str, Any]:
+    if isinstance(entry, dict):
+        key = entry.get("key")
+        message = str(entry.get("message", "invalid value"))
+        return {"field": key, "code": "invalid_request", "error": message} if key else {
+            "code": "invalid_request", "error": message}
+    return {"code": "invalid_request", "error": str(entry)}
+
+
+def handle_unexpected_error(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    log.error("internal error: %s", type(exc).__name__, exc_info=exc)
+    return error_response(500, "internal", "internal server error")
+
+
+EXCEPTION_HANDLERS: dict[Any, Any] = {
+    errors.SkiplockError: handle_domain_error,
+    HTTPException: handle_http_error,
+    Exception: handle_unexpected_error,
+}

@@ -1,0 +1,143 @@
+"""Data plane: enqueue, dequeue, ack, nack, extend, requeue, browse and delete messages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Request, delete, get, post
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from api.auth import tenant_for
+from api.schemas import (
+    AckBody,
+    BatchAckBody,
+    BatchEnqueueBody,
+    BatchItem,
+    DequeueBody,
+    DequeueResponse,
+    EnqueueBody,
+    ExtendBody,
+    ExtendResponse,
+    IdResponse,
+    IdsResponse,
+    MessagePage,
+    NackBody,
+    NackResponse,
+)
+from mq import errors
+from mq.queue.service import QueueService
+from mq.queue.types import BatchAckOutcome, EnqueueItem, MessageView
+from mq.tenancy.auth import Principal
+
+AnyRequest = Request[Principal, Any, Any]
+
+
+def _queue(request: AnyRequest) -> QueueService:
+    queue: QueueService = request.app.state.runtime.queue
+    return queue
+
+
+def _batch_limit(request: AnyRequest, n: int, what: str) -> None:
+    limit: int = request.app.state.runtime.settings.max_batch_size
+    if n > limit:
+        raise errors.InvalidRequest(f"at most {limit} {what} per request; got {n}")
+
+
+class MessageController(Controller):
+    path = "/api/messages"
+    tags = ["messages"]
+
+    @post("/", status_code=HTTP_201_CREATED, summary="Enqueue a message")
+    async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdResponse:
+        tenant = tenant_for(request.user)
+        queue = _queue(request)
+        item = queue.build_item(data.topic, data.payload, data.metadata, data.key, data.delay_seconds, data.priority)
+        message_id, _ = await queue.enqueue(tenant, item)
+        return IdResponse(id=str(message_id))
+
+    @post("/batch", status_code=HTTP_201_CREATED, summary="Enqueue many messages, all or nothing")
+    async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsResponse:
+        tenant = tenant_for(request.user)
+        queue = _queue(request)
+        _batch_limit(request, len(data.messages), "messages")
+        items: list[EnqueueItem] = []
+        problems: list[dict[str, Any]] = []
+        too_large = True
+        for index, raw in enumerate(data.messages):
+            try:
+                entry = msgspec.json.decode(raw, type=BatchItem)
+                topic = entry.topic if entry.topic is not None else data.topic
+                if topic is None:
+                    raise errors.InvalidRequest("topic is required (on the item or at the top level)")
+                items.append(queue.build_item(topic, entry.payload, entry.metadata, entry.key, entry.delay_seconds,
+                                              entry.priority))
+            except msgspec.ValidationError as exc:
+                problems.append({"index": index, "code": "invalid_request", "error": str(exc)})
+                too_large = False
+            except errors.PayloadTooLarge as exc:
+                problems.append({"index": index, "code": "payload_too_large", "error": exc.message})
+            except errors.InvalidRequest as exc:
+                code = "reserved_topic" if isinstance(exc, errors.ReservedTopic) else "invalid_request"
+                problems.append({"index": index, "code": code, "error": exc.message})
+                too_large = False
+        if problems:
+            if too_large:
+                raise errors.PayloadTooLarge("a payload in the batch is too large", details=problems)
+            raise errors.InvalidRequest(f"{len(problems)} of {len(data.messages)} messages are not valid",
+                                        details=problems)
+        ids = await queue.enqueue_batch(tenant, items)
+        return IdsResponse(ids=[str(i) for i in ids])
+
+    @post("/dequeue", status_code=HTTP_200_OK, summary="Lease messages (long poll with wait_seconds)")
+    async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueResponse:
+        tenant = tenant_for(request.user)
+        _batch_limit(request, data.count, "messages")
+        messages = await _queue(request).dequeue(tenant, data.topic, data.count, data.visibility_timeout_seconds,
+                                                 data.wait_seconds)
+        return DequeueResponse(messages=messages)
+
+    @post("/ack", status_code=HTTP_200_OK, summary="Acknowledge many messages in one round trip")
+    async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckOutcome:
+        tenant = tenant_for(request.user)
+        _batch_limit(request, len(data.acks), "acks")
+        return await _queue(request).ack_batch(tenant, [(a.id, a.receipt) for a in data.acks])
+
+    @post("/{message_id:str}/ack", status_code=HTTP_204_NO_CONTENT, summary="Acknowledge (delete) a message")
+    async def ack(self, request: AnyRequest, message_id: str, data: AckBody | None = None) -> None:
+        tenant = tenant_for(request.user)
+        await _queue(request).ack(tenant, message_id, data.receipt if data else None)
+
+    @post("/{message_id:str}/nack", status_code=HTTP_200_OK, summary="Reject a message: retry, DLQ or failed")
+    async def nack(self, request: AnyRequest, message_id: str, data: NackBody | None = None) -> NackResponse:
+        tenant = tenant_for(request.user)
+        body = data or NackBody()
+        outcome = await _queue(request).nack(tenant, message_id, body.receipt, body.error, body.delay_seconds)
+        return NackResponse(outcome=outcome)
+
+    @post("/{message_id:str}/visibility", status_code=HTTP_200_OK, summary="Extend a lease (heartbeat)")
+    async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendResponse:
+        tenant = tenant_for(request.user)
+        deadline = await _queue(request).extend(tenant, message_id, data.receipt, data.visibility_timeout_seconds)
+        return ExtendResponse(visibility_deadline=deadline)
+
+    @post("/{message_id:str}/requeue", status_code=HTTP_204_NO_CONTENT, summary="Move a DLQ message back")
+    async def requeue(self, request: AnyRequest, message_id: str) -> None:
+        await _queue(request).requeue(tenant_for(request.user), message_id)
+
+    @get("/", summary="Browse messages, newest first")
+    async def browse(
+        self, request: AnyRequest, topic: str | None = None, status: str | None = None, key: str | None = None,
+        limit: Annotated[int, Parameter(ge=1, le=200)] = 50, offset: Annotated[int, Parameter(ge=0)] = 0,
+    ) -> MessagePage:
+        items, total = await _queue(request).browse(tenant_for(request.user), topic, status, key, limit, offset)
+        return MessagePage(items=items, total=total, limit=limit, offset=offset)
+
+    @get("/{message_id:str}", summary="One message")
+    async def get_message(self, request: AnyRequest, message_id: str) -> MessageView:
+        return await _queue(request).get(tenant_for(request.user), message_id)
+
+    @delete("/{message_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a message (tenant admin)")
+    async def delete_message(self, request: AnyRequest, message_id: str) -> None:
+        await _queue(request).delete(tenant_for(request.user, admin_only=True), message_id)

@@ -1,0 +1,51 @@
+"""Liveness, readiness and version: what load balancers and operators poll."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from litestar import Request, Response, get
+
+from mq import __version__
+from mq.runtime import Runtime
+
+READY_TIMEOUT_SECONDS = 2.0
+
+
+@get("/healthz", summary="Liveness: the process answers (no I/O)", include_in_schema=True)
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@get("/readyz", summary="Readiness: Postgres (and Redis when configured) answer")
+async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+    runtime: Runtime = request.app.state.runtime
+    checks: dict[str, str] = {}
+
+    async def check(name: str, probe: Any) -> None:
+        try:
+            await asyncio.wait_for(probe, READY_TIMEOUT_SECONDS)
+            checks[name] = "ok"
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready; the kind is reported
+            checks[name] = f"failed: {type(exc).__name__}"
+
+    probes = [check("postgres", runtime.pool.fetchval("SELECT 1"))]
+    if runtime.redis is not None:
+        probes.append(check("redis", runtime.redis.ping()))
+    await asyncio.gather(*probes)
+    ready = all(v == "ok" for v in checks.values())
+    body: dict[str, Any] = {"status": "ready" if ready else "not_ready", "checks": checks}
+    if not ready:
+        body.update(code="unavailable", error="a dependency is not answering")
+    return Response(body, status_code=200 if ready else 503)
+
+
+@get("/api/version", summary="Server version")
+async def version() -> dict[str, str]:
+    return {"version": __version__}
+
+
+@get("/api/auth/status", summary="How to authenticate")
+async def auth_status() -> dict[str, Any]:
+    return {"auth_required": True, "methods": ["basic"]}

@@ -1,0 +1,84 @@
+"""Topics: summaries, stats, purge, delete by key, DLQ requeue, and reading topic configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, delete, get, post
+from litestar.status_codes import HTTP_200_OK
+
+from api.auth import tenant_for
+from api.schemas import PurgeBody, StatRow, StatsResponse, TopicsResponse
+from mq.queue.service import QueueService, check_topic
+from mq.queue.types import TopicConfig
+from mq.tenancy.auth import Principal
+
+AnyRequest = Request[Principal, Any, Any]
+
+
+def _queue(request: AnyRequest) -> QueueService:
+    queue: QueueService = request.app.state.runtime.queue
+    return queue
+
+
+class Requeued(msgspec.Struct):
+    requeued: int
+
+
+class Deleted(msgspec.Struct):
+    deleted: int
+
+
+class ConfigItem(TopicConfig, frozen=True):
+    topic: str = ""
+
+
+class ConfigList(msgspec.Struct):
+    items: list[ConfigItem]
+
+
+class TopicController(Controller):
+    path = "/api"
+    tags = ["topics"]
+
+    @get("/topics", summary="Every topic with messages or a config, with counts")
+    async def list_topics(self, request: AnyRequest) -> TopicsResponse:
+        return TopicsResponse(items=await _queue(request).topics(tenant_for(request.user)))
+
+    @get("/stats", summary="Message counts by topic and status (queue-ti shape)")
+    async def stats(self, request: AnyRequest) -> StatsResponse:
+        rows = await _queue(request).stats(tenant_for(request.user))
+        return StatsResponse(topics=[StatRow(**r) for r in rows])
+
+    @post("/topics/{topic:str}/requeue", status_code=HTTP_200_OK, summary="Requeue every pending DLQ message")
+    async def requeue_topic(self, request: AnyRequest, topic: str) -> Requeued:
+        return Requeued(requeued=await _queue(request).requeue_topic(tenant_for(request.user), topic))
+
+    @post("/topics/{topic:str}/purge", status_code=HTTP_200_OK, summary="Delete a topic's messages")
+    async def purge(self, request: AnyRequest, topic: str, data: PurgeBody | None = None) -> Deleted:
+        tenant = tenant_for(request.user, admin_only=True)
+        return Deleted(deleted=await _queue(request).purge(tenant, topic, data.statuses if data else None))
+
+    @delete("/topics/{topic:str}/messages/by-key/{key:str}", status_code=HTTP_200_OK,
+            summary="Delete a topic's messages with a key")
+    async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> Deleted:
+        tenant = tenant_for(request.user, admin_only=True)
+        return Deleted(deleted=await _queue(request).delete_by_key(tenant, topic, key))
+
+    @get("/topic-configs", summary="Every topic config of the tenant")
+    async def list_configs(self, request: AnyRequest) -> ConfigList:
+        queue = _queue(request)
+        rows = await queue.repository.topic_configs(tenant_for(request.user))
+        return ConfigList(items=[ConfigItem(**dict(r)) for r in rows])
+
+    @get("/topic-configs/{topic:str}", summary="One topic's config")
+    async def get_config(self, request: AnyRequest, topic: str) -> TopicConfig:
+        check_topic(topic, for_enqueue=False)
+        queue = _queue(request)
+        config = await queue.configs.get(tenant_for(request.user), topic)
+        if config is None:
+            from mq import errors
+
+            raise errors.NotFound(f"topic {topic!r} has no config")
+        return config

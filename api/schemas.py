@@ -1,0 +1,130 @@
+"""Request and response bodies. Unknown fields are refused; bounds come from the contract."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from mq.queue.types import (
+    MAX_DELAY_SECONDS,
+    MAX_VISIBILITY_SECONDS,
+    MAX_WAIT_SECONDS,
+    TOPIC_PATTERN,
+    MessageView,
+    TopicSummary,
+)
+
+Topic = Annotated[str, Meta(pattern=TOPIC_PATTERN, description="Topic name")]
+Delay = Annotated[float, Meta(ge=0, le=MAX_DELAY_SECONDS, description="Seconds before the message is visible")]
+Priority = Annotated[int, Meta(ge=0, le=9, description="0..9, higher is dequeued first")]
+Visibility = Annotated[int, Meta(ge=1, le=MAX_VISIBILITY_SECONDS)]
+Payload = Annotated[bytes, Meta(description="Base64 of the raw payload bytes")]
+
+
+class Strict(msgspec.Struct, forbid_unknown_fields=True):
+    pass
+
+
+class EnqueueBody(Strict):
+    topic: str
+    payload: Payload
+    metadata: dict[str, Any] | None = None
+    key: str | None = None
+    delay_seconds: Delay = 0
+    priority: Priority = 0
+
+
+class BatchItem(Strict):
+    payload: Payload
+    topic: str | None = None
+    metadata: dict[str, Any] | None = None
+    key: str | None = None
+    delay_seconds: Delay = 0
+    priority: Priority = 0
+
+
+class BatchEnqueueBody(Strict):
+    messages: Annotated[list[msgspec.Raw], Meta(min_length=1)]
+    topic: str | None = None
+
+
+class IdResponse(msgspec.Struct):
+    id: str
+
+
+class IdsResponse(msgspec.Struct):
+    ids: list[str]
+
+
+class DequeueBody(Strict):
+    topic: str
+    count: Annotated[int, Meta(ge=1)] = 1
+    visibility_timeout_seconds: Visibility | None = None
+    wait_seconds: Annotated[float, Meta(ge=0, le=MAX_WAIT_SECONDS)] = 0
+
+
+class DequeueResponse(msgspec.Struct):
+    messages: list[MessageView]
+
+
+class AckBody(Strict):
+    receipt: str | None = None
+
+
+class AckItem(Strict):
+    id: str
+    receipt: str | None = None
+
+
+class BatchAckBody(Strict):
+    acks: Annotated[list[AckItem], Meta(min_length=1)]
+
+
+class NackBody(Strict):
+    error: str | None = None
+    receipt: str | None = None
+    delay_seconds: Delay | None = None
+
+
+class NackResponse(msgspec.Struct):
+    outcome: str
+
+
+class ExtendBody(Strict):
+    visibility_timeout_seconds: Visibility
+    receipt: str | None = None
+
+
+class ExtendResponse(msgspec.Struct):
+    visibility_deadline: str
+
+
+class PurgeBody(Strict):
+    statuses: list[str] | None = None
+
+
+class CountResponse(msgspec.Struct):
+    count: int
+
+
+class MessagePage(msgspec.Struct):
+    items: list[MessageView]
+    total: int
+    limit: int
+    offset: int
+
+
+class TopicsResponse(msgspec.Struct):
+    items: list[TopicSummary]
+
+
+class StatRow(msgspec.Struct):
+    topic: str
+    status: str
+    count: int
+
+
+class StatsResponse(msgspec.Struct):
+    topics: list[StatRow]

@@ -1,0 +1,131 @@
+"""SQLAlchemy models: the schema's description for control-plane CRUD and for checking the migrations.
+
+The hot path (enqueue, dequeue, ack, nack) does not use these classes; it runs the named SQL in `mq.queue.sql`.
+The schema itself is created only by Alembic (`migrations/`); a test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    SmallInteger,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+MESSAGE_STATUSES = ("pending", "processing", "failed", "expired")
+ROLES = ("platform_admin", "tenant_admin", "member")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    slug: Mapped[str] = mapped_column(Text, unique=True)
+    name: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text, server_default="active")
+    quotas: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (CheckConstraint("status IN ('active', 'suspended')", name="tenants_status_check"),)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"))
+    username: Mapped[str] = mapped_column(Text, unique=True)
+    password_hash: Mapped[str] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("role IN ('platform_admin', 'tenant_admin', 'member')", name="users_role_check"),
+        # Platform admins belong to no tenant; everyone else to exactly one.
+        CheckConstraint("(role = 'platform_admin') = (tenant_id IS NULL)", name="users_tenant_check"),
+        Index("users_tenant_idx", "tenant_id"),
+    )
+
+
+class TopicConfig(Base):
+    __tablename__ = "topic_configs"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"),
+                                           primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    max_retries: Mapped[int | None] = mapped_column(Integer)
+    message_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
+    max_depth: Mapped[int | None] = mapped_column(Integer)
+    throughput_limit: Mapped[int | None] = mapped_column(Integer)
+    visibility_timeout_seconds: Mapped[int | None] = mapped_column(Integer)
+    retry_backoff_seconds: Mapped[list[int] | None] = mapped_column(ARRAY(Integer))
+    dlq_enabled: Mapped[bool | None] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Message(Base):
+    """One message. `available_at` is when a dequeue may next take it: for a pending message the end of its delay,
+    for a processing one its visibility deadline. One column for both lets one index range serve the dequeue.
+    There is no foreign key to tenants: it would cost a lookup per inserted row; deleting a tenant deletes its
+    messages explicitly."""
+
+    __tablename__ = "messages"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger)
+    topic: Mapped[str] = mapped_column(Text)
+    key: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
+    status: Mapped[str] = mapped_column(Text, server_default="pending")
+    priority: Mapped[int] = mapped_column(SmallInteger, server_default="0")
+    retry_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    max_retries: Mapped[int] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    receipt: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    first_dequeued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    original_topic: Mapped[str | None] = mapped_column(Text)
+    dlq_moved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("status IN ('pending', 'processing', 'failed', 'expired')", name="messages_status_check"),
+        CheckConstraint("priority BETWEEN 0 AND 9", name="messages_priority_check"),
+        # The dequeue: live messages of one topic, highest priority first, then earliest available.
+        Index("messages_dequeue_idx", "tenant_id", "topic", text("priority DESC"), "available_at", "id",
+              postgresql_where=text("status IN ('pending', 'processing')")),
+        # Key upsert: at most one pending message per (tenant, topic, key) outside dead-letter topics.
+        Index("messages_pending_key_uq", "tenant_id", "topic", "key", unique=True,
+              postgresql_where=text("key IS NOT NULL AND status = 'pending' AND original_topic IS NULL")),
+        # Browsing, purging and stats of one topic, newest first (ids are time-ordered).
+        Index("messages_topic_id_idx", "tenant_id", "topic", "id"),
+        # The expiry reaper: live messages with a TTL, by deadline.
+        Index("messages_expiry_idx", "expires_at",
+              postgresql_where=text("expires_at IS NOT NULL AND status IN ('pending', 'processing')")),
+    )

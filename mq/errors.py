@@ -1,0 +1,74 @@
+"""The one tree of domain errors. Each docstring is the default message; `api.errors` maps classes to HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SkiplockError(Exception):
+    """Something went wrong."""
+
+    def __init__(self, message: str | None = None, details: Any = None) -> None:
+        self.message = message or (type(self).__doc__ or "").strip()
+        self.details = details
+        super().__init__(self.message)
+
+
+class InvalidRequest(SkiplockError):
+    """The request is not valid."""
+
+
+class ReservedTopic(InvalidRequest):
+    """Topics ending in `.dlq` are dead-letter topics; messages reach them only by failing."""
+
+
+class Unauthorized(SkiplockError):
+    """Valid credentials are required."""
+
+
+class Forbidden(SkiplockError):
+    """You are not allowed to do that."""
+
+
+class NotFound(SkiplockError):
+    """No such resource."""
+
+
+class MessageNotFound(NotFound):
+    """No such message."""
+
+
+class LeaseLost(SkiplockError):
+    """The message was delivered again since this receipt was issued; the receipt is stale."""
+
+
+class KeyConflict(SkiplockError):
+    """A pending message with the same key already exists on that topic."""
+
+
+class PayloadTooLarge(SkiplockError):
+    """The payload is larger than the allowed maximum."""
+
+
+class QueueFull(SkiplockError):
+    """The topic holds as many messages as its max_depth allows."""
+
+    def __init__(self, message: str | None = None, details: Any = None, retry_after: int = 1) -> None:
+        super().__init__(message, details)
+        self.retry_after = retry_after
+
+
+class RateLimited(SkiplockError):
+    """Too many requests; slow down."""
+
+    def __init__(self, message: str | None = None, details: Any = None, retry_after: int = 1) -> None:
+        super().__init__(message, details)
+        self.retry_after = retry_after
+
+
+class QuotaExceeded(SkiplockError):
+    """The tenant's quota does not allow this."""
+
+
+class Unavailable(SkiplockError):
+    """The service cannot answer right now; try again."""

@@ -1,0 +1,335 @@
+"""Queue semantics (seed 004 and the contract's data plane) on top of `MessageRepository`.
+
+Validates what the HTTP layer cannot (sizes, reserved topics, text Postgres cannot store), resolves topic
+configuration, and maps "no row matched" to the right domain error. Raises only `mq.errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+import msgspec
+
+from mq import errors
+from mq.ids import uuid7
+from mq.queue.configs import TopicConfigs
+from mq.queue.repository import MessageRepository
+from mq.queue.types import (
+    DLQ_SUFFIX,
+    MAX_ERROR_LENGTH,
+    MAX_KEY_LENGTH,
+    STATUSES,
+    TOPIC_RE,
+    AckResult,
+    BatchAckOutcome,
+    EnqueueItem,
+    MessageView,
+    TopicSummary,
+    parse_uuid,
+)
+from mq.queue.wakeups import WakeupHub
+from mq.settings import Settings
+
+# A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
+# listening connection reconnected.
+_LONG_POLL_RECHECK_SECONDS = 5.0
+
+
+def check_text(value: str, field: str) -> None:
+    """Postgres text holds neither NUL nor lone surrogates: refuse them as bad input, not a server error."""
+    if "\x00" in value:
+        raise errors.InvalidRequest(f"{field} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise errors.InvalidRequest(f"{field} is not valid Unicode") from None
+
+
+def check_topic(topic: str, *, for_enqueue: bool) -> None:
+    if not TOPIC_RE.match(topic):
+        raise errors.InvalidRequest("topic must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+    if for_enqueue and topic.endswith(DLQ_SUFFIX):
+        raise errors.ReservedTopic(f"{topic!r} is a dead-letter topic; enqueue into {topic[:-4]!r} instead")
+
+
+class QueueService:
+    def __init__(self, repository: MessageRepository, configs: TopicConfigs, wakeups: WakeupHub,
+                 settings: Settings) -> None:
+        self.repository = repository
+        self.configs = configs
+        self.wakeups = wakeups
+        self.settings = settings
+
+    # --- enqueue -----------------------------------------------------------------------------------------------
+
+    def build_item(self, topic: str, payload: bytes, metadata: dict[str, Any] | None = None, key: str | None = None,
+                   delay_seconds: float = 0, priority: int = 0) -> EnqueueItem:
+        """A validated message; raises InvalidRequest, ReservedTopic or PayloadTooLarge."""
+        check_topic(topic, for_enqueue=True)
+        if len(payload) > self.settings.max_payload_bytes:
+            raise errors.PayloadTooLarge(
+                f"payload is {len(payload)} bytes; the limit is {self.settings.max_payload_bytes}")
+        metadata_json = None
+        if metadata is not None:
+            try:
+                encoded = msgspec.json.encode(metadata)
+            except (msgspec.EncodeError, UnicodeEncodeError):
+                raise errors.InvalidRequest("metadata is not valid Unicode JSON") from None
+            if len(encoded) > self.settings.max_metadata_bytes:
+                raise errors.InvalidRequest(
+                    f"metadata is {len(encoded)} bytes as JSON; the limit is {self.settings.max_metadata_bytes}")
+            metadata_json = encoded.decode()
+            check_text(metadata_json, "metadata")
+            if "\\u0000" in metadata_json:
+                raise errors.InvalidRequest("metadata must not contain NUL characters")
+        if key is not None:
+            if not key or len(key) > MAX_KEY_LENGTH:
+                raise errors.InvalidRequest(f"key must be 1 to {MAX_KEY_LENGTH} characters")
+            check_text(key, "key")
+        return EnqueueItem(topic=topic, payload=payload, metadata_json=metadata_json, key=key,
+                           delay_seconds=delay_seconds, priority=priority)
+
+    async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
+        """Store one message; returns its id and whether it was new (False: a pending twin was updated)."""
+        config = await self.configs.effective(tenant_id, item.topic)
+        message_id, inserted = await self.repository.insert(tenant_id, item, config.max_retries,
+                                                            config.message_ttl_seconds)
+        if item.delay_seconds <= 0:
+            self.wakeups.published(tenant_id, [item.topic])
+        return message_id, inserted
+
+    async def enqueue_batch(self, tenant_id: int, items: Sequence[EnqueueItem]) -> list[uuid.UUID]:
+        """Store all or none, in one statement; ids in input order. Items sharing a (topic, key) fold into one
+        message holding the last one's content, as consecutive single enqueues would."""
+        topics = {item.topic for item in items}
+        configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
+        rows: list[EnqueueItem] = []
+        row_of_key: dict[tuple[str, str], int] = {}
+        slot: list[int] = []  # input position -> row
+        for item in items:
+            if item.key is not None:
+                seen = row_of_key.get((item.topic, item.key))
+                if seen is not None:
+                    first = rows[seen]
+                    rows[seen] = msgspec.structs.replace(first, payload=item.payload,
+                                                         metadata_json=item.metadata_json)
+                    slot.append(seen)
+                    continue
+                row_of_key[(item.topic, item.key)] = len(rows)
+            slot.append(len(rows))
+            rows.append(item)
+        ids = [uuid7() for _ in rows]
+        result = await self.repository.insert_batch(
+            tenant_id, ids, rows, [configs[r.topic].max_retries for r in rows],
+            [configs[r.topic].message_ttl_seconds for r in rows])
+        # A keyed row may have been upserted into an existing message: its id is the stored one.
+        stored = {(r["topic"], r["key"]): r["id"] for r in result if r["key"] is not None}
+        final = [stored[(r.topic, r.key)] if r.key is not None else ids[i] for i, r in enumerate(rows)]
+        self.wakeups.published(tenant_id, {r.topic for r in rows if r.delay_seconds <= 0})
+        return [final[s] for s in slot]
+
+    # --- consume -----------------------------------------------------------------------------------------------
+
+    async def dequeue(self, tenant_id: int, topic: str, count: int, visibility_timeout_seconds: int | None,
+                      wait_seconds: float) -> list[MessageView]:
+        check_topic(topic, for_enqueue=False)
+        config = await self.configs.effective(tenant_id, topic)
+        visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
+        if wait_seconds <= 0:
+            return self._views(await self.repository.dequeue(tenant_id, topic, count, visibility))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_seconds
+        with self.wakeups.waiter(tenant_id, topic) as woken:
+            while True:
+                woken.clear()
+                rows = await self.repository.dequeue(tenant_id, topic, count, visibility)
+                remaining = deadline - loop.time()
+                if rows or remaining <= 0:
+                    return self._views(rows)
+                until_next = await self.repository.seconds_until_next_available(tenant_id, topic)
+                timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
+                if until_next is not None:
+                    timeout = min(timeout, max(until_next, 0.001))
+                try:
+                    await asyncio.wait_for(woken.wait(), timeout)
+                except TimeoutError:
+                    pass
+                if self.wakeups.closing:
+                    return []
+
+    @staticmethod
+    def _views(rows: Sequence[Any]) -> list[MessageView]:
+        ordered = sorted(rows, key=lambda r: (-r["priority"], r["id"]))
+        return [MessageView.from_row(r, with_lease=True) for r in ordered]
+
+    async def ack(self, tenant_id: int, message_id: str, receipt: str | None) -> None:
+        mid, rec = _ids(message_id, receipt)
+        if mid is not None and await self.repository.ack(tenant_id, mid, rec):
+            return
+        await self._raise_lease_error(tenant_id, mid, receipt)
+
+    async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None]]) -> BatchAckOutcome:
+        failed: list[AckResult] = []
+        ids: list[uuid.UUID] = []
+        receipts: list[uuid.UUID | None] = []
+        for message_id, receipt in acks:
+            mid, rec = _ids(message_id, receipt)
+            if mid is None:
+                failed.append(AckResult(id=message_id, code="message_not_found"))
+            else:
+                ids.append(mid)
+                receipts.append(rec)
+        acked: set[uuid.UUID] = set()
+        if ids:
+            for row in await self.repository.ack_batch(tenant_id, ids, receipts):
+                if row["acked"]:
+                    acked.add(row["id"])
+                else:
+                    code = _lease_error_code(row["status"], with_receipt=row["with_receipt"])
+                    failed.append(AckResult(id=str(row["id"]), code=code))
+        return BatchAckOutcome(acked=len(acked), failed=failed)
+
+    async def nack(self, tenant_id: int, message_id: str, receipt: str | None, error: str | None,
+                   delay_seconds: float | None) -> str:
+        """Returns the outcome: retry, dlq or failed."""
+        mid, rec = _ids(message_id, receipt)
+        if error is not None:
+            error = error[:MAX_ERROR_LENGTH]
+            check_text(error, "error")
+        if mid is None:
+            raise errors.MessageNotFound()
+        try:
+            row = await self.repository.nack(tenant_id, mid, rec, error, self.settings.dlq_enabled, delay_seconds,
+                                             self.settings.retry_backoff_seconds)
+        except asyncpg.UniqueViolationError:
+            # A newer pending message with the same key exists: it supersedes this one (see docs/semantics.md).
+            if await self.repository.delete_superseded(tenant_id, mid, rec) is None:
+                await self._raise_lease_error(tenant_id, mid, receipt)
+            return "retry"
+        if row is None:
+            await self._raise_lease_error(tenant_id, mid, receipt)
+            raise AssertionError  # unreachable: the call above always raises
+        outcome: str = row["outcome"]
+        if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
+            self.wakeups.published(tenant_id, [row["topic"]])
+        return outcome
+
+    async def extend(self, tenant_id: int, message_id: str, receipt: str | None, seconds: int) -> str:
+        mid, rec = _ids(message_id, receipt)
+        if mid is not None:
+            deadline = await self.repository.extend(tenant_id, mid, rec, seconds)
+            if deadline is not None:
+                return deadline.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        await self._raise_lease_error(tenant_id, mid, receipt)
+        raise AssertionError
+
+    async def _raise_lease_error(self, tenant_id: int, mid: uuid.UUID | None, receipt: str | None) -> None:
+        """After an ack, nack or extend matched nothing: 404 if there is no such processing message, 409 if a
+        receipt was given and the message is leased to a later dequeue (or was released since)."""
+        probe = await self.repository.lease_probe(tenant_id, mid) if mid is not None else None
+        status = probe["status"] if probe is not None else None
+        if _lease_error_code(status, with_receipt=receipt is not None) == "lease_lost":
+            raise errors.LeaseLost()
+        if status is None:
+            raise errors.MessageNotFound()
+        raise errors.MessageNotFound(f"message is {status}, not processing")
+
+    # --- dead letters ------------------------------------------------------------------------------------------
+
+    async def requeue(self, tenant_id: int, message_id: str) -> None:
+        mid, _ = _ids(message_id, None)
+        if mid is None:
+            raise errors.MessageNotFound()
+        try:
+            topic = await self.repository.requeue(tenant_id, mid, self.settings.max_retries)
+        except asyncpg.UniqueViolationError:
+            raise errors.KeyConflict("the original topic holds a pending message with the same key") from None
+        if topic is not None:
+            self.wakeups.published(tenant_id, [topic])
+            return
+        probe = await self.repository.lease_probe(tenant_id, mid)
+        if probe is None:
+            raise errors.MessageNotFound()
+        row = await self.repository.get(tenant_id, mid)
+        if row is not None and row["original_topic"] is None:
+            raise errors.InvalidRequest("message is not in a dead-letter topic")
+        raise errors.LeaseLost("message is being processed by a consumer; requeue it after it is released")
+
+    async def requeue_topic(self, tenant_id: int, topic: str) -> int:
+        """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted."""
+        check_topic(topic, for_enqueue=False)
+        base = topic[: -len(DLQ_SUFFIX)] if topic.endswith(DLQ_SUFFIX) else topic
+        count = await self.repository.requeue_topic(tenant_id, base + DLQ_SUFFIX, self.settings.max_retries)
+        if count:
+            self.wakeups.published(tenant_id, [base])
+        return count
+
+    # --- browse and admin --------------------------------------------------------------------------------------
+
+    async def get(self, tenant_id: int, message_id: str) -> MessageView:
+        mid, _ = _ids(message_id, None)
+        row = await self.repository.get(tenant_id, mid) if mid is not None else None
+        if row is None:
+            raise errors.MessageNotFound()
+        return MessageView.from_row(row, with_lease=False)
+
+    async def delete(self, tenant_id: int, message_id: str) -> None:
+        mid, _ = _ids(message_id, None)
+        if mid is None or not await self.repository.delete(tenant_id, mid):
+            raise errors.MessageNotFound()
+
+    async def browse(self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int,
+                     offset: int) -> tuple[list[MessageView], int]:
+        if topic is not None:
+            check_topic(topic, for_enqueue=False)
+        if status is not None and status not in STATUSES:
+            raise errors.InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        if key is not None:
+            check_text(key, "key")
+        rows, total = await self.repository.browse(tenant_id, topic, status, key, limit, offset)
+        return [MessageView.from_row(r, with_lease=False) for r in rows], total
+
+    async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
+        check_topic(topic, for_enqueue=False)
+        for status in statuses or ():
+            if status not in STATUSES:
+                raise errors.InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        return await self.repository.purge(tenant_id, topic, statuses)
+
+    async def delete_by_key(self, tenant_id: int, topic: str, key: str) -> int:
+        check_topic(topic, for_enqueue=False)
+        check_text(key, "key")
+        return await self.repository.delete_by_key(tenant_id, topic, key)
+
+    async def stats(self, tenant_id: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in await self.repository.stats(tenant_id)]
+
+    async def topics(self, tenant_id: int) -> list[TopicSummary]:
+        rows = await self.repository.topic_summaries(tenant_id)
+        result = []
+        for row in rows:
+            config = await self.configs.get(tenant_id, row["topic"])
+            result.append(TopicSummary(config=config, **dict(row)))
+        return result
+
+
+_NO_RECEIPT_MATCHES = uuid.UUID(int=0)  # stands for a receipt that is not a UUID: it matches no lease
+
+
+def _ids(message_id: str | None, receipt: str | None) -> tuple[uuid.UUID | None, uuid.UUID | None]:
+    """Parse ids from the URL or body. An id that is not a UUID matches no message (404), never a 500; a receipt
+    that is not one matches no lease (409)."""
+    rec = None if receipt is None else (parse_uuid(receipt) or _NO_RECEIPT_MATCHES)
+    return parse_uuid(message_id), rec
+
+
+def _lease_error_code(status: str | None, *, with_receipt: bool) -> str:
+    """Why an ack, nack or extend failed: the message is gone or not leased (404), or a receipt was given and the
+    message was leased again or released since (409)."""
+    if status is not None and with_receipt and status in ("processing", "pending"):
+        return "lease_lost"
+    return "message_not_found"

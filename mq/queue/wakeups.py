@@ -1,0 +1,138 @@
+"""Long-poll wake-ups: a waiting dequeue sleeps on an in-process event, woken when a message for its topic commits.
+
+Waiting requests hold no database connection. Each instance keeps one LISTEN connection; after an enqueue
+commits, the instance wakes its own waiters at once and sends one coalesced NOTIFY per distinct (tenant, topic)
+so that waiters on other instances wake too. NOTIFY is sent outside the enqueue's transaction: inside it, Postgres
+would serialize every enqueue's commit on its notify-queue lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+
+from mq.db.engine import asyncpg_dsn
+from mq.queue import sql
+
+log = logging.getLogger(__name__)
+
+_RECONNECT_SECONDS = 1.0
+_HEALTH_CHECK_SECONDS = 5.0
+
+
+def _channel_key(tenant_id: int, topic: str) -> str:
+    return f"{tenant_id}:{topic}"
+
+
+class WakeupHub:
+    """Registry of waiting dequeues per (tenant, topic), fed by local enqueues and by Postgres notifications."""
+
+    def __init__(self, database_url: str) -> None:
+        self._dsn = asyncpg_dsn(database_url)
+        self._waiters: dict[str, set[asyncio.Event]] = {}
+        self._outbox: set[str] = set()
+        self._flush_wanted = asyncio.Event()
+        self._conn: asyncpg.Connection[Any] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    async def start(self) -> None:
+        await self._connect()
+        self._task = asyncio.create_task(self._run(), name="skiplock-wakeups")
+
+    async def close(self) -> None:
+        self._closing = True
+        self._flush_wanted.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                await self._conn.close(timeout=2)
+        for events in self._waiters.values():  # answer every waiting long poll now (empty) instead of at timeout
+            for event in events:
+                event.set()
+
+    @contextlib.contextmanager
+    def waiter(self, tenant_id: int, topic: str) -> Iterator[asyncio.Event]:
+        """An event set when a message for (tenant, topic) may have become available. Register it before the
+        last check for messages, so that a message committed between that check and the wait is not missed."""
+        key = _channel_key(tenant_id, topic)
+        event = asyncio.Event()
+        if self._closing:
+            event.set()
+        self._waiters.setdefault(key, set()).add(event)
+        try:
+            yield event
+        finally:
+            events = self._waiters.get(key)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._waiters[key]
+
+    def published(self, tenant_id: int, topics: Iterator[str] | list[str] | set[str]) -> None:
+        """Called after messages for these topics committed: wake local waiters, notify the other instances."""
+        for topic in topics:
+            key = _channel_key(tenant_id, topic)
+            self._wake(key)
+            self._outbox.add(key)
+        self._flush_wanted.set()
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
+    def waiting(self) -> int:
+        return sum(len(events) for events in self._waiters.values())
+
+    def _wake(self, key: str) -> None:
+        for event in self._waiters.get(key, ()):
+            event.set()
+
+    def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        self._wake(payload)
+
+    async def _connect(self) -> None:
+        conn = await asyncpg.connect(self._dsn)
+        # A notification needs no durability: do not wait for a WAL flush to send one.
+        await conn.execute("SET synchronous_commit = off")
+        await conn.add_listener(sql.WAKEUP_CHANNEL, self._on_notification)
+        self._conn = conn
+
+    async def _run(self) -> None:
+        """Send the outbox as one NOTIFY statement at a time; keys added meanwhile go in the next one."""
+        while not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._flush_wanted.wait(), _HEALTH_CHECK_SECONDS)
+            self._flush_wanted.clear()
+            if not self._outbox:
+                if self._conn is None or self._conn.is_closed():  # reconnect even when nothing is to be sent
+                    with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                        await self._connect()
+                        self._wake_all()
+                continue
+            keys, self._outbox = list(self._outbox), set()
+            try:
+                if self._conn is None or self._conn.is_closed():
+                    await self._connect()
+                    self._wake_all()  # notifications may have been missed while disconnected
+                assert self._conn is not None
+                await self._conn.execute(sql.WAKEUP_NOTIFY, keys)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("long-poll notification failed, retrying: %s", exc)
+                self._outbox.update(keys)
+                self._conn = None
+                await asyncio.sleep(_RECONNECT_SECONDS)
+                self._flush_wanted.set()
+
+    def _wake_all(self) -> None:
+        for key in list(self._waiters):
+            self._wake(key)

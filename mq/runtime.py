@@ -1,0 +1,57 @@
+"""The process's wiring: pools, clients, repositories and services, opened and closed together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import redis.asyncio as aioredis
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from mq.db.engine import create_engine, create_pool
+from mq.queue.configs import TopicConfigs
+from mq.queue.repository import MessageRepository
+from mq.queue.service import QueueService
+from mq.queue.wakeups import WakeupHub
+from mq.settings import Settings
+from mq.tenancy.auth import Authenticator
+from mq.tenancy.bootstrap import bootstrap
+from mq.tenancy.repository import TenancyRepository
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    pool: asyncpg.Pool[Any]
+    engine: AsyncEngine
+    redis: aioredis.Redis | None
+    wakeups: WakeupHub
+    queue: QueueService
+    tenancy: TenancyRepository
+    auth: Authenticator
+
+    @classmethod
+    async def open(cls, settings: Settings) -> Runtime:
+        """Connect everything. Needs `settings.database_url` (the embedded server is started before this)."""
+        if not settings.database_url:
+            raise RuntimeError("Runtime.open needs a database URL")
+        pool = await create_pool(settings.database_url, settings.db_pool_min_size, settings.db_pool_max_size)
+        engine = create_engine(settings.database_url)
+        redis = aioredis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2) \
+            if settings.redis_url else None
+        wakeups = WakeupHub(settings.database_url)
+        await wakeups.start()
+        messages = MessageRepository(pool)
+        queue = QueueService(messages, TopicConfigs(messages, settings), wakeups, settings)
+        tenancy = TenancyRepository(engine)
+        auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size)
+        await bootstrap(tenancy, settings)
+        return cls(settings, pool, engine, redis, wakeups, queue, tenancy, auth)
+
+    async def close(self) -> None:
+        await self.wakeups.close()
+        await self.pool.close()
+        await self.engine.dispose()
+        if self.redis is not None:
+            await self.redis.aclose()

@@ -1,0 +1,79 @@
+"""Typed settings from `SKIPLOCK_*` environment variables, read once per process."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of a Skiplock process. Field docstrings are the documentation (see docs/configuration.md)."""
+
+    model_config = SettingsConfigDict(env_prefix="SKIPLOCK_", use_attribute_docstrings=True, extra="ignore")
+
+    # --- server ---------------------------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    """Address the HTTP server binds to."""
+    port: int = Field(default=8080, ge=0, le=65535)
+    """Port the HTTP server listens on (0 picks a free one)."""
+    log_level: str = "info"
+    """Python log level name for the server's logs."""
+
+    # --- storage --------------------------------------------------------------------------------------------
+    database_url: str | None = None
+    """Postgres URL (`postgresql://user:pass@host:5432/db`). Unset: an embedded Postgres under `data_dir`."""
+    redis_url: str | None = None
+    """Redis URL (`redis://host:6379/0`). Unset: an embedded Redis under `data_dir`."""
+    data_dir: Path = Path(".skiplock")
+    """Folder for the embedded servers' data; it survives restarts."""
+    db_pool_min_size: int = Field(default=2, ge=1)
+    """Connections the hot-path pool keeps open."""
+    db_pool_max_size: int = Field(default=10, ge=1)
+    """Most connections the hot-path pool opens; waiting long polls hold none."""
+    migrate_on_start: bool = True
+    """Run `alembic upgrade head` when the server starts. Turn off where a deploy job migrates (Helm hook)."""
+
+    # --- bootstrap ------------------------------------------------------------------------------------------
+    admin_username: str = "admin"
+    """Platform admin created on first start if no user of that name exists."""
+    admin_password: SecretStr = SecretStr("skiplock-admin")
+    """Its password. The default is for local use only: set your own anywhere else."""
+    default_tenant: str = "default"
+    """Slug of the tenant created on first start ("" creates none)."""
+
+    # --- limits ---------------------------------------------------------------------------------------------
+    max_payload_bytes: int = Field(default=256 * 1024, ge=1)
+    """Largest message payload, in raw bytes after base64 decoding (413 `payload_too_large` above)."""
+    max_metadata_bytes: int = Field(default=16 * 1024, ge=2)
+    """Largest `metadata` object, serialized as JSON."""
+    max_request_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Largest HTTP request body (413 above), sized for a full batch of large payloads."""
+    max_batch_size: int = Field(default=1000, ge=1, le=10000)
+    """Most messages in one batch enqueue, acks in one batch ack, and messages in one dequeue."""
+
+    # --- queue defaults (a topic config overrides them) ----------------------------------------------------
+    visibility_timeout_seconds: int = Field(default=30, ge=1, le=43200)
+    """How long a dequeued message stays invisible before it is delivered again if not acked."""
+    max_retries: int = Field(default=3, ge=0)
+    """Nacks a message may take before it moves to its dead-letter topic (or fails)."""
+    dlq_enabled: bool = True
+    """Move messages that exhausted their retries to `<topic>.dlq`; off: mark them `failed`."""
+    message_ttl_seconds: int = Field(default=0, ge=0)
+    """Time to live of new messages; 0 keeps them until consumed."""
+    retry_backoff_seconds: list[int] = Field(default_factory=list)
+    """Delay before retry n after a nack without `delay_seconds`; the last value repeats; empty: retry at once."""
+
+    # --- auth -----------------------------------------------------------------------------------------------
+    auth_cache_ttl_seconds: float = Field(default=30.0, ge=0)
+    """How long a verified credential is trusted before its password hash is checked again."""
+    auth_cache_size: int = Field(default=10000, ge=0)
+    """Most credentials kept verified in memory per process."""
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read from the environment on first use."""
+    return Settings()

@@ -1,0 +1,90 @@
+"""Who is calling: HTTP Basic credentials checked against the users table, verified hashes cached in memory.
+
+A password hash is verified at most once per credential per `auth_cache_ttl_seconds`. The cache is keyed by an
+HMAC of the credential under a per-process random key, so it never holds a password or anything that could be
+tested offline, and a lookup leaks no timing about stored secrets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from dataclasses import dataclass
+
+from mq import errors
+from mq.tenancy.passwords import verify_password_async
+from mq.tenancy.repository import TenancyRepository
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller, and the tenant its request addresses (None for a platform admin without
+    X-Tenant)."""
+
+    user_id: str
+    username: str
+    role: str
+    tenant_id: int | None
+    tenant_slug: str | None
+
+    @property
+    def is_platform_admin(self) -> bool:
+        return self.role == "platform_admin"
+
+
+class Authenticator:
+    def __init__(self, repository: TenancyRepository, ttl_seconds: float, max_entries: int) -> None:
+        self._repository = repository
+        self._ttl = ttl_seconds
+        self._max_entries = max_entries
+        self._key = secrets.token_bytes(32)
+        self._verified: dict[bytes, tuple[float, Principal, str | None]] = {}
+        self._tenants: dict[str, tuple[float, int, str]] = {}
+
+    async def authenticate(self, username: str, password: str) -> Principal:
+        """The caller, or Unauthorized (the same error for an unknown user and a wrong password) or Forbidden
+        (suspended tenant)."""
+        digest = hmac.new(self._key, f"{username}\x00{password}".encode("utf-8", "surrogatepass"),
+                          hashlib.sha256).digest()
+        now = time.monotonic()
+        hit = self._verified.get(digest)
+        if hit is not None and hit[0] > now:
+            principal, tenant_status = hit[1], hit[2]
+        else:
+            user = await self._repository.user_by_username(username)
+            if not await verify_password_async(user.password_hash if user else None, password) or user is None:
+                raise errors.Unauthorized("invalid username or password")
+            principal = Principal(str(user.id), user.username, user.role, user.tenant_id, user.tenant_slug)
+            tenant_status = user.tenant_status
+            if len(self._verified) >= self._max_entries:
+                self._verified.clear()
+            if self._ttl > 0:
+                self._verified[digest] = (now + self._ttl, principal, tenant_status)
+        if tenant_status == "suspended":
+            raise errors.Forbidden("this tenant is suspended")
+        return principal
+
+    async def address_tenant(self, principal: Principal, slug: str) -> Principal:
+        """A platform admin's request for the tenant named in X-Tenant."""
+        if not principal.is_platform_admin:
+            if slug != principal.tenant_slug:
+                raise errors.Forbidden("X-Tenant is for platform admins")
+            return principal
+        now = time.monotonic()
+        hit = self._tenants.get(slug)
+        if hit is None or hit[0] <= now:
+            tenant = await self._repository.tenant_by_slug(slug)
+            if tenant is None:
+                raise errors.NotFound(f"no tenant {slug!r}")
+            hit = (now + self._ttl, tenant.id, tenant.slug)
+            if len(self._tenants) >= self._max_entries:
+                self._tenants.clear()
+            self._tenants[slug] = hit
+        return Principal(principal.user_id, principal.username, principal.role, hit[1], hit[2])
+
+    def forget(self) -> None:
+        """Drop every cached credential and tenant (a password, role or tenant changed)."""
+        self._verified.clear()
+        self._tenants.clear()
