@@ -46,7 +46,7 @@ class BatchItem(Strict):
 
 
 class BatchEnqueueBody(Strict):
-    messages: Annotated[list[msgspec.Raw], Meta(min_length=1)]
+    messages: Annotated[list[Any], Meta(min_length=1, description="Items: {payload, topic?, metadata?, key?, delay_seconds?, priority?}")]
     topic: str | None = None
 
 

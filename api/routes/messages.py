@@ -67,7 +67,7 @@ class MessageController(Controller):
         too_large = True
         for index, raw in enumerate(data.messages):
             try:
-                entry = msgspec.json.decode(raw, type=BatchItem)
+                entry = msgspec.convert(raw, BatchItem)
                 topic = entry.topic if entry.topic is not None else data.topic
                 if topic is None:
                     raise errors.InvalidRequest("topic is required (on the item or at the top level)")

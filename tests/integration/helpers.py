@@ -1,0 +1,37 @@
+"""Small helpers that keep the tests about behaviour rather than HTTP plumbing."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import httpx
+
+
+def b64(data: bytes | str) -> str:
+    return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+
+
+def unb64(text: str) -> bytes:
+    return base64.b64decode(text)
+
+
+async def enqueue(client: httpx.AsyncClient, topic: str, payload: bytes | str = b"x", **fields: Any) -> str:
+    r = await client.post("/api/messages", json={"topic": topic, "payload": b64(payload), **fields})
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+async def dequeue(client: httpx.AsyncClient, topic: str, count: int = 1, **fields: Any) -> list[dict[str, Any]]:
+    r = await client.post("/api/messages/dequeue", json={"topic": topic, "count": count, **fields})
+    assert r.status_code == 200, r.text
+    messages: list[dict[str, Any]] = r.json()["messages"]
+    return messages
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert body["code"] == code, body
+    assert isinstance(body["error"], str) and body["error"]
+    return body
