@@ -10,6 +10,7 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.auth import tenant_for
+from api.body import StrictBody
 from api.schemas import (
     AckBody,
     BatchAckBody,
@@ -49,7 +50,8 @@ class MessageController(Controller):
     path = "/api/messages"
     tags = ["messages"]
 
-    @post("/", status_code=HTTP_201_CREATED, summary="Enqueue a message")
+    @post("/", status_code=HTTP_201_CREATED, summary="Enqueue a message",
+          dto=StrictBody[EnqueueBody], return_dto=None)
     async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdResponse:
         tenant = tenant_for(request.user)
         queue = _queue(request)
@@ -57,7 +59,8 @@ class MessageController(Controller):
         message_id, _ = await queue.enqueue(tenant, item)
         return IdResponse(id=str(message_id))
 
-    @post("/batch", status_code=HTTP_201_CREATED, summary="Enqueue many messages, all or nothing")
+    @post("/batch", status_code=HTTP_201_CREATED, summary="Enqueue many messages, all or nothing",
+          dto=StrictBody[BatchEnqueueBody], return_dto=None)
     async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsResponse:
         tenant = tenant_for(request.user)
         queue = _queue(request)
@@ -90,7 +93,8 @@ class MessageController(Controller):
         ids = await queue.enqueue_batch(tenant, items)
         return IdsResponse(ids=[str(i) for i in ids])
 
-    @post("/dequeue", status_code=HTTP_200_OK, summary="Lease messages (long poll with wait_seconds)")
+    @post("/dequeue", status_code=HTTP_200_OK, summary="Lease messages (long poll with wait_seconds)",
+          dto=StrictBody[DequeueBody], return_dto=None)
     async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueResponse:
         tenant = tenant_for(request.user)
         _batch_limit(request, data.count, "messages")
@@ -98,25 +102,29 @@ class MessageController(Controller):
                                                  data.wait_seconds)
         return DequeueResponse(messages=messages)
 
-    @post("/ack", status_code=HTTP_200_OK, summary="Acknowledge many messages in one round trip")
+    @post("/ack", status_code=HTTP_200_OK, summary="Acknowledge many messages in one round trip",
+          dto=StrictBody[BatchAckBody], return_dto=None)
     async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckOutcome:
         tenant = tenant_for(request.user)
         _batch_limit(request, len(data.acks), "acks")
         return await _queue(request).ack_batch(tenant, [(a.id, a.receipt) for a in data.acks])
 
-    @post("/{message_id:str}/ack", status_code=HTTP_204_NO_CONTENT, summary="Acknowledge (delete) a message")
+    @post("/{message_id:str}/ack", status_code=HTTP_204_NO_CONTENT, summary="Acknowledge (delete) a message",
+          dto=StrictBody[AckBody], return_dto=None)
     async def ack(self, request: AnyRequest, message_id: str, data: AckBody | None = None) -> None:
         tenant = tenant_for(request.user)
         await _queue(request).ack(tenant, message_id, data.receipt if data else None)
 
-    @post("/{message_id:str}/nack", status_code=HTTP_200_OK, summary="Reject a message: retry, DLQ or failed")
+    @post("/{message_id:str}/nack", status_code=HTTP_200_OK, summary="Reject a message: retry, DLQ or failed",
+          dto=StrictBody[NackBody], return_dto=None)
     async def nack(self, request: AnyRequest, message_id: str, data: NackBody | None = None) -> NackResponse:
         tenant = tenant_for(request.user)
         body = data or NackBody()
         outcome = await _queue(request).nack(tenant, message_id, body.receipt, body.error, body.delay_seconds)
         return NackResponse(outcome=outcome)
 
-    @post("/{message_id:str}/visibility", status_code=HTTP_200_OK, summary="Extend a lease (heartbeat)")
+    @post("/{message_id:str}/visibility", status_code=HTTP_200_OK, summary="Extend a lease (heartbeat)",
+          dto=StrictBody[ExtendBody], return_dto=None)
     async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendResponse:
         tenant = tenant_for(request.user)
         deadline = await _queue(request).extend(tenant, message_id, data.receipt, data.visibility_timeout_seconds)
