@@ -6,8 +6,11 @@ SIGTERM or Ctrl-C stops the HTTP server gracefully, then the embedded servers: n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
+from collections.abc import Iterator
 
 import uvicorn
 
@@ -17,6 +20,22 @@ from mq.db.engine import migrate
 from mq.settings import Settings, get_settings
 
 log = logging.getLogger("skiplock")
+
+
+class _Server(uvicorn.Server):
+    """Uvicorn re-raises a captured SIGTERM after shutting down, which would kill this process before it stops
+    the embedded servers; here a signal only asks for a graceful shutdown and `main` exits normally."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
 
 
 def main() -> None:
@@ -52,10 +71,17 @@ def _with_embedded_servers(settings: Settings, started: list[EmbeddedPostgres | 
 
 async def _serve(settings: Settings) -> None:
     config = uvicorn.Config(
-        create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-        access_log=False, loop="uvloop", http="httptools", lifespan="on", timeout_graceful_shutdown=25,
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        timeout_graceful_shutdown=25,
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     base = f"http://{settings.host}:{settings.port}"
     log.info("Skiplock on %s (OpenAPI at %s/schema); admin user %r", base, base, settings.admin_username)
     if settings.admin_password.get_secret_value() == Settings.model_fields["admin_password"].default.get_secret_value():

@@ -39,9 +39,11 @@ def create_app(settings: Settings | None = None) -> Litestar:
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
         openapi_config=OpenAPIConfig(
-            title="Skiplock", version=__version__, path="/schema",
+            title="Skiplock",
+            version=__version__,
+            path="/schema",
             description="Multi-tenant message queue on Postgres. Every /api route but /api/version and "
-                        "/api/auth/status needs HTTP Basic credentials.",
+            "/api/auth/status needs HTTP Basic credentials.",
             render_plugins=[ScalarRenderPlugin()],
         ),
         logging_config=None,  # the process configures logging once (api.__main__)

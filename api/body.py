@@ -29,8 +29,9 @@ def _decoder(model_type: type[Any]) -> msgspec.json.Decoder[Any]:
 
 class StrictBody(MsgspecDTO[T], Generic[T]):
     @classmethod
-    def create_openapi_schema(cls, field_definition: FieldDefinition, handler_id: str,
-                              schema_creator: SchemaCreator) -> Reference | Schema:
+    def create_openapi_schema(
+        cls, field_definition: FieldDefinition, handler_id: str, schema_creator: SchemaCreator
+    ) -> Reference | Schema:
         """The body's schema is the struct's own (the DTO's transfer model rewrites constrained optionals)."""
         return schema_creator.for_field_definition(FieldDefinition.from_annotation(cls.model_type))
 

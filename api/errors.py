@@ -31,15 +31,24 @@ DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
 
 # Framework errors by status: unknown routes, wrong methods, oversized or unparsable bodies.
 HTTP_STATUS_CODES = {
-    400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "invalid_request",
-    409: "key_conflict", 413: "payload_too_large", 415: "invalid_request", 429: "rate_limited", 503: "unavailable",
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "invalid_request",
+    409: "key_conflict",
+    413: "payload_too_large",
+    415: "invalid_request",
+    429: "rate_limited",
+    503: "unavailable",
 }
 
 WWW_AUTHENTICATE = {"WWW-Authenticate": 'Basic realm="skiplock"'}
 
 
-def error_response(status: int, code: str, message: str, details: Any = None,
-                   headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:
+def error_response(
+    status: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+) -> Response[dict[str, Any]]:
     body: dict[str, Any] = {"code": code, "error": message}
     if details is not None:
         body["details"] = details
@@ -84,8 +93,11 @@ def _validation_detail(entry: Any) -> dict[str, Any]:
     if isinstance(entry, dict):
         key = entry.get("key")
         message = str(entry.get("message", "invalid value"))
-        return {"field": key, "code": "invalid_request", "error": message} if key else {
-            "code": "invalid_request", "error": message}
+        return (
+            {"field": key, "code": "invalid_request", "error": message}
+            if key
+            else {"code": "invalid_request", "error": message}
+        )
     return {"code": "invalid_request", "error": str(entry)}
 
 

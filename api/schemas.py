@@ -46,7 +46,10 @@ class BatchItem(Strict):
 
 
 class BatchEnqueueBody(Strict):
-    messages: Annotated[list[Any], Meta(min_length=1, description="Items: {payload, topic?, metadata?, key?, delay_seconds?, priority?}")]
+    messages: Annotated[
+        list[Any],
+        Meta(min_length=1, description="Items: {payload, topic?, metadata?, key?, delay_seconds?, priority?}"),
+    ]
     topic: str | None = None
 
 

@@ -38,8 +38,11 @@ class Runtime:
             raise RuntimeError("Runtime.open needs a database URL")
         pool = await create_pool(settings.database_url, settings.db_pool_min_size, settings.db_pool_max_size)
         engine = create_engine(settings.database_url)
-        redis = aioredis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2) \
-            if settings.redis_url else None
+        redis = (
+            aioredis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+            if settings.redis_url
+            else None
+        )
         wakeups = WakeupHub(settings.database_url)
         await wakeups.start()
         messages = MessageRepository(pool)

@@ -48,9 +48,9 @@ def _docker_answers() -> bool:
         if host.startswith("unix://"):
             with socket.socket(socket.AF_UNIX) as s:
                 s.settimeout(1)
-                s.connect(host[len("unix://"):])
+                s.connect(host[len("unix://") :])
         elif host.startswith("tcp://"):
-            name, _, port = host[len("tcp://"):].partition(":")
+            name, _, port = host[len("tcp://") :].partition(":")
             socket.create_connection((name, int(port or 2375)), timeout=1).close()
         else:
             return False
@@ -78,7 +78,7 @@ def _docker_container(kind: str) -> Any:
         return container
     except (DockerException, ImportError, OSError, ConnectionError):
         return None
-    except Exception as exc:  # noqa: BLE001 - any failure to reach Docker means: fall back to embedded
+    except Exception as exc:
         if "docker" in type(exc).__module__.lower() or "Docker" in str(exc):
             return None
         raise
@@ -160,14 +160,20 @@ def start_server(env_overrides: dict[str, str], *, data_dir: Path | None = None,
     port = free_port()
     log_path = Path(tempfile.mkstemp(prefix="skiplock-server-", suffix=".log")[1])
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
-    env.update({
-        "SKIPLOCK_PORT": str(port), "SKIPLOCK_ADMIN_USERNAME": ADMIN[0], "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
-        "SKIPLOCK_DATA_DIR": str(data_dir or _scratch_dir()), "SKIPLOCK_LOG_LEVEL": "warning",
-    })
+    env.update(
+        {
+            "SKIPLOCK_PORT": str(port),
+            "SKIPLOCK_ADMIN_USERNAME": ADMIN[0],
+            "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
+            "SKIPLOCK_DATA_DIR": str(data_dir or _scratch_dir()),
+            "SKIPLOCK_LOG_LEVEL": "warning",
+        }
+    )
     env.update(env_overrides)
     with log_path.open("wb") as log_file:
-        process = subprocess.Popen([sys.executable, "-m", "api"], cwd=ROOT, env=env, stdout=log_file,
-                                   stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "api"], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+        )
     server = Server(f"http://127.0.0.1:{port}", process, log_path)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -192,8 +198,12 @@ def stop_server(server: Server) -> None:
 
 @pytest.fixture(scope="session")
 def server_env(database_url: str, redis_url: str) -> dict[str, str]:
-    return {"SKIPLOCK_DATABASE_URL": database_url, "SKIPLOCK_REDIS_URL": redis_url,
-            "SKIPLOCK_MIGRATE_ON_START": "false", "SKIPLOCK_DEFAULT_TENANT": ""}
+    return {
+        "SKIPLOCK_DATABASE_URL": database_url,
+        "SKIPLOCK_REDIS_URL": redis_url,
+        "SKIPLOCK_MIGRATE_ON_START": "false",
+        "SKIPLOCK_DEFAULT_TENANT": "",
+    }
 
 
 @pytest.fixture(scope="session")
@@ -219,8 +229,9 @@ async def tenant(db: asyncpg.Pool[Any]) -> Tenant:
 @pytest.fixture
 async def client(server: Server, tenant: Tenant) -> AsyncIterator[httpx.AsyncClient]:
     """The platform admin addressing this test's tenant."""
-    async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug},
-                                 timeout=30) as c:
+    async with httpx.AsyncClient(
+        base_url=server.base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}, timeout=30
+    ) as c:
         yield c
 
 
@@ -229,10 +240,12 @@ async def make_client(server: Server) -> AsyncIterator[Callable[..., httpx.Async
     """Clients with other credentials or headers; closed after the test."""
     made: list[httpx.AsyncClient] = []
 
-    def make(auth: tuple[str, str] | None = ADMIN, headers: dict[str, str] | None = None,
-             limits: httpx.Limits | None = None) -> httpx.AsyncClient:
-        c = httpx.AsyncClient(base_url=server.base_url, auth=auth, headers=headers or {}, timeout=60,
-                              limits=limits or httpx.Limits())
+    def make(
+        auth: tuple[str, str] | None = ADMIN, headers: dict[str, str] | None = None, limits: httpx.Limits | None = None
+    ) -> httpx.AsyncClient:
+        c = httpx.AsyncClient(
+            base_url=server.base_url, auth=auth, headers=headers or {}, timeout=60, limits=limits or httpx.Limits()
+        )
         made.append(c)
         return c
 
@@ -250,7 +263,12 @@ async def make_user(db: asyncpg.Pool[Any]) -> Callable[..., Any]:
         password = f"pw-{uuid.uuid4().hex}"
         await db.execute(
             "INSERT INTO users (id, tenant_id, username, password_hash, role) VALUES ($1, $2, $3, $4, $5)",
-            uuid.uuid4(), tenant.id if tenant else None, username, hash_password(password), role)
+            uuid.uuid4(),
+            tenant.id if tenant else None,
+            username,
+            hash_password(password),
+            role,
+        )
         return username, password
 
     return make

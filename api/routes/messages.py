@@ -46,12 +46,17 @@ def _batch_limit(request: AnyRequest, n: int, what: str) -> None:
         raise errors.InvalidRequest(f"at most {limit} {what} per request; got {n}")
 
 
+def _required_topic(topic: str | None) -> str:
+    if topic is None:
+        raise errors.InvalidRequest("topic is required (on the item or at the top level)")
+    return topic
+
+
 class MessageController(Controller):
     path = "/api/messages"
     tags = ["messages"]
 
-    @post("/", status_code=HTTP_201_CREATED, summary="Enqueue a message",
-          dto=StrictBody[EnqueueBody], return_dto=None)
+    @post("/", status_code=HTTP_201_CREATED, summary="Enqueue a message", dto=StrictBody[EnqueueBody], return_dto=None)
     async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdResponse:
         tenant = tenant_for(request.user)
         queue = _queue(request)
@@ -59,8 +64,13 @@ class MessageController(Controller):
         message_id, _ = await queue.enqueue(tenant, item)
         return IdResponse(id=str(message_id))
 
-    @post("/batch", status_code=HTTP_201_CREATED, summary="Enqueue many messages, all or nothing",
-          dto=StrictBody[BatchEnqueueBody], return_dto=None)
+    @post(
+        "/batch",
+        status_code=HTTP_201_CREATED,
+        summary="Enqueue many messages, all or nothing",
+        dto=StrictBody[BatchEnqueueBody],
+        return_dto=None,
+    )
     async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsResponse:
         tenant = tenant_for(request.user)
         queue = _queue(request)
@@ -72,10 +82,16 @@ class MessageController(Controller):
             try:
                 entry = msgspec.convert(raw, BatchItem)
                 topic = entry.topic if entry.topic is not None else data.topic
-                if topic is None:
-                    raise errors.InvalidRequest("topic is required (on the item or at the top level)")
-                items.append(queue.build_item(topic, entry.payload, entry.metadata, entry.key, entry.delay_seconds,
-                                              entry.priority))
+                items.append(
+                    queue.build_item(
+                        _required_topic(topic),
+                        entry.payload,
+                        entry.metadata,
+                        entry.key,
+                        entry.delay_seconds,
+                        entry.priority,
+                    )
+                )
             except msgspec.ValidationError as exc:
                 problems.append({"index": index, "code": "invalid_request", "error": str(exc)})
                 too_large = False
@@ -88,43 +104,70 @@ class MessageController(Controller):
         if problems:
             if too_large:
                 raise errors.PayloadTooLarge("a payload in the batch is too large", details=problems)
-            raise errors.InvalidRequest(f"{len(problems)} of {len(data.messages)} messages are not valid",
-                                        details=problems)
+            raise errors.InvalidRequest(
+                f"{len(problems)} of {len(data.messages)} messages are not valid", details=problems
+            )
         ids = await queue.enqueue_batch(tenant, items)
         return IdsResponse(ids=[str(i) for i in ids])
 
-    @post("/dequeue", status_code=HTTP_200_OK, summary="Lease messages (long poll with wait_seconds)",
-          dto=StrictBody[DequeueBody], return_dto=None)
+    @post(
+        "/dequeue",
+        status_code=HTTP_200_OK,
+        summary="Lease messages (long poll with wait_seconds)",
+        dto=StrictBody[DequeueBody],
+        return_dto=None,
+    )
     async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueResponse:
         tenant = tenant_for(request.user)
         _batch_limit(request, data.count, "messages")
-        messages = await _queue(request).dequeue(tenant, data.topic, data.count, data.visibility_timeout_seconds,
-                                                 data.wait_seconds)
+        messages = await _queue(request).dequeue(
+            tenant, data.topic, data.count, data.visibility_timeout_seconds, data.wait_seconds
+        )
         return DequeueResponse(messages=messages)
 
-    @post("/ack", status_code=HTTP_200_OK, summary="Acknowledge many messages in one round trip",
-          dto=StrictBody[BatchAckBody], return_dto=None)
+    @post(
+        "/ack",
+        status_code=HTTP_200_OK,
+        summary="Acknowledge many messages in one round trip",
+        dto=StrictBody[BatchAckBody],
+        return_dto=None,
+    )
     async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckOutcome:
         tenant = tenant_for(request.user)
         _batch_limit(request, len(data.acks), "acks")
         return await _queue(request).ack_batch(tenant, [(a.id, a.receipt) for a in data.acks])
 
-    @post("/{message_id:str}/ack", status_code=HTTP_204_NO_CONTENT, summary="Acknowledge (delete) a message",
-          dto=StrictBody[AckBody], return_dto=None)
+    @post(
+        "/{message_id:str}/ack",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Acknowledge (delete) a message",
+        dto=StrictBody[AckBody],
+        return_dto=None,
+    )
     async def ack(self, request: AnyRequest, message_id: str, data: AckBody | None = None) -> None:
         tenant = tenant_for(request.user)
         await _queue(request).ack(tenant, message_id, data.receipt if data else None)
 
-    @post("/{message_id:str}/nack", status_code=HTTP_200_OK, summary="Reject a message: retry, DLQ or failed",
-          dto=StrictBody[NackBody], return_dto=None)
+    @post(
+        "/{message_id:str}/nack",
+        status_code=HTTP_200_OK,
+        summary="Reject a message: retry, DLQ or failed",
+        dto=StrictBody[NackBody],
+        return_dto=None,
+    )
     async def nack(self, request: AnyRequest, message_id: str, data: NackBody | None = None) -> NackResponse:
         tenant = tenant_for(request.user)
         body = data or NackBody()
         outcome = await _queue(request).nack(tenant, message_id, body.receipt, body.error, body.delay_seconds)
         return NackResponse(outcome=outcome)
 
-    @post("/{message_id:str}/visibility", status_code=HTTP_200_OK, summary="Extend a lease (heartbeat)",
-          dto=StrictBody[ExtendBody], return_dto=None)
+    @post(
+        "/{message_id:str}/visibility",
+        status_code=HTTP_200_OK,
+        summary="Extend a lease (heartbeat)",
+        dto=StrictBody[ExtendBody],
+        return_dto=None,
+    )
     async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendResponse:
         tenant = tenant_for(request.user)
         deadline = await _queue(request).extend(tenant, message_id, data.receipt, data.visibility_timeout_seconds)
@@ -136,8 +179,13 @@ class MessageController(Controller):
 
     @get("/", summary="Browse messages, newest first")
     async def browse(
-        self, request: AnyRequest, topic: str | None = None, status: str | None = None, key: str | None = None,
-        limit: Annotated[int, Parameter(ge=1, le=200)] = 50, offset: Annotated[int, Parameter(ge=0)] = 0,
+        self,
+        request: AnyRequest,
+        topic: str | None = None,
+        status: str | None = None,
+        key: str | None = None,
+        limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
+        offset: Annotated[int, Parameter(ge=0)] = 0,
     ) -> MessagePage:
         items, total = await _queue(request).browse(tenant_for(request.user), topic, status, key, limit, offset)
         return MessagePage(items=items, total=total, limit=limit, offset=offset)

@@ -11,6 +11,7 @@ from litestar.status_codes import HTTP_200_OK
 from api.auth import tenant_for
 from api.body import StrictBody
 from api.schemas import PurgeBody, StatRow, StatsResponse, TopicsResponse
+from mq import errors
 from mq.queue.service import QueueService, check_topic
 from mq.queue.types import TopicConfig
 from mq.tenancy.auth import Principal
@@ -56,14 +57,22 @@ class TopicController(Controller):
     async def requeue_topic(self, request: AnyRequest, topic: str) -> Requeued:
         return Requeued(requeued=await _queue(request).requeue_topic(tenant_for(request.user), topic))
 
-    @post("/topics/{topic:str}/purge", status_code=HTTP_200_OK, summary="Delete a topic's messages",
-          dto=StrictBody[PurgeBody], return_dto=None)
+    @post(
+        "/topics/{topic:str}/purge",
+        status_code=HTTP_200_OK,
+        summary="Delete a topic's messages",
+        dto=StrictBody[PurgeBody],
+        return_dto=None,
+    )
     async def purge(self, request: AnyRequest, topic: str, data: PurgeBody | None = None) -> Deleted:
         tenant = tenant_for(request.user, admin_only=True)
         return Deleted(deleted=await _queue(request).purge(tenant, topic, data.statuses if data else None))
 
-    @delete("/topics/{topic:str}/messages/by-key/{key:str}", status_code=HTTP_200_OK,
-            summary="Delete a topic's messages with a key")
+    @delete(
+        "/topics/{topic:str}/messages/by-key/{key:str}",
+        status_code=HTTP_200_OK,
+        summary="Delete a topic's messages with a key",
+    )
     async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> Deleted:
         tenant = tenant_for(request.user, admin_only=True)
         return Deleted(deleted=await _queue(request).delete_by_key(tenant, topic, key))
@@ -80,7 +89,5 @@ class TopicController(Controller):
         queue = _queue(request)
         config = await queue.configs.get(tenant_for(request.user), topic)
         if config is None:
-            from mq import errors
-
             raise errors.NotFound(f"topic {topic!r} has no config")
         return config

@@ -98,8 +98,11 @@ def _service_user() -> pwd.struct_passwd | None:
         return pwd.getpwnam(SERVICE_USER)
     except KeyError:
         useradd = shutil.which("useradd") or "/usr/sbin/useradd"
-        subprocess.run([useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
+            check=True,
+            capture_output=True,
+        )
         return pwd.getpwnam(SERVICE_USER)
 
 
@@ -134,18 +137,41 @@ class EmbeddedPostgres:
         if not (self.data_dir / "PG_VERSION").exists():
             log.info("initialising an embedded Postgres cluster in %s", self.data_dir)
             subprocess.run(
-                [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", "postgres", "--auth=trust",
-                 "--encoding=UTF8", "--locale=C"],
-                check=True, capture_output=True, **run_as,  # type: ignore[call-overload]
+                [
+                    str(bin_dir / "initdb"),
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--locale=C",
+                ],
+                check=True,
+                capture_output=True,
+                **run_as,  # type: ignore[call-overload]
             )
         log_fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             self.proc = subprocess.Popen(  # type: ignore[call-overload]
-                [str(bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
-                 "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-                 "-c", "max_connections=200"],
-                stdout=log_fd, stderr=log_fd, stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: _die_with_parent(signal.SIGINT), **run_as,
+                [
+                    str(bin_dir / "postgres"),
+                    "-D",
+                    str(self.data_dir),
+                    "-p",
+                    str(self.port),
+                    "-c",
+                    "listen_addresses=127.0.0.1",
+                    "-c",
+                    "unix_socket_directories=",
+                    "-c",
+                    "max_connections=200",
+                ],
+                stdout=log_fd,
+                stderr=log_fd,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=lambda: _die_with_parent(signal.SIGINT),  # noqa: PLW1509 - only prctl and setpgrp
+                **run_as,
             )
         finally:
             os.close(log_fd)
@@ -156,12 +182,26 @@ class EmbeddedPostgres:
         return self.url
 
     def _ensure_database(self, bin_dir: Path, timeout: float) -> None:
-        psql = [str(bin_dir / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres",
-                "-tAc"]
+        psql = [
+            str(bin_dir / "psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-tAc",
+        ]
         deadline = time.monotonic() + timeout
         while True:  # the port opens a moment before the server accepts queries
-            found = subprocess.run([*psql, f"SELECT 1 FROM pg_database WHERE datname = '{self.database}'"],
-                                   capture_output=True, text=True, check=False)
+            found = subprocess.run(
+                [*psql, f"SELECT 1 FROM pg_database WHERE datname = '{self.database}'"],  # noqa: S608 - our own constant name
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if found.returncode == 0:
                 break
             if time.monotonic() > deadline:
@@ -206,9 +246,24 @@ class EmbeddedRedis:
         log_fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             self.proc = subprocess.Popen(
-                [str(redis_server_binary()), "--port", str(self.port), "--bind", "127.0.0.1",
-                 "--dir", str(self.data_dir), "--appendonly", "yes", "--save", "", "--daemonize", "no"],
-                stdout=log_fd, stderr=log_fd, stdin=subprocess.DEVNULL,
+                [
+                    str(redis_server_binary()),
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    str(self.data_dir),
+                    "--appendonly",
+                    "yes",
+                    "--save",
+                    "",
+                    "--daemonize",
+                    "no",
+                ],
+                stdout=log_fd,
+                stderr=log_fd,
+                stdin=subprocess.DEVNULL,
                 preexec_fn=lambda: _die_with_parent(signal.SIGTERM),  # noqa: PLW1509 - only prctl and setpgrp
             )
         finally:

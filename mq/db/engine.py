@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+from alembic import command
+from alembic.config import Config
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -15,13 +17,13 @@ def asyncpg_dsn(url: str) -> str:
     """A libpq-style URL for asyncpg, whatever driver suffix the configured URL carries."""
     for prefix in ("postgresql+asyncpg://", "postgres+asyncpg://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql://" + url[len(prefix):]
+            return "postgresql://" + url[len(prefix) :]
     return url
 
 
 def sqlalchemy_url(url: str) -> str:
     """The same URL for SQLAlchemy's asyncpg dialect."""
-    return "postgresql+asyncpg://" + asyncpg_dsn(url)[len("postgresql://"):]
+    return "postgresql+asyncpg://" + asyncpg_dsn(url)[len("postgresql://") :]
 
 
 async def _init_connection(conn: asyncpg.Connection[Any]) -> None:
@@ -32,8 +34,13 @@ async def _init_connection(conn: asyncpg.Connection[Any]) -> None:
 async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool[Any]:
     """The hot-path pool. Statements are prepared once per connection and cached by asyncpg."""
     pool = await asyncpg.create_pool(
-        asyncpg_dsn(url), min_size=min_size, max_size=max_size, init=_init_connection,
-        statement_cache_size=256, max_inactive_connection_lifetime=300, command_timeout=60,
+        asyncpg_dsn(url),
+        min_size=min_size,
+        max_size=max_size,
+        init=_init_connection,
+        statement_cache_size=256,
+        max_inactive_connection_lifetime=300,
+        command_timeout=60,
     )
     assert pool is not None
     return pool
@@ -41,15 +48,17 @@ async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool[An
 
 def create_engine(url: str, pool_size: int = 3) -> AsyncEngine:
     """The control-plane engine (users, tenants, configs): low traffic, a small pool."""
-    return create_async_engine(sqlalchemy_url(url), pool_size=pool_size, max_overflow=2, pool_pre_ping=True,
-                               connect_args={"server_settings": {"timezone": "UTC"}})
+    return create_async_engine(
+        sqlalchemy_url(url),
+        pool_size=pool_size,
+        max_overflow=2,
+        pool_pre_ping=True,
+        connect_args={"server_settings": {"timezone": "UTC"}},
+    )
 
 
 def migrate(url: str, revision: str = "head") -> None:
     """Run Alembic up to `revision` (blocking: call before the event loop serves, or in a thread)."""
-    from alembic import command
-    from alembic.config import Config
-
     config = Config(str(_ROOT / "alembic.ini"))
     config.set_main_option("script_location", str(_ROOT / "migrations"))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))

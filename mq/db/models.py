@@ -72,8 +72,7 @@ class User(Base):
 class TopicConfig(Base):
     __tablename__ = "topic_configs"
 
-    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"),
-                                           primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
     topic: Mapped[str] = mapped_column(Text, primary_key=True)
     max_retries: Mapped[int | None] = mapped_column(Integer)
     message_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
@@ -118,14 +117,30 @@ class Message(Base):
         CheckConstraint("status IN ('pending', 'processing', 'failed', 'expired')", name="messages_status_check"),
         CheckConstraint("priority BETWEEN 0 AND 9", name="messages_priority_check"),
         # The dequeue: live messages of one topic, highest priority first, then earliest available.
-        Index("messages_dequeue_idx", "tenant_id", "topic", text("priority DESC"), "available_at", "id",
-              postgresql_where=text("status IN ('pending', 'processing')")),
+        Index(
+            "messages_dequeue_idx",
+            "tenant_id",
+            "topic",
+            text("priority DESC"),
+            "available_at",
+            "id",
+            postgresql_where=text("status IN ('pending', 'processing')"),
+        ),
         # Key upsert: at most one pending message per (tenant, topic, key) outside dead-letter topics.
-        Index("messages_pending_key_uq", "tenant_id", "topic", "key", unique=True,
-              postgresql_where=text("key IS NOT NULL AND status = 'pending' AND original_topic IS NULL")),
+        Index(
+            "messages_pending_key_uq",
+            "tenant_id",
+            "topic",
+            "key",
+            unique=True,
+            postgresql_where=text("key IS NOT NULL AND status = 'pending' AND original_topic IS NULL"),
+        ),
         # Browsing, purging and stats of one topic, newest first (ids are time-ordered).
         Index("messages_topic_id_idx", "tenant_id", "topic", "id"),
         # The expiry reaper: live messages with a TTL, by deadline.
-        Index("messages_expiry_idx", "expires_at",
-              postgresql_where=text("expires_at IS NOT NULL AND status IN ('pending', 'processing')")),
+        Index(
+            "messages_expiry_idx",
+            "expires_at",
+            postgresql_where=text("expires_at IS NOT NULL AND status IN ('pending', 'processing')"),
+        ),
     )

@@ -49,7 +49,8 @@ class TopicConfigs:
             max_depth=c.max_depth or None,
             throughput_limit=c.throughput_limit or None,
             visibility_timeout_seconds=c.visibility_timeout_seconds or s.visibility_timeout_seconds,
-            retry_backoff_seconds=(c.retry_backoff_seconds if c.retry_backoff_seconds is not None
-                                   else s.retry_backoff_seconds),
+            retry_backoff_seconds=(
+                c.retry_backoff_seconds if c.retry_backoff_seconds is not None else s.retry_backoff_seconds
+            ),
             dlq_enabled=c.dlq_enabled if c.dlq_enabled is not None else s.dlq_enabled,
         )

@@ -22,21 +22,45 @@ class MessageRepository:
     def __init__(self, pool: asyncpg.Pool[Any]) -> None:
         self.pool = pool
 
-    async def insert(self, tenant_id: int, item: EnqueueItem, max_retries: int, ttl_seconds: int) -> tuple[uuid.UUID,
-                                                                                                          bool]:
+    async def insert(
+        self, tenant_id: int, item: EnqueueItem, max_retries: int, ttl_seconds: int
+    ) -> tuple[uuid.UUID, bool]:
         row = await self.pool.fetchrow(
-            sql.MESSAGE_INSERT, tenant_id, uuid7(), item.topic, item.key, item.payload, item.metadata_json,
-            item.priority, max_retries, float(item.delay_seconds), ttl_seconds,
+            sql.MESSAGE_INSERT,
+            tenant_id,
+            uuid7(),
+            item.topic,
+            item.key,
+            item.payload,
+            item.metadata_json,
+            item.priority,
+            max_retries,
+            float(item.delay_seconds),
+            ttl_seconds,
         )
         assert row is not None
         return row["id"], row["inserted"]
 
-    async def insert_batch(self, tenant_id: int, ids: Sequence[uuid.UUID], items: Sequence[EnqueueItem],
-                           max_retries: Sequence[int], ttls: Sequence[int]) -> list[Record]:
+    async def insert_batch(
+        self,
+        tenant_id: int,
+        ids: Sequence[uuid.UUID],
+        items: Sequence[EnqueueItem],
+        max_retries: Sequence[int],
+        ttls: Sequence[int],
+    ) -> list[Record]:
         return await self.pool.fetch(
-            sql.MESSAGE_INSERT_BATCH, tenant_id, ids, [i.topic for i in items], [i.key for i in items],
-            [i.payload for i in items], [i.metadata_json for i in items], [i.priority for i in items],
-            max_retries, [float(i.delay_seconds) for i in items], ttls,
+            sql.MESSAGE_INSERT_BATCH,
+            tenant_id,
+            ids,
+            [i.topic for i in items],
+            [i.key for i in items],
+            [i.payload for i in items],
+            [i.metadata_json for i in items],
+            [i.priority for i in items],
+            max_retries,
+            [float(i.delay_seconds) for i in items],
+            ttls,
         )
 
     async def dequeue(self, tenant_id: int, topic: str, count: int, visibility_seconds: float) -> list[Record]:
@@ -49,30 +73,42 @@ class MessageRepository:
     async def ack(self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None) -> bool:
         return await self.pool.fetchval(sql.MESSAGE_ACK, tenant_id, message_id, receipt) is not None
 
-    async def ack_batch(self, tenant_id: int, ids: Sequence[uuid.UUID],
-                        receipts: Sequence[uuid.UUID | None]) -> list[Record]:
+    async def ack_batch(
+        self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
+    ) -> list[Record]:
         return await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, ids, receipts)
 
     async def lease_probe(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_LEASE_PROBE, tenant_id, message_id)
 
-    async def nack(self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None, error: str | None,
-                   dlq_enabled: bool, delay_seconds: float | None, backoff: Sequence[int]) -> Record | None:
+    async def nack(
+        self,
+        tenant_id: int,
+        message_id: uuid.UUID,
+        receipt: uuid.UUID | None,
+        error: str | None,
+        dlq_enabled: bool,
+        delay_seconds: float | None,
+        backoff: Sequence[int],
+    ) -> Record | None:
         """The outcome and the message's topic afterwards; None when no processing message matched.
 
         Raises asyncpg.UniqueViolationError when a retry would collide with a pending twin of the same key.
         """
-        return await self.pool.fetchrow(sql.MESSAGE_NACK, tenant_id, message_id, receipt, error, dlq_enabled,
-                                        delay_seconds, list(backoff))
+        return await self.pool.fetchrow(
+            sql.MESSAGE_NACK, tenant_id, message_id, receipt, error, dlq_enabled, delay_seconds, list(backoff)
+        )
 
     async def delete_superseded(self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None) -> str | None:
         topic: str | None = await self.pool.fetchval(sql.MESSAGE_DELETE_SUPERSEDED, tenant_id, message_id, receipt)
         return topic
 
-    async def extend(self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None,
-                     seconds: float) -> datetime | None:
-        value: datetime | None = await self.pool.fetchval(sql.MESSAGE_EXTEND, tenant_id, message_id, receipt,
-                                                          float(seconds))
+    async def extend(
+        self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None, seconds: float
+    ) -> datetime | None:
+        value: datetime | None = await self.pool.fetchval(
+            sql.MESSAGE_EXTEND, tenant_id, message_id, receipt, float(seconds)
+        )
         return value
 
     async def requeue(self, tenant_id: int, message_id: uuid.UUID, default_max_retries: int) -> str | None:
@@ -92,16 +128,20 @@ class MessageRepository:
     async def delete(self, tenant_id: int, message_id: uuid.UUID) -> bool:
         return await self.pool.fetchval(sql.MESSAGE_DELETE, tenant_id, message_id) is not None
 
-    async def browse(self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int,
-                     offset: int) -> tuple[list[Record], int]:
+    async def browse(
+        self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int
+    ) -> tuple[list[Record], int]:
         async with self.pool.acquire() as conn:
             rows = await conn.fetch(sql.MESSAGE_BROWSE, tenant_id, topic, status, key, limit, offset)
             total = await conn.fetchval(sql.MESSAGE_BROWSE_COUNT, tenant_id, topic, status, key)
         return rows, int(total)
 
     async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
-        return _affected(await self.pool.execute(sql.MESSAGE_PURGE, tenant_id, topic,
-                                                 list(statuses) if statuses is not None else None))
+        return _affected(
+            await self.pool.execute(
+                sql.MESSAGE_PURGE, tenant_id, topic, list(statuses) if statuses is not None else None
+            )
+        )
 
     async def delete_by_key(self, tenant_id: int, topic: str, key: str) -> int:
         return _affected(await self.pool.execute(sql.MESSAGE_DELETE_BY_KEY, tenant_id, topic, key))

@@ -7,6 +7,7 @@ configuration, and maps "no row matched" to the right domain error. Raises only 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -57,8 +58,9 @@ def check_topic(topic: str, *, for_enqueue: bool) -> None:
 
 
 class QueueService:
-    def __init__(self, repository: MessageRepository, configs: TopicConfigs, wakeups: WakeupHub,
-                 settings: Settings) -> None:
+    def __init__(
+        self, repository: MessageRepository, configs: TopicConfigs, wakeups: WakeupHub, settings: Settings
+    ) -> None:
         self.repository = repository
         self.configs = configs
         self.wakeups = wakeups
@@ -66,13 +68,21 @@ class QueueService:
 
     # --- enqueue -----------------------------------------------------------------------------------------------
 
-    def build_item(self, topic: str, payload: bytes, metadata: dict[str, Any] | None = None, key: str | None = None,
-                   delay_seconds: float = 0, priority: int = 0) -> EnqueueItem:
+    def build_item(
+        self,
+        topic: str,
+        payload: bytes,
+        metadata: dict[str, Any] | None = None,
+        key: str | None = None,
+        delay_seconds: float = 0,
+        priority: int = 0,
+    ) -> EnqueueItem:
         """A validated message; raises InvalidRequest, ReservedTopic or PayloadTooLarge."""
         check_topic(topic, for_enqueue=True)
         if len(payload) > self.settings.max_payload_bytes:
             raise errors.PayloadTooLarge(
-                f"payload is {len(payload)} bytes; the limit is {self.settings.max_payload_bytes}")
+                f"payload is {len(payload)} bytes; the limit is {self.settings.max_payload_bytes}"
+            )
         metadata_json = None
         if metadata is not None:
             try:
@@ -81,7 +91,8 @@ class QueueService:
                 raise errors.InvalidRequest("metadata is not valid Unicode JSON") from None
             if len(encoded) > self.settings.max_metadata_bytes:
                 raise errors.InvalidRequest(
-                    f"metadata is {len(encoded)} bytes as JSON; the limit is {self.settings.max_metadata_bytes}")
+                    f"metadata is {len(encoded)} bytes as JSON; the limit is {self.settings.max_metadata_bytes}"
+                )
             metadata_json = encoded.decode()
             check_text(metadata_json, "metadata")
             if "\\u0000" in metadata_json:
@@ -90,14 +101,21 @@ class QueueService:
             if not key or len(key) > MAX_KEY_LENGTH:
                 raise errors.InvalidRequest(f"key must be 1 to {MAX_KEY_LENGTH} characters")
             check_text(key, "key")
-        return EnqueueItem(topic=topic, payload=payload, metadata_json=metadata_json, key=key,
-                           delay_seconds=delay_seconds, priority=priority)
+        return EnqueueItem(
+            topic=topic,
+            payload=payload,
+            metadata_json=metadata_json,
+            key=key,
+            delay_seconds=delay_seconds,
+            priority=priority,
+        )
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated)."""
         config = await self.configs.effective(tenant_id, item.topic)
-        message_id, inserted = await self.repository.insert(tenant_id, item, config.max_retries,
-                                                            config.message_ttl_seconds)
+        message_id, inserted = await self.repository.insert(
+            tenant_id, item, config.max_retries, config.message_ttl_seconds
+        )
         if item.delay_seconds <= 0:
             self.wakeups.published(tenant_id, [item.topic])
         return message_id, inserted
@@ -115,8 +133,7 @@ class QueueService:
                 seen = row_of_key.get((item.topic, item.key))
                 if seen is not None:
                     first = rows[seen]
-                    rows[seen] = msgspec.structs.replace(first, payload=item.payload,
-                                                         metadata_json=item.metadata_json)
+                    rows[seen] = msgspec.structs.replace(first, payload=item.payload, metadata_json=item.metadata_json)
                     slot.append(seen)
                     continue
                 row_of_key[(item.topic, item.key)] = len(rows)
@@ -124,8 +141,12 @@ class QueueService:
             rows.append(item)
         ids = [uuid7() for _ in rows]
         result = await self.repository.insert_batch(
-            tenant_id, ids, rows, [configs[r.topic].max_retries for r in rows],
-            [configs[r.topic].message_ttl_seconds for r in rows])
+            tenant_id,
+            ids,
+            rows,
+            [configs[r.topic].max_retries for r in rows],
+            [configs[r.topic].message_ttl_seconds for r in rows],
+        )
         # A keyed row may have been upserted into an existing message: its id is the stored one.
         stored = {(r["topic"], r["key"]): r["id"] for r in result if r["key"] is not None}
         final = [stored[(r.topic, r.key)] if r.key is not None else ids[i] for i, r in enumerate(rows)]
@@ -134,8 +155,9 @@ class QueueService:
 
     # --- consume -----------------------------------------------------------------------------------------------
 
-    async def dequeue(self, tenant_id: int, topic: str, count: int, visibility_timeout_seconds: int | None,
-                      wait_seconds: float) -> list[MessageView]:
+    async def dequeue(
+        self, tenant_id: int, topic: str, count: int, visibility_timeout_seconds: int | None, wait_seconds: float
+    ) -> list[MessageView]:
         check_topic(topic, for_enqueue=False)
         config = await self.configs.effective(tenant_id, topic)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
@@ -154,10 +176,8 @@ class QueueService:
                 timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
                 if until_next is not None:
                     timeout = min(timeout, max(until_next, 0.001))
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), timeout)
-                except TimeoutError:
-                    pass
                 if self.wakeups.closing:
                     return []
 
@@ -193,8 +213,9 @@ class QueueService:
                     failed.append(AckResult(id=str(row["id"]), code=code))
         return BatchAckOutcome(acked=len(acked), failed=failed)
 
-    async def nack(self, tenant_id: int, message_id: str, receipt: str | None, error: str | None,
-                   delay_seconds: float | None) -> str:
+    async def nack(
+        self, tenant_id: int, message_id: str, receipt: str | None, error: str | None, delay_seconds: float | None
+    ) -> str:
         """Returns the outcome: retry, dlq or failed."""
         mid, rec = _ids(message_id, receipt)
         if error is not None:
@@ -203,8 +224,15 @@ class QueueService:
         if mid is None:
             raise errors.MessageNotFound()
         try:
-            row = await self.repository.nack(tenant_id, mid, rec, error, self.settings.dlq_enabled, delay_seconds,
-                                             self.settings.retry_backoff_seconds)
+            row = await self.repository.nack(
+                tenant_id,
+                mid,
+                rec,
+                error,
+                self.settings.dlq_enabled,
+                delay_seconds,
+                self.settings.retry_backoff_seconds,
+            )
         except asyncpg.UniqueViolationError:
             # A newer pending message with the same key exists: it supersedes this one (see docs/semantics.md).
             if await self.repository.delete_superseded(tenant_id, mid, rec) is None:
@@ -282,8 +310,9 @@ class QueueService:
         if mid is None or not await self.repository.delete(tenant_id, mid):
             raise errors.MessageNotFound()
 
-    async def browse(self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int,
-                     offset: int) -> tuple[list[MessageView], int]:
+    async def browse(
+        self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int
+    ) -> tuple[list[MessageView], int]:
         if topic is not None:
             check_topic(topic, for_enqueue=False)
         if status is not None and status not in STATUSES:

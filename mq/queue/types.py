@@ -13,8 +13,8 @@ TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 TOPIC_RE = re.compile(TOPIC_PATTERN)
 DLQ_SUFFIX = ".dlq"
 STATUSES = ("pending", "processing", "failed", "expired")
-MAX_KEY_LENGTH = 512          # with the topic, keeps a key-index entry under Postgres' btree tuple limit
-MAX_ERROR_LENGTH = 4096       # a nack's error text is cut to this many characters
+MAX_KEY_LENGTH = 512  # with the topic, keeps a key-index entry under Postgres' btree tuple limit
+MAX_ERROR_LENGTH = 4096  # a nack's error text is cut to this many characters
 MAX_DELAY_SECONDS = 31_536_000
 MAX_VISIBILITY_SECONDS = 43_200
 MAX_WAIT_SECONDS = 20
@@ -66,12 +66,21 @@ class MessageView(msgspec.Struct, omit_defaults=False):
         processing = row["status"] == "processing"
         metadata = row["metadata"]
         return cls(
-            id=str(row["id"]), topic=row["topic"], key=row["key"], payload=row["payload"],
+            id=str(row["id"]),
+            topic=row["topic"],
+            key=row["key"],
+            payload=row["payload"],
             metadata=msgspec.Raw(metadata.encode()) if metadata is not None else None,
-            status=row["status"], priority=row["priority"], retry_count=row["retry_count"],
-            max_retries=row["max_retries"], last_error=row["last_error"], created_at=rfc3339(row["created_at"]),
-            updated_at=rfc3339(row["updated_at"]), available_at=rfc3339(row["available_at"]),
-            expires_at=rfc3339(row["expires_at"]), original_topic=row["original_topic"],
+            status=row["status"],
+            priority=row["priority"],
+            retry_count=row["retry_count"],
+            max_retries=row["max_retries"],
+            last_error=row["last_error"],
+            created_at=rfc3339(row["created_at"]),
+            updated_at=rfc3339(row["updated_at"]),
+            available_at=rfc3339(row["available_at"]),
+            expires_at=rfc3339(row["expires_at"]),
+            original_topic=row["original_topic"],
             dlq_moved_at=rfc3339(row["dlq_moved_at"]),
             receipt=str(row["receipt"]) if with_lease and processing and row["receipt"] else None,
             visibility_deadline=rfc3339(row["available_at"]) if processing else None,

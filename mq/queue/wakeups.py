@@ -97,8 +97,8 @@ class WakeupHub:
         for event in self._waiters.get(key, ()):
             event.set()
 
-    def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
-        self._wake(payload)
+    def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
+        self._wake(str(payload))
 
     async def _connect(self) -> None:
         conn = await asyncpg.connect(self._dsn)

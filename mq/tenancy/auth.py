@@ -46,8 +46,9 @@ class Authenticator:
     async def authenticate(self, username: str, password: str) -> Principal:
         """The caller, or Unauthorized (the same error for an unknown user and a wrong password) or Forbidden
         (suspended tenant)."""
-        digest = hmac.new(self._key, f"{username}\x00{password}".encode("utf-8", "surrogatepass"),
-                          hashlib.sha256).digest()
+        digest = hmac.new(
+            self._key, f"{username}\x00{password}".encode("utf-8", "surrogatepass"), hashlib.sha256
+        ).digest()
         now = time.monotonic()
         hit = self._verified.get(digest)
         if hit is not None and hit[0] > now:

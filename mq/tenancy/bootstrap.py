@@ -17,6 +17,9 @@ async def bootstrap(repository: TenancyRepository, settings: Settings) -> None:
         password_hash = await hash_password_async(settings.admin_password.get_secret_value())
         if await repository.create_user(settings.admin_username, password_hash, "platform_admin", None):
             log.info("created platform admin %r", settings.admin_username)
-    if settings.default_tenant and await repository.tenant_by_slug(settings.default_tenant) is None:
-        if await repository.create_tenant(settings.default_tenant, settings.default_tenant.title()):
-            log.info("created tenant %r", settings.default_tenant)
+    if (
+        settings.default_tenant
+        and await repository.tenant_by_slug(settings.default_tenant) is None
+        and await repository.create_tenant(settings.default_tenant, settings.default_tenant.title())
+    ):
+        log.info("created tenant %r", settings.default_tenant)

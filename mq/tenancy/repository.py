@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from mq.db.models import Tenant, User
+from mq.ids import uuid7
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +38,13 @@ class TenancyRepository:
 
     async def user_by_username(self, username: str) -> UserRecord | None:
         async with self._sessions() as session:
-            row = (await session.execute(
-                select(User, Tenant.slug, Tenant.status)
-                .outerjoin(Tenant, Tenant.id == User.tenant_id)
-                .where(User.username == username)
-            )).first()
+            row = (
+                await session.execute(
+                    select(User, Tenant.slug, Tenant.status)
+                    .outerjoin(Tenant, Tenant.id == User.tenant_id)
+                    .where(User.username == username)
+                )
+            ).first()
         if row is None:
             return None
         user, slug, status = row
@@ -63,10 +66,10 @@ class TenancyRepository:
                 return None
         return TenantRecord(tenant.id, tenant.slug, tenant.name, "active")
 
-    async def create_user(self, username: str, password_hash: str, role: str, tenant_id: int | None) -> uuid.UUID | None:
+    async def create_user(
+        self, username: str, password_hash: str, role: str, tenant_id: int | None
+    ) -> uuid.UUID | None:
         """The new user's id, or None when the username is taken."""
-        from mq.ids import uuid7
-
         async with self._sessions() as session:
             user = User(id=uuid7(), username=username, password_hash=password_hash, role=role, tenant_id=tenant_id)
             session.add(user)

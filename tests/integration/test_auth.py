@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import base64
 
-import httpx
-
 from tests.conftest import ADMIN
 from tests.integration.helpers import assert_error, dequeue, enqueue
 
 
 async def test_missing_or_bad_credentials_are_401_with_challenge(make_client) -> None:  # type: ignore[no-untyped-def]
     anon = make_client(auth=None)
-    for r in [await anon.get("/api/messages"),
-              await anon.post("/api/messages/dequeue", json={"topic": "t"}),
-              await anon.get("/api/messages", headers={"Authorization": "Bearer abc"}),
-              await anon.get("/api/messages", headers={"Authorization": "Basic !!!"}),
-              await anon.get("/api/messages", headers={"Authorization": "Basic " + base64.b64encode(b"nocolon").decode()}),
-              await make_client(auth=(ADMIN[0], "wrong")).get("/api/messages"),
-              await make_client(auth=("nobody", "x")).get("/api/messages")]:
+    for r in [
+        await anon.get("/api/messages"),
+        await anon.post("/api/messages/dequeue", json={"topic": "t"}),
+        await anon.get("/api/messages", headers={"Authorization": "Bearer abc"}),
+        await anon.get("/api/messages", headers={"Authorization": "Basic !!!"}),
+        await anon.get("/api/messages", headers={"Authorization": "Basic " + base64.b64encode(b"nocolon").decode()}),
+        await make_client(auth=(ADMIN[0], "wrong")).get("/api/messages"),
+        await make_client(auth=("nobody", "x")).get("/api/messages"),
+    ]:
         assert_error(r, 401, "unauthorized")
         assert r.headers["www-authenticate"] == 'Basic realm="skiplock"'
 
@@ -47,8 +47,7 @@ async def test_tenant_admin_works_in_its_own_tenant_only(make_client, make_user,
     assert (await own.get(f"/api/messages/{mid}")).status_code == 200
     other_slug = f"{tenant.slug}-other"
     await db.execute("INSERT INTO tenants (slug, name) VALUES ($1, $1)", other_slug)
-    assert_error(await make_client(auth=user, headers={"X-Tenant": other_slug}).get("/api/messages"), 403,
-                 "forbidden")
+    assert_error(await make_client(auth=user, headers={"X-Tenant": other_slug}).get("/api/messages"), 403, "forbidden")
 
 
 async def test_member_without_grants_is_forbidden(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]

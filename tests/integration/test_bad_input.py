@@ -10,42 +10,45 @@ import pytest
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue
 
 
-@pytest.mark.parametrize(("body", "code"), [
-    ({"topic": "t"}, "invalid_request"),                                       # payload missing
-    ({"topic": "t", "payload": "not base64!"}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ"}, "invalid_request"),                       # bad padding
-    ({"topic": "t", "payload": 12}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "unknown": 1}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "priority": 10}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "priority": -1}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "priority": "high"}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "delay_seconds": -5}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "delay_seconds": 31536001}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "metadata": [1, 2]}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "metadata": "x"}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "metadata": {"a": "nul\u0000"}}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "metadata": {"big": "x" * 17000}}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "key": ""}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "key": "k" * 513}, "invalid_request"),
-    ({"topic": "t", "payload": "YQ==", "key": "nul\u0000key"}, "invalid_request"),
-    ({"topic": "", "payload": "YQ=="}, "invalid_request"),
-    ({"topic": "-starts-with-dash", "payload": "YQ=="}, "invalid_request"),
-    ({"topic": "has space", "payload": "YQ=="}, "invalid_request"),
-    ({"topic": "ünïcode", "payload": "YQ=="}, "invalid_request"),
-    ({"topic": "t" * 201, "payload": "YQ=="}, "invalid_request"),
-    ({"topic": "orders.dlq", "payload": "YQ=="}, "reserved_topic"),
-    ([1, 2, 3], "invalid_request"),
-])
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"topic": "t"}, "invalid_request"),  # payload missing
+        ({"topic": "t", "payload": "not base64!"}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ"}, "invalid_request"),  # bad padding
+        ({"topic": "t", "payload": 12}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "unknown": 1}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "priority": 10}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "priority": -1}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "priority": "high"}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "delay_seconds": -5}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "delay_seconds": 31536001}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "metadata": [1, 2]}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "metadata": "x"}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "metadata": {"a": "nul\u0000"}}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "metadata": {"big": "x" * 17000}}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "key": ""}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "key": "k" * 513}, "invalid_request"),
+        ({"topic": "t", "payload": "YQ==", "key": "nul\u0000key"}, "invalid_request"),
+        ({"topic": "", "payload": "YQ=="}, "invalid_request"),
+        ({"topic": "-starts-with-dash", "payload": "YQ=="}, "invalid_request"),
+        ({"topic": "has space", "payload": "YQ=="}, "invalid_request"),
+        ({"topic": "ünïcode", "payload": "YQ=="}, "invalid_request"),
+        ({"topic": "t" * 201, "payload": "YQ=="}, "invalid_request"),
+        ({"topic": "orders.dlq", "payload": "YQ=="}, "reserved_topic"),
+        ([1, 2, 3], "invalid_request"),
+    ],
+)
 async def test_enqueue_rejects(client: httpx.AsyncClient, body: object, code: str) -> None:
     assert_error(await client.post("/api/messages", json=body), 400, code)
 
 
 async def test_malformed_json_and_wrong_content(client: httpx.AsyncClient) -> None:
-    r = await client.post("/api/messages", content=b'{"topic": "t", "payload": ', headers={
-        "content-type": "application/json"})
+    r = await client.post(
+        "/api/messages", content=b'{"topic": "t", "payload": ', headers={"content-type": "application/json"}
+    )
     assert_error(r, 400, "invalid_request")
-    r = await client.post("/api/messages", content=b"\xff\xfe\x00garbage",
-                          headers={"content-type": "application/json"})
+    r = await client.post("/api/messages", content=b"\xff\xfe\x00garbage", headers={"content-type": "application/json"})
     assert_error(r, 400, "invalid_request")
 
 
@@ -68,8 +71,10 @@ async def test_payload_size_limit(client: httpx.AsyncClient) -> None:
     await enqueue(client, "size", ok)
     r = await client.post("/api/messages", json={"topic": "size", "payload": b64(ok + b"x")})
     assert_error(r, 413, "payload_too_large")
-    r = await client.post("/api/messages/batch", json={"topic": "size", "messages": [
-        {"payload": b64("small")}, {"payload": b64(ok + b"x")}]})
+    r = await client.post(
+        "/api/messages/batch",
+        json={"topic": "size", "messages": [{"payload": b64("small")}, {"payload": b64(ok + b"x")}]},
+    )
     body = assert_error(r, 413, "payload_too_large")
     assert body["details"][0]["index"] == 1
 
@@ -80,12 +85,22 @@ async def test_huge_body_is_413_not_500(client: httpx.AsyncClient) -> None:
     assert_error(r, 413, "payload_too_large")
 
 
-@pytest.mark.parametrize("body", [
-    {"topic": "t", "count": 0}, {"topic": "t", "count": 1001}, {"topic": "t", "count": -1},
-    {"topic": "t", "visibility_timeout_seconds": 0}, {"topic": "t", "visibility_timeout_seconds": 43201},
-    {"topic": "t", "wait_seconds": 21}, {"topic": "t", "wait_seconds": -1}, {"topic": "bad topic"},
-    {"topic": "t", "extra": True}, {}, {"topic": "t", "count": "3"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"topic": "t", "count": 0},
+        {"topic": "t", "count": 1001},
+        {"topic": "t", "count": -1},
+        {"topic": "t", "visibility_timeout_seconds": 0},
+        {"topic": "t", "visibility_timeout_seconds": 43201},
+        {"topic": "t", "wait_seconds": 21},
+        {"topic": "t", "wait_seconds": -1},
+        {"topic": "bad topic"},
+        {"topic": "t", "extra": True},
+        {},
+        {"topic": "t", "count": "3"},
+    ],
+)
 async def test_dequeue_rejects(client: httpx.AsyncClient, body: object) -> None:
     assert_error(await client.post("/api/messages/dequeue", json=body), 400, "invalid_request")
 
@@ -106,8 +121,9 @@ async def test_receipt_that_is_not_a_uuid_is_409_for_a_leased_message(client: ht
     mid = await enqueue(client, "r")
     await dequeue(client, "r")
     assert_error(await client.post(f"/api/messages/{mid}/ack", json={"receipt": "nope"}), 409, "lease_lost")
-    assert_error(await client.post(f"/api/messages/{uuid.uuid4()}/ack", json={"receipt": "nope"}), 404,
-                 "message_not_found")
+    assert_error(
+        await client.post(f"/api/messages/{uuid.uuid4()}/ack", json={"receipt": "nope"}), 404, "message_not_found"
+    )
 
 
 async def test_nack_rejects_bad_fields(client: httpx.AsyncClient) -> None:
@@ -123,8 +139,14 @@ async def test_nack_rejects_bad_fields(client: httpx.AsyncClient) -> None:
 
 
 async def test_browse_rejects_bad_query(client: httpx.AsyncClient) -> None:
-    for params in ({"limit": 0}, {"limit": 201}, {"offset": -1}, {"status": "deleted"}, {"limit": "x"},
-                   {"topic": "bad topic"}):
+    for params in (
+        {"limit": 0},
+        {"limit": 201},
+        {"offset": -1},
+        {"status": "deleted"},
+        {"limit": "x"},
+        {"topic": "bad topic"},
+    ):
         assert_error(await client.get("/api/messages", params=params), 400, "invalid_request")
 
 

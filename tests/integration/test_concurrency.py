@@ -25,8 +25,9 @@ async def test_racing_producers_and_consumers_deliver_each_message_exactly_once(
         for chunk in range(worker, MESSAGES // 10, PRODUCERS):
             payloads = [b64(f"{chunk}-{i}") for i in range(10)]
             if chunk % 2 == 0:
-                r = await c.post("/api/messages/batch",
-                                 json={"topic": "race", "messages": [{"payload": p} for p in payloads]})
+                r = await c.post(
+                    "/api/messages/batch", json={"topic": "race", "messages": [{"payload": p} for p in payloads]}
+                )
                 assert r.status_code == 201, r.text
                 produced.extend(r.json()["ids"])
             else:
@@ -38,9 +39,10 @@ async def test_racing_producers_and_consumers_deliver_each_message_exactly_once(
     async def consume(c: httpx.AsyncClient) -> None:
         idle = 0
         while idle < 3:
-            r = await c.post("/api/messages/dequeue",
-                             json={"topic": "race", "count": 7, "visibility_timeout_seconds": 120,
-                                   "wait_seconds": 0.5})
+            r = await c.post(
+                "/api/messages/dequeue",
+                json={"topic": "race", "count": 7, "visibility_timeout_seconds": 120, "wait_seconds": 0.5},
+            )
             assert r.status_code == 200, r.text
             got = r.json()["messages"]
             if not got:
@@ -52,8 +54,9 @@ async def test_racing_producers_and_consumers_deliver_each_message_exactly_once(
             acks = [{"id": m["id"], "receipt": m["receipt"]} for m in got]
             if len(acks) % 2:
                 for a in acks:
-                    assert (await c.post(f"/api/messages/{a['id']}/ack", json={"receipt": a["receipt"]})
-                            ).status_code == 204
+                    assert (
+                        await c.post(f"/api/messages/{a['id']}/ack", json={"receipt": a["receipt"]})
+                    ).status_code == 204
             else:
                 r = await c.post("/api/messages/ack", json={"acks": acks})
                 assert r.json() == {"acked": len(acks), "failed": []}

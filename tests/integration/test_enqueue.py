@@ -14,9 +14,24 @@ async def test_enqueue_then_get_returns_the_contract_shape(client: httpx.AsyncCl
     r = await client.get(f"/api/messages/{mid}")
     assert r.status_code == 200
     m = r.json()
-    assert set(m) >= {"id", "topic", "key", "payload", "metadata", "status", "priority", "retry_count",
-                      "max_retries", "last_error", "created_at", "updated_at", "available_at", "expires_at",
-                      "original_topic", "dlq_moved_at"}
+    assert set(m) >= {
+        "id",
+        "topic",
+        "key",
+        "payload",
+        "metadata",
+        "status",
+        "priority",
+        "retry_count",
+        "max_retries",
+        "last_error",
+        "created_at",
+        "updated_at",
+        "available_at",
+        "expires_at",
+        "original_topic",
+        "dlq_moved_at",
+    }
     assert m["id"] == mid and m["topic"] == "orders" and m["status"] == "pending"
     assert unb64(m["payload"]) == b"hello"
     assert m["metadata"] == {"a": 1, "nested": {"b": [1, 2]}}
@@ -86,8 +101,12 @@ async def test_batch_enqueue_keeps_input_order_and_folds_keys(client: httpx.Asyn
 
 
 async def test_batch_is_all_or_nothing_with_per_item_details(client: httpx.AsyncClient) -> None:
-    items = [{"payload": b64("ok")}, {"payload": "!!!not-base64"}, {"payload": b64("ok"), "priority": 42},
-             {"payload": b64("x"), "topic": "x.dlq"}]
+    items = [
+        {"payload": b64("ok")},
+        {"payload": "!!!not-base64"},
+        {"payload": b64("ok"), "priority": 42},
+        {"payload": b64("x"), "topic": "x.dlq"},
+    ]
     r = await client.post("/api/messages/batch", json={"topic": "atomic", "messages": items})
     body = assert_error(r, 400, "invalid_request")
     assert [d["index"] for d in body["details"]] == [1, 2, 3]

@@ -1,0 +1,45 @@
+# Skiplock: `make run` serves on http://127.0.0.1:8080, `make test` runs the whole suite. `make help` lists the rest.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test test-fast lint format bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install Skiplock with its dev tools
+
+run: $(STAMP) ## Serve Skiplock (embedded Postgres and Redis unless SKIPLOCK_DATABASE_URL / SKIPLOCK_REDIS_URL are set)
+	$(BIN)/python -m api
+
+test: $(STAMP) ## Run the whole test suite against real Postgres and Redis
+	$(BIN)/python -m pytest
+
+test-fast: $(STAMP) ## Unit tests only (no servers)
+	$(BIN)/python -m pytest tests/unit
+
+lint: $(STAMP) ## ruff, mypy (strict) and the import-layering contracts
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+format: $(STAMP) ## Apply ruff's formatting and safe fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same Postgres (writes bench/out/)
+	$(BIN)/python -m bench.run
+
+clean: ## Remove the virtualenv, caches and the local data folder
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .skiplock

@@ -1,0 +1,24 @@
+import base64
+
+import pytest
+
+from api.auth import _basic_credentials
+from mq import errors
+
+
+def enc(text: str) -> str:
+    return "Basic " + base64.b64encode(text.encode()).decode()
+
+
+def test_parses_username_and_password_with_colons() -> None:
+    assert _basic_credentials(enc("alice:pa:ss")) == ("alice", "pa:ss")
+    assert _basic_credentials(enc("ünï:çødé")) == ("ünï", "çødé")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "", "Bearer x", "Basic", "Basic !!!", enc("no-colon"), "Basic " + base64.b64encode(b"\xff\xfe:x").decode()],
+)
+def test_refuses_malformed(header: str | None) -> None:
+    with pytest.raises(errors.Unauthorized):
+        _basic_credentials(header)

@@ -1,0 +1,42 @@
+"""Pure validation rules of the queue service (no database needed)."""
+
+import pytest
+
+from mq import errors
+from mq.queue.service import QueueService, check_text, check_topic
+from mq.settings import Settings
+
+
+def service() -> QueueService:
+    return QueueService(None, None, None, Settings())  # type: ignore[arg-type]
+
+
+def test_reserved_and_invalid_topics() -> None:
+    check_topic("orders.eu-1_x", for_enqueue=True)
+    check_topic("orders.dlq", for_enqueue=False)
+    with pytest.raises(errors.ReservedTopic):
+        check_topic("orders.dlq", for_enqueue=True)
+    for bad in ["", ".x", "a b", "a/b", "x" * 201, "é"]:
+        with pytest.raises(errors.InvalidRequest):
+            check_topic(bad, for_enqueue=False)
+
+
+def test_text_postgres_cannot_store() -> None:
+    with pytest.raises(errors.InvalidRequest):
+        check_text("a\x00b", "key")
+    with pytest.raises(errors.InvalidRequest):
+        check_text("\ud800", "key")
+    check_text("ключ 🔑", "key")
+
+
+def test_build_item_limits() -> None:
+    s = service()
+    assert s.build_item("t", b"x", {"a": 1}).metadata_json == '{"a":1}'
+    with pytest.raises(errors.PayloadTooLarge):
+        s.build_item("t", b"x" * (256 * 1024 + 1))
+    with pytest.raises(errors.InvalidRequest):
+        s.build_item("t", b"x", {"a": "x" * 20000})
+    with pytest.raises(errors.InvalidRequest):
+        s.build_item("t", b"x", {"a": "\x00"})
+    with pytest.raises(errors.InvalidRequest):
+        s.build_item("t", b"x", key="")

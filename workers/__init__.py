@@ -1,0 +1,1 @@
+"""Background workers (APScheduler): reapers and other maintenance, leader-locked across replicas."""
