@@ -8,11 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
+import uvloop
 
 from api.app import create_app
 from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis
@@ -47,7 +50,11 @@ def main() -> None:
         if settings.migrate_on_start:
             assert settings.database_url is not None
             migrate(settings.database_url)
-        asyncio.run(_serve(settings))
+        _announce(settings)
+        if settings.workers > 1:
+            _serve_workers(settings)
+        else:
+            uvloop.run(_serve(settings))  # uvicorn's loop option only applies when uvicorn makes the loop
     finally:
         for server in reversed(embedded):
             server.stop()
@@ -69,24 +76,52 @@ def _with_embedded_servers(settings: Settings, started: list[EmbeddedPostgres | 
     return settings.model_copy(update=updates) if updates else settings
 
 
+_UVICORN_OPTIONS: dict[str, Any] = {
+    "access_log": False,
+    "loop": "uvloop",
+    "http": "httptools",
+    "lifespan": "on",
+    "timeout_graceful_shutdown": 25,
+}
+
+
+def _announce(settings: Settings) -> None:
+    base = f"http://{settings.host}:{settings.port}"
+    log.info("Skiplock on %s (OpenAPI at %s/schema); admin user %r", base, base, settings.admin_username)
+    if settings.admin_password.get_secret_value() == Settings.model_fields["admin_password"].default.get_secret_value():
+        log.warning("the platform admin has the default password: for local use only")
+
+
+def _serve_workers(settings: Settings) -> None:
+    """Several server processes on one port; each reads its settings from the environment, where the embedded
+    servers' URLs are put first. This process supervises them and stops the embedded servers last."""
+    assert settings.database_url is not None
+    os.environ["SKIPLOCK_DATABASE_URL"] = settings.database_url
+    if settings.redis_url:
+        os.environ["SKIPLOCK_REDIS_URL"] = settings.redis_url
+    os.environ["SKIPLOCK_MIGRATE_ON_START"] = "false"
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        log_level=settings.log_level.lower(),
+        **_UVICORN_OPTIONS,
+    )
+
+
 async def _serve(settings: Settings) -> None:
     config = uvicorn.Config(
         create_app(settings),
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
-        access_log=False,
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        timeout_graceful_shutdown=25,
+        **_UVICORN_OPTIONS,
     )
     server = _Server(config)
-    base = f"http://{settings.host}:{settings.port}"
-    log.info("Skiplock on %s (OpenAPI at %s/schema); admin user %r", base, base, settings.admin_username)
-    if settings.admin_password.get_secret_value() == Settings.model_fields["admin_password"].default.get_secret_value():
-        log.warning("the platform admin has the default password: for local use only")
     await server.serve()
+
     if server.should_exit and not server.started:
         sys.exit(1)
 

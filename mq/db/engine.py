@@ -31,6 +31,11 @@ async def _init_connection(conn: asyncpg.Connection[Any]) -> None:
     await conn.execute("SET TIME ZONE 'UTC'")
 
 
+async def _no_reset(conn: asyncpg.Connection[Any]) -> None:
+    """Pool connections carry no session state (no SET, LISTEN, advisory locks or cursors outside a statement),
+    so asyncpg's default reset on release (RESET ALL; UNLISTEN *; ...) would only add a round trip per request."""
+
+
 async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool[Any]:
     """The hot-path pool. Statements are prepared once per connection and cached by asyncpg."""
     pool = await asyncpg.create_pool(
@@ -38,6 +43,7 @@ async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool[An
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
+        reset=_no_reset,
         statement_cache_size=256,
         max_inactive_connection_lifetime=300,
         command_timeout=60,
