@@ -31,7 +31,7 @@ from mq.db.engine import asyncpg_dsn, migrate
 from mq.tenancy.passwords import hash_password
 
 ROOT = Path(__file__).resolve().parents[1]
-ADMIN = ("admin", "test-admin-password")
+ADMIN = ("admin", "skiplock-admin")  # the product default, so the README quickstart runs as printed
 
 
 def _scratch_dir() -> Path:
