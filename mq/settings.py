@@ -20,7 +20,7 @@ class Settings(BaseSettings):
     port: int = Field(default=8080, ge=0, le=65535)
     """Port the HTTP server listens on (0 picks a free one)."""
     workers: int = Field(default=1, ge=1, le=64)
-    """HTTP server processes. Python serves one request at a time per process: use about one per core."""
+    """HTTP server processes. Each uses at most one core: about one per core when Postgres runs elsewhere."""
     log_level: str = "info"
 
     """Python log level name for the server's logs."""
