@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-fast lint format bench clean
+.PHONY: help install run test test-fast lint format bench explain clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -41,5 +41,9 @@ format: $(STAMP) ## Apply ruff's formatting and safe fixes
 bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same Postgres (writes bench/out/)
 	$(BIN)/python -m bench.run
 
-clean: ## Remove the virtualenv, caches and the local data folder
+explain: $(STAMP) ## EXPLAIN (ANALYZE, BUFFERS) of the hot statements on a table of 1,000,000 messages
+	$(BIN)/python -m bench.explain
+
+clean: ## Remove
+ the virtualenv, caches and the local data folder
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .skiplock

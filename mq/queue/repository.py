@@ -75,8 +75,13 @@ class MessageRepository:
 
     async def ack_batch(
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
-    ) -> list[Record]:
-        return await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, ids, receipts)
+    ) -> set[uuid.UUID]:
+        """The ids that were acknowledged (deleted)."""
+        return {r["id"] for r in await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, ids, receipts)}
+
+    async def statuses(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+        rows = await self.pool.fetch(sql.MESSAGE_LEASE_PROBE_MANY, tenant_id, ids)
+        return {r["id"]: r["status"] for r in rows}
 
     async def lease_probe(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_LEASE_PROBE, tenant_id, message_id)

@@ -38,6 +38,9 @@ from mq.settings import Settings
 # A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
 # listening connection reconnected.
 _LONG_POLL_RECHECK_SECONDS = 5.0
+# A message can be available yet not taken: another dequeue holds its row lock until it commits. Sleep at least
+# this long then, instead of spinning on it.
+_LONG_POLL_MIN_SLEEP_SECONDS = 0.05
 
 
 def check_text(value: str, field: str) -> None:
@@ -175,7 +178,7 @@ class QueueService:
                 until_next = await self.repository.seconds_until_next_available(tenant_id, topic)
                 timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
                 if until_next is not None:
-                    timeout = min(timeout, max(until_next, 0.001))
+                    timeout = min(timeout, max(until_next, _LONG_POLL_MIN_SLEEP_SECONDS))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), timeout)
                 if self.wakeups.closing:
@@ -203,14 +206,13 @@ class QueueService:
             else:
                 ids.append(mid)
                 receipts.append(rec)
-        acked: set[uuid.UUID] = set()
-        if ids:
-            for row in await self.repository.ack_batch(tenant_id, ids, receipts):
-                if row["acked"]:
-                    acked.add(row["id"])
-                else:
-                    code = _lease_error_code(row["status"], with_receipt=row["with_receipt"])
-                    failed.append(AckResult(id=str(row["id"]), code=code))
+        acked = await self.repository.ack_batch(tenant_id, ids, receipts) if ids else set()
+        missed = [(mid, rec) for mid, rec in zip(ids, receipts, strict=True) if mid not in acked]
+        if missed:  # a second round trip only to explain failures
+            statuses = await self.repository.statuses(tenant_id, [mid for mid, _ in missed])
+            for mid, rec in missed:
+                code = _lease_error_code(statuses.get(mid), with_receipt=rec is not None)
+                failed.append(AckResult(id=str(mid), code=code))
         return BatchAckOutcome(acked=len(acked), failed=failed)
 
     async def nack(

@@ -1,0 +1,120 @@
+"""`make explain`: EXPLAIN (ANALYZE, BUFFERS) of every hot statement on a table of 1,000,000 messages.
+
+The table holds two tenants with 10 topics each; per topic a mix of pending, delayed, processing (some with
+expired leases), failed and keyed messages, so that the plans face what a busy deployment has. Statements that
+change rows run inside a transaction that is rolled back, so each sees the same table.
+Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from mq.db.embedded import EmbeddedPostgres
+from mq.db.engine import asyncpg_dsn, migrate
+from mq.ids import uuid7
+from mq.queue import sql
+
+ROWS = int(os.environ.get("SKIPLOCK_EXPLAIN_ROWS", "1000000"))
+
+FILL = """
+INSERT INTO messages (id, tenant_id, topic, key, payload, status, priority, max_retries, available_at, expires_at,
+                      receipt, created_at)
+SELECT gen_random_uuid(), 1 + (g % 2), 'topic-' || (g % 20 / 2), CASE WHEN g % 10 = 0 THEN 'key-' || g END,
+       '\\x00'::bytea, s.status, CASE WHEN g % 50 = 0 THEN 5 ELSE 0 END, 3,
+       CASE s.status WHEN 'processing' THEN now() + CASE WHEN g % 3 = 0 THEN -interval '1 min' ELSE interval '5 min' END
+                     WHEN 'pending' THEN now() + CASE WHEN g % 7 = 0 THEN interval '1 hour' ELSE -interval '1 min' END
+                     ELSE now() END,
+       CASE WHEN g % 11 = 0 THEN now() + interval '1 day' END,
+       CASE s.status WHEN 'processing' THEN gen_random_uuid() END,
+       now() - (g || ' ms')::interval
+FROM generate_series(1, $1) AS g,
+     LATERAL (SELECT CASE WHEN g % 10 < 6 THEN 'pending' WHEN g % 10 < 8 THEN 'processing'
+                          WHEN g % 10 < 9 THEN 'failed' ELSE 'expired' END AS status) AS s
+"""
+
+
+async def explain(conn: asyncpg.Connection[Any], name: str, statement: str, *args: Any) -> None:
+    tr = conn.transaction()
+    await tr.start()
+    try:
+        rows = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement, *args)
+    finally:
+        await tr.rollback()
+    print(f"\n=== {name}")
+    for row in rows:
+        print(row[0])
+
+
+async def main() -> None:
+    server_url = os.environ.get("SKIPLOCK_BENCH_DATABASE_URL")
+    pg = None
+    if not server_url:
+        scratch = Path(tempfile.mkdtemp(prefix="skiplock-explain-"))
+        scratch.chmod(0o755)
+        pg = EmbeddedPostgres(scratch / "pg", database="postgres")
+        server_url = pg.start()
+    name = f"skiplock_explain_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(asyncpg_dsn(server_url))
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    url = asyncpg_dsn(server_url).rsplit("/", 1)[0] + "/" + name
+    await asyncio.to_thread(migrate, url)
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("INSERT INTO tenants (slug, name) VALUES ('a', 'a'), ('b', 'b')")
+        await conn.execute(FILL, ROWS)
+        await conn.execute("VACUUM ANALYZE messages")
+        pending = await conn.fetchval(
+            "SELECT id FROM messages WHERE tenant_id = 1 AND topic = 'topic-3' AND status = 'pending' LIMIT 1"
+        )
+        leased = await conn.fetchrow(
+            "SELECT id, receipt FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 1"
+        )
+        print(
+            f"{ROWS} messages; per status:", dict(await conn.fetch("SELECT status, count(*) FROM messages GROUP BY 1"))
+        )
+        await explain(
+            conn,
+            "message_insert (keyed)",
+            sql.MESSAGE_INSERT,
+            1,
+            uuid7(),
+            "topic-3",
+            "key-new",
+            b"x",
+            None,
+            0,
+            3,
+            0.0,
+            0,
+        )
+        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0)
+        await explain(conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0)
+        await explain(conn, "message_ack", sql.MESSAGE_ACK, 1, leased["id"], leased["receipt"])
+        ids = [
+            r["id"]
+            for r in await conn.fetch("SELECT id FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 100")
+        ]
+        await explain(conn, "message_ack_batch 100", sql.MESSAGE_ACK_BATCH, 1, ids, [None] * len(ids))
+        await explain(conn, "message_nack", sql.MESSAGE_NACK, 1, leased["id"], None, "e", True, None, [])
+        await explain(conn, "message_next_available", sql.MESSAGE_NEXT_AVAILABLE, 1, "topic-3")
+        await explain(conn, "message_browse (topic)", sql.MESSAGE_BROWSE, 1, "topic-3", None, None, 50, 0)
+        await explain(conn, "message_get", sql.MESSAGE_GET, 1, pending)
+        await explain(conn, "topic_summary", sql.TOPIC_SUMMARY, 1)
+    finally:
+        await conn.close()
+        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        await admin.close()
+        if pg is not None:
+            pg.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
