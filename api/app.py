@@ -6,11 +6,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
-from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
 
-from api.auth import PUBLIC_PATHS, BasicAuthMiddleware
+from api.auth import BasicAuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
 from api.routes.messages import MessageController
 from api.routes.system import auth_status, healthz, readyz, version
@@ -35,7 +34,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
     return Litestar(
         route_handlers=[MessageController, TopicController, healthz, readyz, version, auth_status],
         lifespan=[lifespan],
-        middleware=[DefineMiddleware(BasicAuthMiddleware, exclude=PUBLIC_PATHS)],
+        middleware=[BasicAuthMiddleware],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
         openapi_config=OpenAPIConfig(

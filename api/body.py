@@ -16,6 +16,8 @@ from litestar.exceptions import ValidationException
 from litestar.openapi.spec import Reference, Schema
 from litestar.typing import FieldDefinition
 
+from api.schemas import BatchEnqueueBody, decode_batch
+
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
 
@@ -44,6 +46,18 @@ class StrictBody(MsgspecDTO[T], Generic[T]):
                 raise ValidationException("a JSON body is required") from None
         try:
             return _decoder(model_type).decode(value)
+        except msgspec.ValidationError as exc:
+            raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
+        except msgspec.DecodeError as exc:
+            raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
+
+
+class BatchBody(StrictBody[BatchEnqueueBody]):
+    """The batch enqueue body: bad items come through as `InvalidItem`s so the handler can report them all."""
+
+    def decode_bytes(self, value: bytes) -> Any:
+        try:
+            return decode_batch(value)
         except msgspec.ValidationError as exc:
             raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
         except msgspec.DecodeError as exc:

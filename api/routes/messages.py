@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import msgspec
 from litestar import Controller, Request, delete, get, post
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.auth import tenant_for
-from api.body import StrictBody
+from api.body import BatchBody, StrictBody
 from api.schemas import (
     AckBody,
     BatchAckBody,
     BatchEnqueueBody,
-    BatchItem,
     DequeueBody,
     DequeueResponse,
     EnqueueBody,
@@ -23,6 +21,7 @@ from api.schemas import (
     ExtendResponse,
     IdResponse,
     IdsResponse,
+    InvalidItem,
     MessagePage,
     NackBody,
     NackResponse,
@@ -68,7 +67,7 @@ class MessageController(Controller):
         "/batch",
         status_code=HTTP_201_CREATED,
         summary="Enqueue many messages, all or nothing",
-        dto=StrictBody[BatchEnqueueBody],
+        dto=BatchBody,
         return_dto=None,
     )
     async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsResponse:
@@ -78,9 +77,12 @@ class MessageController(Controller):
         items: list[EnqueueItem] = []
         problems: list[dict[str, Any]] = []
         too_large = True
-        for index, raw in enumerate(data.messages):
+        for index, entry in enumerate(data.messages):
+            if isinstance(entry, InvalidItem):
+                problems.append({"index": index, "code": "invalid_request", "error": entry.error})
+                too_large = False
+                continue
             try:
-                entry = msgspec.convert(raw, BatchItem)
                 topic = entry.topic if entry.topic is not None else data.topic
                 items.append(
                     queue.build_item(
@@ -92,9 +94,6 @@ class MessageController(Controller):
                         entry.priority,
                     )
                 )
-            except msgspec.ValidationError as exc:
-                problems.append({"index": index, "code": "invalid_request", "error": str(exc)})
-                too_large = False
             except errors.PayloadTooLarge as exc:
                 problems.append({"index": index, "code": "payload_too_large", "error": exc.message})
             except errors.InvalidRequest as exc:

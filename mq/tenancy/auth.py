@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mq import errors
@@ -46,14 +47,24 @@ class Authenticator:
     async def authenticate(self, username: str, password: str) -> Principal:
         """The caller, or Unauthorized (the same error for an unknown user and a wrong password) or Forbidden
         (suspended tenant)."""
-        digest = hmac.new(
-            self._key, f"{username}\x00{password}".encode("utf-8", "surrogatepass"), hashlib.sha256
-        ).digest()
+        credential = f"{username}\x00{password}".encode("utf-8", "surrogatepass")
+        return await self.authenticate_header(credential, lambda _: (username, password))
+
+    async def authenticate_header(
+        self, header: bytes | None, parse: Callable[[bytes | None], tuple[str, str]]
+    ) -> Principal:
+        """As `authenticate`, for a raw credential header: a header verified before is recognised by its HMAC
+        without being decoded; `parse` turns it into (username, password) only on a miss, raising Unauthorized
+        when it is missing or malformed."""
+        if header is None:
+            username, password = parse(header)  # raises: no credentials
+        digest = hmac.new(self._key, header or b"", hashlib.sha256).digest()
         now = time.monotonic()
         hit = self._verified.get(digest)
         if hit is not None and hit[0] > now:
             principal, tenant_status = hit[1], hit[2]
         else:
+            username, password = parse(header)
             user = await self._repository.user_by_username(username)
             if not await verify_password_async(user.password_hash if user else None, password) or user is None:
                 raise errors.Unauthorized("invalid username or password")

@@ -6,8 +6,8 @@ from api.auth import _basic_credentials
 from mq import errors
 
 
-def enc(text: str) -> str:
-    return "Basic " + base64.b64encode(text.encode()).decode()
+def enc(text: str) -> bytes:
+    return b"Basic " + base64.b64encode(text.encode())
 
 
 def test_parses_username_and_password_with_colons() -> None:
@@ -17,8 +17,8 @@ def test_parses_username_and_password_with_colons() -> None:
 
 @pytest.mark.parametrize(
     "header",
-    [None, "", "Bearer x", "Basic", "Basic !!!", enc("no-colon"), "Basic " + base64.b64encode(b"\xff\xfe:x").decode()],
+    [None, b"", b"Bearer x", b"Basic", b"Basic !!!", enc("no-colon"), b"Basic " + base64.b64encode(b"\xff\xfe:x")],
 )
-def test_refuses_malformed(header: str | None) -> None:
+def test_refuses_malformed(header: bytes | None) -> None:
     with pytest.raises(errors.Unauthorized):
         _basic_credentials(header)
