@@ -10,13 +10,14 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 import msgspec
 
 from mq import errors
 from mq.ids import uuid7
+from mq.queue.coalescer import Coalescer
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.queue.types import (
@@ -34,6 +35,18 @@ from mq.queue.types import (
 )
 from mq.queue.wakeups import WakeupHub
 from mq.settings import Settings
+
+
+class _Insert(NamedTuple):
+    """A single enqueue waiting to be written with others."""
+
+    tenant_id: int
+    item: EnqueueItem
+    max_retries: int
+    ttl: int
+
+
+_NOT_RUN = RuntimeError("not written")  # placeholder, replaced for every item of a flush
 
 # A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
 # listening connection reconnected.
@@ -68,6 +81,12 @@ class QueueService:
         self.configs = configs
         self.wakeups = wakeups
         self.settings = settings
+        self._inserts = Coalescer(
+            self._insert_many, max_batch=settings.max_batch_size, max_in_flight=settings.coalesce_max_in_flight
+        )
+        self._acks = Coalescer(
+            self._ack_many, max_batch=settings.max_batch_size, max_in_flight=settings.coalesce_max_in_flight
+        )
 
     # --- enqueue -----------------------------------------------------------------------------------------------
 
@@ -114,10 +133,11 @@ class QueueService:
         )
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
-        """Store one message; returns its id and whether it was new (False: a pending twin was updated)."""
+        """Store one message; returns its id and whether it was new (False: a pending twin was updated).
+        Concurrent enqueues share one statement (see `Coalescer`); this returns once the row is committed."""
         config = await self.configs.effective(tenant_id, item.topic)
-        message_id, inserted = await self.repository.insert(
-            tenant_id, item, config.max_retries, config.message_ttl_seconds
+        message_id, inserted = await self._inserts.submit(
+            _Insert(tenant_id, item, config.max_retries, config.message_ttl_seconds)
         )
         if item.delay_seconds <= 0:
             self.wakeups.published(tenant_id, [item.topic])
@@ -126,35 +146,71 @@ class QueueService:
     async def enqueue_batch(self, tenant_id: int, items: Sequence[EnqueueItem]) -> list[uuid.UUID]:
         """Store all or none, in one statement; ids in input order. Items sharing a (topic, key) fold into one
         message holding the last one's content, as consecutive single enqueues would."""
-        topics = {item.topic for item in items}
-        configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
-        rows: list[EnqueueItem] = []
+        configs = {topic: await self.configs.effective(tenant_id, topic) for topic in {i.topic for i in items}}
+        stored = await self._store(
+            tenant_id,
+            items,
+            [configs[i.topic].max_retries for i in items],
+            [configs[i.topic].message_ttl_seconds for i in items],
+        )
+        self.wakeups.published(tenant_id, {i.topic for i in items if i.delay_seconds <= 0})
+        return [message_id for message_id, _ in stored]
+
+    async def _insert_many(self, inserts: Sequence[_Insert]) -> list[tuple[uuid.UUID, bool] | BaseException]:
+        """The coalesced single enqueues: one statement per tenant among them."""
+        results: list[tuple[uuid.UUID, bool] | BaseException] = []
+        by_tenant: dict[int, list[int]] = {}
+        for index, insert in enumerate(inserts):
+            by_tenant.setdefault(insert.tenant_id, []).append(index)
+            results.append(_NOT_RUN)
+        for tenant_id, indexes in by_tenant.items():
+            chosen = [inserts[i] for i in indexes]
+            stored = await self._store(
+                tenant_id, [c.item for c in chosen], [c.max_retries for c in chosen], [c.ttl for c in chosen]
+            )
+            for index, outcome in zip(indexes, stored, strict=True):
+                results[index] = outcome
+        return results
+
+    async def _store(
+        self, tenant_id: int, items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]
+    ) -> list[tuple[uuid.UUID, bool]]:
+        """Insert in one statement; per input item, its message id and whether the row is new. Items sharing a
+        (topic, key) fold into one row with the last one's content (ON CONFLICT cannot touch a row twice)."""
+        rows: list[int] = []  # input positions that become rows
         row_of_key: dict[tuple[str, str], int] = {}
-        slot: list[int] = []  # input position -> row
-        for item in items:
+        slot: list[int] = []  # input position -> index in rows
+        folded = list(items)
+        for position, item in enumerate(items):
             if item.key is not None:
                 seen = row_of_key.get((item.topic, item.key))
                 if seen is not None:
                     first = rows[seen]
-                    rows[seen] = msgspec.structs.replace(first, payload=item.payload, metadata_json=item.metadata_json)
+                    folded[first] = msgspec.structs.replace(
+                        folded[first], payload=item.payload, metadata_json=item.metadata_json
+                    )
                     slot.append(seen)
                     continue
                 row_of_key[(item.topic, item.key)] = len(rows)
             slot.append(len(rows))
-            rows.append(item)
+            rows.append(position)
         ids = [uuid7() for _ in rows]
         result = await self.repository.insert_batch(
-            tenant_id,
-            ids,
-            rows,
-            [configs[r.topic].max_retries for r in rows],
-            [configs[r.topic].message_ttl_seconds for r in rows],
+            tenant_id, ids, [folded[p] for p in rows], [max_retries[p] for p in rows], [ttls[p] for p in rows]
         )
         # A keyed row may have been upserted into an existing message: its id is the stored one.
-        stored = {(r["topic"], r["key"]): r["id"] for r in result if r["key"] is not None}
-        final = [stored[(r.topic, r.key)] if r.key is not None else ids[i] for i, r in enumerate(rows)]
-        self.wakeups.published(tenant_id, {r.topic for r in rows if r.delay_seconds <= 0})
-        return [final[s] for s in slot]
+        by_key = {(r["topic"], r["key"]): (r["id"], r["inserted"]) for r in result if r["key"] is not None}
+        per_row = [
+            by_key[(items[p].topic, items[p].key)] if items[p].key is not None else (ids[n], True)
+            for n, p in enumerate(rows)
+        ]
+        first_slot: set[int] = set()
+        outcomes: list[tuple[uuid.UUID, bool]] = []
+        for row in slot:
+            message_id, inserted = per_row[row]
+            outcomes.append((message_id, inserted and row not in first_slot))
+            first_slot.add(row)
+        return outcomes
 
     # --- consume -----------------------------------------------------------------------------------------------
 
@@ -190,10 +246,24 @@ class QueueService:
         return [MessageView.from_row(r, with_lease=True) for r in ordered]
 
     async def ack(self, tenant_id: int, message_id: str, receipt: str | None) -> None:
+        """Delete a processing message. Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
-        if mid is not None and await self.repository.ack(tenant_id, mid, rec):
+        if mid is not None and await self._acks.submit((tenant_id, mid, rec)):
             return
         await self._raise_lease_error(tenant_id, mid, receipt)
+
+    async def _ack_many(self, acks: Sequence[tuple[int, uuid.UUID, uuid.UUID | None]]) -> list[bool]:
+        """The coalesced single acks: per ack, whether it deleted its message. Of two acks of one message, only
+        the first succeeds, as if they had run one after the other."""
+        deleted: set[uuid.UUID] = set()
+        for tenant_id in {tenant for tenant, _, _ in acks}:
+            mine = [(mid, rec) for tenant, mid, rec in acks if tenant == tenant_id]
+            deleted |= await self.repository.ack_batch(tenant_id, [m for m, _ in mine], [r for _, r in mine])
+        results = []
+        for _, mid, _ in acks:
+            results.append(mid in deleted)
+            deleted.discard(mid)
+        return results
 
     async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None]]) -> BatchAckOutcome:
         failed: list[AckResult] = []

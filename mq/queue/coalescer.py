@@ -1,0 +1,89 @@
+"""Coalescing: concurrent small requests share one statement, one round trip and one commit.
+
+A single enqueue or ack costs Postgres a statement and a commit, and the server an asyncpg round trip; under load
+most of that is overhead. A `Coalescer` gathers the requests that arrive while earlier ones are being written and
+sends them as one batch statement. Nobody waits for a batch to fill: the first request is flushed on the next
+turn of the event loop, together with whatever arrived in the same turn, and later arrivals queue only while
+`max_in_flight` flushes are already running. Each caller is answered only when the statement holding its item has
+returned, so a 201 or 204 still means "committed". If a flush of several items fails, each item is retried alone,
+so one bad item fails only its own request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+class Coalescer(Generic[Item, Result]):
+    def __init__(
+        self,
+        flush: Callable[[Sequence[Item]], Awaitable[Sequence[Result | BaseException]]],  # per item: result or error
+        *,
+        max_batch: int,
+        max_in_flight: int,
+    ) -> None:
+        self._flush = flush
+        self._max_batch = max_batch
+        self._max_in_flight = max_in_flight
+        self._queue: list[tuple[Item, asyncio.Future[Result]]] = []
+        self._in_flight = 0
+        self._scheduled = False
+
+    async def submit(self, item: Item) -> Result:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = loop.create_future()
+        self._queue.append((item, future))
+        self._schedule(loop)
+        return await future
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._scheduled and self._in_flight < self._max_in_flight:
+            self._scheduled = True
+            loop.call_soon(self._start_flushes)
+
+    def _start_flushes(self) -> None:
+        self._scheduled = False
+        while self._queue and self._in_flight < self._max_in_flight:
+            batch = self._queue[: self._max_batch]
+            del self._queue[: self._max_batch]
+            self._in_flight += 1
+            asyncio.get_running_loop().create_task(self._run(batch))
+
+    async def _run(self, batch: list[tuple[Item, asyncio.Future[Result]]]) -> None:
+        try:
+            items = [item for item, _ in batch]
+            try:
+                outcomes = await self._flush(items)
+            except Exception:  # retried alone below: each caller gets its own item's error
+                if len(items) == 1:
+                    raise
+                outcomes = [await self._flush_one(item) for item in items]
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if future.done():  # the caller went away (cancelled); its item was written all the same
+                    continue
+                if isinstance(outcome, BaseException):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+        except BaseException as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._in_flight -= 1
+            if self._queue:
+                self._schedule(asyncio.get_running_loop())
+
+    async def _flush_one(self, item: Item) -> Result | BaseException:
+        try:
+            [outcome] = await self._flush([item])
+        except Exception as exc:  # handed to that item's caller
+            return exc
+        return outcome
