@@ -105,7 +105,27 @@ async def main() -> None:
         await explain(conn, "message_ack_batch 100", sql.MESSAGE_ACK_BATCH, 1, ids, [None] * len(ids))
         await explain(conn, "message_nack", sql.MESSAGE_NACK, 1, leased["id"], None, "e", True, None, [])
         await explain(conn, "message_next_available", sql.MESSAGE_NEXT_AVAILABLE, 1, "topic-3")
-        await explain(conn, "message_browse (topic)", sql.MESSAGE_BROWSE, 1, "topic-3", None, None, 50, 0)
+        everything = sorted(sql.KNOWN_STATUSES)
+        await explain(
+            conn,
+            "message_browse (topic, all statuses)",
+            sql.message_browse(everything, topic=True, key=False),
+            1,
+            "topic-3",
+            50,
+            0,
+        )
+        await explain(
+            conn,
+            "message_browse (topic, failed)",
+            sql.message_browse(["failed"], topic=True, key=False),
+            1,
+            "topic-3",
+            50,
+            0,
+        )
+        await explain(conn, "message_purge (topic, expired)", sql.message_purge(["expired"]), 1, "topic-3")
+        await explain(conn, "message_delete_by_key", sql.message_delete_by_key(everything), 1, "topic-3", "key-40")
         await explain(conn, "message_get", sql.MESSAGE_GET, 1, pending)
         await explain(conn, "topic_summary", sql.TOPIC_SUMMARY, 1)
     finally:

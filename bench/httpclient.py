@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 from typing import Any
+
+import msgspec
 
 
 class HttpConnection:
@@ -29,14 +30,21 @@ class HttpConnection:
             self._writer.close()
 
     async def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """`body` is sent as JSON; bytes are sent as they are (encode a static body once, outside the loop)."""
         assert self._reader is not None and self._writer is not None
-        payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+        payload = body if isinstance(body, bytes) else (b"" if body is None else msgspec.json.encode(body))
         head = (
             f"{method} {path} HTTP/1.1\r\n{self._head}Content-Type: application/json\r\n"
             f"Content-Length: {len(payload)}\r\n\r\n"
         )
         self._writer.write(head.encode() + payload)
         status_line = await self._reader.readline()
+        if not status_line:  # the server closed an idle keep-alive connection: reconnect and send again
+            await self.close()
+            await self.connect()
+            assert self._reader is not None and self._writer is not None
+            self._writer.write(head.encode() + payload)
+            status_line = await self._reader.readline()
         status = int(status_line.split(b" ", 2)[1])
         length = 0
         while True:
@@ -47,4 +55,4 @@ class HttpConnection:
             if name.lower() == b"content-length":
                 length = int(value)
         data = await self._reader.readexactly(length) if length else b""
-        return status, (json.loads(data) if data else None)
+        return status, (msgspec.json.decode(data) if data else None)

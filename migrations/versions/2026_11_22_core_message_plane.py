@@ -81,11 +81,12 @@ def upgrade() -> None:
     # autovacuum keep up with a queue's high dead-tuple rate instead of waiting for 20% of the table.
     op.execute("""ALTER TABLE messages SET (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01,
                   autovacuum_vacuum_insert_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.02)""")
-    op.execute("""CREATE INDEX messages_dequeue_idx ON messages (tenant_id, topic, priority DESC, available_at, id)
+    op.execute("""CREATE INDEX messages_dequeue_idx ON messages (tenant_id, topic, priority DESC, available_at)
                   WHERE status IN ('pending', 'processing')""")
     op.execute("""CREATE UNIQUE INDEX messages_pending_key_uq ON messages (tenant_id, topic, key)
                   WHERE key IS NOT NULL AND status = 'pending' AND original_topic IS NULL""")
-    op.execute("CREATE INDEX messages_topic_id_idx ON messages (tenant_id, topic, id)")
+    op.execute("""CREATE INDEX messages_done_idx ON messages (tenant_id, topic, id)
+                  WHERE status IN ('failed', 'expired')""")
     op.execute("""CREATE INDEX messages_expiry_idx ON messages (expires_at)
                   WHERE expires_at IS NOT NULL AND status IN ('pending', 'processing')""")
 

@@ -116,14 +116,16 @@ class Message(Base):
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'processing', 'failed', 'expired')", name="messages_status_check"),
         CheckConstraint("priority BETWEEN 0 AND 9", name="messages_priority_check"),
-        # The dequeue: live messages of one topic, highest priority first, then earliest available.
+        # The dequeue: live messages of one topic, highest priority first, then earliest available. Also serves
+        # browsing, purging and requeueing live messages of a topic. Every index here is written on every
+        # enqueue and (a non-HOT update) every dequeue, so there are as few and as narrow ones as the hot path
+        # allows: an `id` column here cost 13% of batch-insert throughput, a full (tenant, topic, id) index 19%.
         Index(
             "messages_dequeue_idx",
             "tenant_id",
             "topic",
             text("priority DESC"),
             "available_at",
-            "id",
             postgresql_where=text("status IN ('pending', 'processing')"),
         ),
         # Key upsert: at most one pending message per (tenant, topic, key) outside dead-letter topics.
@@ -135,8 +137,15 @@ class Message(Base):
             unique=True,
             postgresql_where=text("key IS NOT NULL AND status = 'pending' AND original_topic IS NULL"),
         ),
-        # Browsing, purging and stats of one topic, newest first (ids are time-ordered).
-        Index("messages_topic_id_idx", "tenant_id", "topic", "id"),
+        # Finished messages of a topic (failed, expired), newest first: for browsing, purging and the reapers.
+        # The hot path never writes it.
+        Index(
+            "messages_done_idx",
+            "tenant_id",
+            "topic",
+            "id",
+            postgresql_where=text("status IN ('failed', 'expired')"),
+        ),
         # The expiry reaper: live messages with a TTL, by deadline.
         Index(
             "messages_expiry_idx",

@@ -136,20 +136,20 @@ class MessageRepository:
     async def browse(
         self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int
     ) -> tuple[list[Record], int]:
+        statuses = _known(status)
+        filters = [v for v in (topic, key) if v is not None]
+        shape = {"topic": topic is not None, "key": key is not None}
         async with self.pool.acquire() as conn:
-            rows = await conn.fetch(sql.MESSAGE_BROWSE, tenant_id, topic, status, key, limit, offset)
-            total = await conn.fetchval(sql.MESSAGE_BROWSE_COUNT, tenant_id, topic, status, key)
+            rows = await conn.fetch(sql.message_browse(statuses, **shape), tenant_id, *filters, limit, offset)
+            total = await conn.fetchval(sql.message_count(statuses, **shape), tenant_id, *filters)
         return rows, int(total)
 
     async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
-        return _affected(
-            await self.pool.execute(
-                sql.MESSAGE_PURGE, tenant_id, topic, list(statuses) if statuses is not None else None
-            )
-        )
+        chosen = sorted({s for status in statuses for s in _known(status)}) if statuses else _known(None)
+        return _affected(await self.pool.execute(sql.message_purge(chosen), tenant_id, topic))
 
     async def delete_by_key(self, tenant_id: int, topic: str, key: str) -> int:
-        return _affected(await self.pool.execute(sql.MESSAGE_DELETE_BY_KEY, tenant_id, topic, key))
+        return _affected(await self.pool.execute(sql.message_delete_by_key(_known(None)), tenant_id, topic, key))
 
     async def stats(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.STATS_BY_TOPIC_STATUS, tenant_id)
@@ -162,6 +162,16 @@ class MessageRepository:
 
     async def topic_configs(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)
+
+
+def _known(status: str | None) -> list[str]:
+    """The statuses a filter names (all for None); anything outside the fixed set is a programming error, the
+    service validates input first."""
+    if status is None:
+        return sorted(sql.KNOWN_STATUSES)
+    if status not in sql.KNOWN_STATUSES:
+        raise ValueError(f"unknown status {status!r}")
+    return [status]
 
 
 def _affected(status: str) -> int:

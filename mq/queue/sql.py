@@ -54,7 +54,7 @@ WITH picked AS (
     SELECT id FROM messages
     WHERE tenant_id = $1 AND topic = $2 AND status IN ('pending', 'processing') AND available_at <= now()
       AND (expires_at IS NULL OR expires_at > now())
-    ORDER BY priority DESC, available_at, id
+    ORDER BY priority DESC, available_at
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
@@ -186,21 +186,59 @@ MESSAGE_GET = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.tenant_id = 
 
 MESSAGE_DELETE = "DELETE FROM messages WHERE tenant_id = $1 AND id = $2 RETURNING topic"
 
-# Browse newest first (ids are time-ordered). Plan with a topic: Index Scan Backward using messages_topic_id_idx.
-# $2 topic, $3 status, $4 key (each NULL: any), $5 limit, $6 offset
-_BROWSE_FILTER = """m.tenant_id = $1 AND ($2::text IS NULL OR m.topic = $2) AND ($3::text IS NULL OR m.status = $3)
-    AND ($4::text IS NULL OR m.key = $4)"""
-MESSAGE_BROWSE = f"""
-SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE {_BROWSE_FILTER}
-ORDER BY m.id DESC LIMIT $5 OFFSET $6"""
-MESSAGE_BROWSE_COUNT = f"SELECT count(*) FROM messages AS m WHERE {_BROWSE_FILTER}"
+# Browse, count, purge and delete-by-key work per status group, because each group has its own partial index:
+# live messages (pending, processing) are in messages_dequeue_idx, finished ones (failed, expired) in
+# messages_done_idx. The planner uses a partial index only when the query names its statuses as literals, so these
+# statements are built from fixed fragments: statuses come from the fixed set below, never from input; values are
+# always bind parameters. Plans: Bitmap Index Scan on each group's index (BitmapOr for both), then for browsing a
+# top-N sort by id: proportional to the topic's size (an admin path, never the queue's).
+#: Statuses by partial index: live ones in messages_dequeue_idx, finished ones in messages_done_idx.
+STATUS_GROUPS = (("pending", "processing"), ("failed", "expired"))
+KNOWN_STATUSES = frozenset(s for group in STATUS_GROUPS for s in group)
 
-# $2 topic, $3 statuses (NULL: all)
-MESSAGE_PURGE = """
-DELETE FROM messages WHERE tenant_id = $1 AND topic = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))"""
 
-# $2 topic, $3 key
-MESSAGE_DELETE_BY_KEY = "DELETE FROM messages WHERE tenant_id = $1 AND topic = $2 AND key = $3"
+def _status_condition(statuses: list[str]) -> str:
+    """`(status IN (...live...) AND status IN (...chosen...)) OR (...)`: one arm per group, literal statuses."""
+    arms = []
+    for members in STATUS_GROUPS:
+        chosen = [s for s in members if s in statuses]
+        if chosen:
+            in_group = ", ".join(f"'{s}'" for s in members)
+            wanted = ", ".join(f"'{s}'" for s in chosen)
+            arms.append(f"(m.status IN ({in_group}) AND m.status IN ({wanted}))")
+    return "(" + " OR ".join(arms) + ")"
+
+
+def _filter(statuses: list[str], *, topic: bool, key: bool) -> str:
+    """WHERE clause: $1 tenant, then $2 topic and $3 key when present."""
+    parts = ["m.tenant_id = $1", _status_condition(statuses)]
+    if topic:
+        parts.append("m.topic = $2")
+    if key:
+        parts.append(f"m.key = ${3 if topic else 2}")
+    return " AND ".join(parts)
+
+
+def message_browse(statuses: list[str], *, topic: bool, key: bool) -> str:
+    """Newest first (ids are time-ordered). Parameters: $1 tenant, [$2 topic], [key], then limit, offset."""
+    n = 2 + topic + key
+    return f"""SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key)}
+ORDER BY m.id DESC LIMIT ${n} OFFSET ${n + 1}"""
+
+
+def message_count(statuses: list[str], *, topic: bool, key: bool) -> str:
+    return f"SELECT count(*) FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key)}"
+
+
+def message_purge(statuses: list[str]) -> str:
+    """$1 tenant, $2 topic."""
+    return f"DELETE FROM messages AS m WHERE {_filter(statuses, topic=True, key=False)}"
+
+
+def message_delete_by_key(statuses: list[str]) -> str:
+    """$1 tenant, $2 topic, $3 key."""
+    return f"DELETE FROM messages AS m WHERE {_filter(statuses, topic=True, key=True)}"
+
 
 STATS_BY_TOPIC_STATUS = """
 SELECT topic, status, count(*) AS count FROM messages WHERE tenant_id = $1
