@@ -216,13 +216,13 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
     def prefilled_api(n: int) -> Callable[[], Awaitable[None]]:
         async def setup() -> None:
             await empty_tables()
-            for _ in range(n // 10_000):
+            for start in range(0, n, 10_000):
                 await pool.execute(
                     """INSERT INTO messages (id, tenant_id, topic, payload, max_retries)
                        SELECT u, $1, 'bench-drain', $2, 3 FROM unnest($3::uuid[]) AS u""",
                     tenant_id,
                     PAYLOAD,
-                    uuid7_batch(10_000),
+                    uuid7_batch(min(10_000, n - start)),
                 )
             await pool.execute("VACUUM ANALYZE messages")
 

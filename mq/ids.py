@@ -13,26 +13,30 @@ _seq = 0
 
 
 def uuid7() -> uuid.UUID:
-    """A version 7 UUID (RFC 9562). Ids made in one process are strictly increasing.
-
-    The 12 `rand_a` bits carry a counter within the millisecond (method 1 of the RFC), so a batch of ids
-    keeps its input order when sorted; the 62 `rand_b` bits stay random.
-    """
-    global _last_ms, _seq  # noqa: PLW0603 - process-wide monotonic state is the point
-    with _lock:
-        now_ms = time.time_ns() // 1_000_000
-        if now_ms > _last_ms:
-            _last_ms, _seq = now_ms, int.from_bytes(os.urandom(1), "big")  # random start leaves room to count
-        else:
-            _seq += 1
-            if _seq > 0xFFF:  # counter overflow: borrow the next millisecond
-                _last_ms, _seq = _last_ms + 1, 0
-        ms, seq = _last_ms, _seq
-    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms << 80) | (0x7 << 76) | (seq << 64) | (0b10 << 62) | rand_b
-    return uuid.UUID(int=value)
+    """A version 7 UUID (RFC 9562). Ids made in one process are strictly increasing."""
+    return uuid7_batch(1)[0]
 
 
 def uuid7_batch(n: int) -> list[uuid.UUID]:
-    """n increasing UUIDv7s."""
-    return [uuid7() for _ in range(n)]
+    """n strictly increasing UUIDv7s, for one lock and one read of the random source.
+
+    The 12 `rand_a` bits carry a counter within the millisecond (method 1 of the RFC), so a batch of ids keeps
+    its input order when sorted; the 62 `rand_b` bits stay random.
+    """
+    global _last_ms, _seq  # noqa: PLW0603 - process-wide monotonic state is the point
+    random = os.urandom(8 * n + 1)
+    stamps = []
+    with _lock:
+        now_ms = time.time_ns() // 1_000_000
+        if now_ms > _last_ms:
+            _last_ms, _seq = now_ms, random[-1] - 1  # a random start leaves room to count
+        for _ in range(n):
+            _seq += 1
+            if _seq > 0xFFF:  # counter overflow: borrow the next millisecond
+                _last_ms, _seq = _last_ms + 1, 0
+            stamps.append((_last_ms << 80) | (0x7 << 76) | (_seq << 64) | (0b10 << 62))
+    mask = (1 << 62) - 1
+    return [
+        uuid.UUID(int=stamp | (int.from_bytes(random[8 * i : 8 * i + 8], "big") & mask))
+        for i, stamp in enumerate(stamps)
+    ]

@@ -63,6 +63,17 @@ class MessageRepository:
             ttls,
         )
 
+    async def copy_batch(
+        self, tenant_id: int, ids: Sequence[uuid.UUID], items: Sequence[EnqueueItem], max_retries: Sequence[int]
+    ) -> None:
+        """Insert keyless, undelayed messages without TTL by binary COPY: the fastest way into the table.
+        `available_at`, `created_at` and `updated_at` take their defaults, now() on the database's clock."""
+        records = [
+            (message_id, tenant_id, item.topic, item.payload, item.metadata_json, item.priority, retries)
+            for message_id, item, retries in zip(ids, items, max_retries, strict=True)
+        ]
+        await self.pool.copy_records_to_table("messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS)
+
     async def dequeue(self, tenant_id: int, topic: str, count: int, visibility_seconds: float) -> list[Record]:
         return await self.pool.fetch(sql.MESSAGE_DEQUEUE, tenant_id, topic, count, float(visibility_seconds))
 

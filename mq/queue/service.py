@@ -16,7 +16,7 @@ import asyncpg
 import msgspec
 
 from mq import errors
-from mq.ids import uuid7
+from mq.ids import uuid7_batch
 from mq.queue.coalescer import Coalescer
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
@@ -47,6 +47,9 @@ class _Insert(NamedTuple):
 
 
 _NOT_RUN = RuntimeError("not written")  # placeholder, replaced for every item of a flush
+# From this many rows, a batch without keys, delays or TTLs is written by COPY; below, COPY's fixed cost is more
+# than what it saves.
+_COPY_MIN_ROWS = 16
 
 # A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
 # listening connection reconnected.
@@ -177,6 +180,14 @@ class QueueService:
     ) -> list[tuple[uuid.UUID, bool]]:
         """Insert in one statement; per input item, its message id and whether the row is new. Items sharing a
         (topic, key) fold into one row with the last one's content (ON CONFLICT cannot touch a row twice)."""
+        if (
+            len(items) >= _COPY_MIN_ROWS
+            and not any(ttls)
+            and all(item.key is None and item.delay_seconds <= 0 for item in items)
+        ):
+            ids = uuid7_batch(len(items))
+            await self.repository.copy_batch(tenant_id, ids, items, max_retries)
+            return [(message_id, True) for message_id in ids]
         rows: list[int] = []  # input positions that become rows
         row_of_key: dict[tuple[str, str], int] = {}
         slot: list[int] = []  # input position -> index in rows
@@ -194,7 +205,7 @@ class QueueService:
                 row_of_key[(item.topic, item.key)] = len(rows)
             slot.append(len(rows))
             rows.append(position)
-        ids = [uuid7() for _ in rows]
+        ids = uuid7_batch(len(rows))
         result = await self.repository.insert_batch(
             tenant_id, ids, [folded[p] for p in rows], [max_retries[p] for p in rows], [ttls[p] for p in rows]
         )

@@ -145,3 +145,20 @@ async def test_expired_messages_are_never_dequeued(client: httpx.AsyncClient, db
     mid = await enqueue(client, "ttl")
     await db.execute("UPDATE messages SET expires_at = now() - interval '1 second' WHERE id = $1::uuid", mid)
     assert await dequeue(client, "ttl") == []
+
+
+async def test_large_keyless_batch_keeps_metadata_priority_and_defaults(client: httpx.AsyncClient) -> None:
+    # 40 keyless, undelayed items: the COPY path. Everything a message carries must still be stored.
+    items = [{"payload": b64(f"p{i}"), "metadata": {"n": i, "tag": "ü🐘"}, "priority": i % 3} for i in range(40)]
+    r = await client.post("/api/messages/batch", json={"topic": "copy", "messages": items})
+    assert r.status_code == 201, r.text
+    ids = r.json()["ids"]
+    first = (await client.get(f"/api/messages/{ids[5]}")).json()
+    assert first["metadata"] == {"n": 5, "tag": "ü🐘"}
+    assert first["priority"] == 2
+    assert first["status"] == "pending"
+    assert first["max_retries"] == 3
+    assert first["available_at"] <= first["updated_at"]
+    got = await dequeue(client, "copy", count=40)
+    assert [m["priority"] for m in got] == sorted((i % 3 for i in range(40)), reverse=True)
+    assert [unb64(m["payload"]) for m in got if m["priority"] == 0][:3] == [b"p0", b"p3", b"p6"]
