@@ -32,6 +32,7 @@ from mq.queue.types import (
     MessageView,
     TopicSummary,
     parse_uuid,
+    parse_uuids,
 )
 from mq.queue.wakeups import WakeupHub
 from mq.settings import Settings
@@ -254,7 +255,7 @@ class QueueService:
     @staticmethod
     def _views(rows: Sequence[Any]) -> list[MessageView]:
         ordered = sorted(rows, key=lambda r: (-r["priority"], r["id"]))
-        return [MessageView.from_row(r, with_lease=True) for r in ordered]
+        return MessageView.from_rows(ordered, with_lease=True)
 
     async def ack(self, tenant_id: int, message_id: str, receipt: str | None) -> None:
         """Delete a processing message. Concurrent acks share one statement (see `Coalescer`)."""
@@ -280,8 +281,11 @@ class QueueService:
         failed: list[AckResult] = []
         ids: list[uuid.UUID] = []
         receipts: list[uuid.UUID | None] = []
-        for message_id, receipt in acks:
-            mid, rec = _ids(message_id, receipt)
+        parsed_ids = parse_uuids([m for m, _ in acks])
+        parsed_receipts = parse_uuids([r for _, r in acks if r is not None])
+        given = iter(parsed_receipts)
+        for (message_id, receipt), mid in zip(acks, parsed_ids, strict=True):
+            rec = None if receipt is None else (next(given) or _NO_RECEIPT_MATCHES)
             if mid is None:
                 failed.append(AckResult(id=message_id, code="message_not_found"))
             else:
@@ -403,7 +407,7 @@ class QueueService:
         if key is not None:
             check_text(key, "key")
         rows, total = await self.repository.browse(tenant_id, topic, status, key, limit, offset)
-        return [MessageView.from_row(r, with_lease=False) for r in rows], total
+        return MessageView.from_rows(rows, with_lease=False), total
 
     async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
         check_topic(topic, for_enqueue=False)

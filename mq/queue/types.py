@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -62,29 +63,53 @@ class MessageView(msgspec.Struct, omit_defaults=False):
 
     @classmethod
     def from_row(cls, row: Any, *, with_lease: bool) -> MessageView:
-        """Build from a row of `MESSAGE_COLUMNS`; the lease is shown only to the consumer that holds it."""
-        processing = row["status"] == "processing"
-        metadata = row["metadata"]
-        return cls(
-            id=str(row["id"]),
-            topic=row["topic"],
-            key=row["key"],
-            payload=row["payload"],
-            metadata=msgspec.Raw(metadata.encode()) if metadata is not None else None,
-            status=row["status"],
-            priority=row["priority"],
-            retry_count=row["retry_count"],
-            max_retries=row["max_retries"],
-            last_error=row["last_error"],
-            created_at=rfc3339(row["created_at"]),
-            updated_at=rfc3339(row["updated_at"]),
-            available_at=rfc3339(row["available_at"]),
-            expires_at=rfc3339(row["expires_at"]),
-            original_topic=row["original_topic"],
-            dlq_moved_at=rfc3339(row["dlq_moved_at"]),
-            receipt=str(row["receipt"]) if with_lease and processing and row["receipt"] else None,
-            visibility_deadline=rfc3339(row["available_at"]) if processing else None,
-        )
+        return cls.from_rows([row], with_lease=with_lease)[0]
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Any], *, with_lease: bool) -> list[MessageView]:
+        """Build from rows of `MESSAGE_COLUMNS`; the lease is shown only to the consumer that holds it.
+
+        Timestamps are formatted once per distinct value: the rows of one dequeue share `updated_at` and the
+        lease deadline, and a batch's messages share `created_at`.
+        """
+        formatted: dict[datetime, str] = {}
+
+        def stamp(value: datetime | None) -> str | None:
+            if value is None:
+                return None
+            text = formatted.get(value)
+            if text is None:
+                text = formatted[value] = rfc3339(value)  # type: ignore[assignment]
+            return text
+
+        views = []
+        for row in rows:
+            processing = row["status"] == "processing"
+            metadata = row["metadata"]
+            available_at = stamp(row["available_at"])
+            views.append(
+                cls(
+                    id=str(row["id"]),
+                    topic=row["topic"],
+                    key=row["key"],
+                    payload=row["payload"],
+                    metadata=msgspec.Raw(metadata.encode()) if metadata is not None else None,
+                    status=row["status"],
+                    priority=row["priority"],
+                    retry_count=row["retry_count"],
+                    max_retries=row["max_retries"],
+                    last_error=row["last_error"],
+                    created_at=stamp(row["created_at"]),
+                    updated_at=stamp(row["updated_at"]),
+                    available_at=available_at,
+                    expires_at=stamp(row["expires_at"]),
+                    original_topic=row["original_topic"],
+                    dlq_moved_at=stamp(row["dlq_moved_at"]),
+                    receipt=str(row["receipt"]) if with_lease and processing and row["receipt"] else None,
+                    visibility_deadline=available_at if processing else None,
+                )
+            )
+        return views
 
 
 class TopicConfig(msgspec.Struct, frozen=True):
@@ -130,6 +155,14 @@ class AckResult(msgspec.Struct):
 class BatchAckOutcome(msgspec.Struct):
     acked: int
     failed: list[AckResult]
+
+
+def parse_uuids(values: Sequence[str]) -> list[uuid.UUID | None]:
+    """Many UUIDs at once (one C-level decode when all are valid); None for each that is not a UUID."""
+    try:
+        return list(msgspec.convert(values, list[uuid.UUID]))
+    except msgspec.ValidationError:
+        return [parse_uuid(v) for v in values]
 
 
 def parse_uuid(value: str | None) -> uuid.UUID | None:
