@@ -321,6 +321,7 @@ def start_api(database_url: str, redis_url: str, data_dir: Path) -> tuple[subpro
         "SKIPLOCK_LOG_LEVEL": "warning",
         "SKIPLOCK_DATA_DIR": str(data_dir),
         "SKIPLOCK_DB_POOL_MAX_SIZE": "16",
+        "SKIPLOCK_WORKERS": os.environ.get("SKIPLOCK_BENCH_WORKERS", "1"),
     }
     proc = subprocess.Popen([sys.executable, "-m", "api"], cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
