@@ -44,6 +44,5 @@ bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same 
 explain: $(STAMP) ## EXPLAIN (ANALYZE, BUFFERS) of the hot statements on a table of 1,000,000 messages
 	$(BIN)/python -m bench.explain
 
-clean: ## Remove
- the virtualenv, caches and the local data folder
+clean: ## Remove the virtualenv, caches and the local data folder
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .skiplock
