@@ -11,6 +11,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
+from litestar import post
 from litestar.dto import MsgspecDTO
 from litestar.exceptions import ValidationException
 from litestar.openapi.spec import Reference, Schema
@@ -50,6 +51,11 @@ class StrictBody(MsgspecDTO[T], Generic[T]):
             raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
         except msgspec.DecodeError as exc:
             raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
+
+
+def json_post(path: str, body: type[msgspec.Struct], **options: Any) -> post:
+    """`@post` for a route whose JSON body is decoded strictly into `body` (see StrictBody)."""
+    return post(path, dto=StrictBody[body], return_dto=None, **options)  # type: ignore[valid-type]
 
 
 class BatchBody(StrictBody[BatchEnqueueBody]):

@@ -9,7 +9,7 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.auth import tenant_for
-from api.body import BatchBody, StrictBody
+from api.body import BatchBody, json_post
 from api.schemas import (
     AckBody,
     BatchAckBody,
@@ -55,7 +55,7 @@ class MessageController(Controller):
     path = "/api/messages"
     tags = ["messages"]
 
-    @post("/", status_code=HTTP_201_CREATED, summary="Enqueue a message", dto=StrictBody[EnqueueBody], return_dto=None)
+    @json_post("/", EnqueueBody, status_code=HTTP_201_CREATED, summary="Enqueue a message")
     async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdResponse:
         tenant = tenant_for(request.user)
         queue = _queue(request)
@@ -109,13 +109,7 @@ class MessageController(Controller):
         ids = await queue.enqueue_batch(tenant, items)
         return IdsResponse(ids=[str(i) for i in ids])
 
-    @post(
-        "/dequeue",
-        status_code=HTTP_200_OK,
-        summary="Lease messages (long poll with wait_seconds)",
-        dto=StrictBody[DequeueBody],
-        return_dto=None,
-    )
+    @json_post("/dequeue", DequeueBody, status_code=HTTP_200_OK, summary="Lease messages (long poll with wait_seconds)")
     async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueResponse:
         tenant = tenant_for(request.user)
         _batch_limit(request, data.count, "messages")
@@ -124,35 +118,21 @@ class MessageController(Controller):
         )
         return DequeueResponse(messages=messages)
 
-    @post(
-        "/ack",
-        status_code=HTTP_200_OK,
-        summary="Acknowledge many messages in one round trip",
-        dto=StrictBody[BatchAckBody],
-        return_dto=None,
-    )
+    @json_post("/ack", BatchAckBody, status_code=HTTP_200_OK, summary="Acknowledge many messages in one round trip")
     async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckOutcome:
         tenant = tenant_for(request.user)
         _batch_limit(request, len(data.acks), "acks")
         return await _queue(request).ack_batch(tenant, [(a.id, a.receipt) for a in data.acks])
 
-    @post(
-        "/{message_id:str}/ack",
-        status_code=HTTP_204_NO_CONTENT,
-        summary="Acknowledge (delete) a message",
-        dto=StrictBody[AckBody],
-        return_dto=None,
+    @json_post(
+        "/{message_id:str}/ack", AckBody, status_code=HTTP_204_NO_CONTENT, summary="Acknowledge (delete) a message"
     )
     async def ack(self, request: AnyRequest, message_id: str, data: AckBody | None = None) -> None:
         tenant = tenant_for(request.user)
         await _queue(request).ack(tenant, message_id, data.receipt if data else None)
 
-    @post(
-        "/{message_id:str}/nack",
-        status_code=HTTP_200_OK,
-        summary="Reject a message: retry, DLQ or failed",
-        dto=StrictBody[NackBody],
-        return_dto=None,
+    @json_post(
+        "/{message_id:str}/nack", NackBody, status_code=HTTP_200_OK, summary="Reject a message: retry, DLQ or failed"
     )
     async def nack(self, request: AnyRequest, message_id: str, data: NackBody | None = None) -> NackResponse:
         tenant = tenant_for(request.user)
@@ -160,12 +140,8 @@ class MessageController(Controller):
         outcome = await _queue(request).nack(tenant, message_id, body.receipt, body.error, body.delay_seconds)
         return NackResponse(outcome=outcome)
 
-    @post(
-        "/{message_id:str}/visibility",
-        status_code=HTTP_200_OK,
-        summary="Extend a lease (heartbeat)",
-        dto=StrictBody[ExtendBody],
-        return_dto=None,
+    @json_post(
+        "/{message_id:str}/visibility", ExtendBody, status_code=HTTP_200_OK, summary="Extend a lease (heartbeat)"
     )
     async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendResponse:
         tenant = tenant_for(request.user)

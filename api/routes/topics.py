@@ -9,7 +9,7 @@ from litestar import Controller, Request, delete, get, post
 from litestar.status_codes import HTTP_200_OK
 
 from api.auth import tenant_for
-from api.body import StrictBody
+from api.body import json_post
 from api.schemas import PurgeBody, StatRow, StatsResponse, TopicsResponse
 from mq import errors
 from mq.queue.service import QueueService, check_topic
@@ -57,13 +57,7 @@ class TopicController(Controller):
     async def requeue_topic(self, request: AnyRequest, topic: str) -> Requeued:
         return Requeued(requeued=await _queue(request).requeue_topic(tenant_for(request.user), topic))
 
-    @post(
-        "/topics/{topic:str}/purge",
-        status_code=HTTP_200_OK,
-        summary="Delete a topic's messages",
-        dto=StrictBody[PurgeBody],
-        return_dto=None,
-    )
+    @json_post("/topics/{topic:str}/purge", PurgeBody, status_code=HTTP_200_OK, summary="Delete a topic's messages")
     async def purge(self, request: AnyRequest, topic: str, data: PurgeBody | None = None) -> Deleted:
         tenant = tenant_for(request.user, admin_only=True)
         return Deleted(deleted=await _queue(request).purge(tenant, topic, data.statuses if data else None))

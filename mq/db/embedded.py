@@ -47,6 +47,26 @@ def _die_with_parent(sig: int) -> None:
     os.setpgrp()  # a Ctrl-C in the terminal goes to the parent, which then stops the child in order
 
 
+def _spawn(
+    argv: list[str], log_file: Path, death_signal: int, user: pwd.struct_passwd | None
+) -> subprocess.Popen[bytes]:
+    """Start a server process that logs to `log_file`, runs as `user` (None: as we are) and gets `death_signal`
+    when this process dies."""
+    log_fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    run_as: dict[str, int] = {"user": user.pw_uid, "group": user.pw_gid} if user else {}
+    try:
+        return subprocess.Popen(  # type: ignore[call-overload, no-any-return]
+            argv,
+            stdout=log_fd,
+            stderr=log_fd,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=lambda: _die_with_parent(death_signal),  # noqa: PLW1509 - only prctl and setpgrp
+            **run_as,
+        )
+    finally:
+        os.close(log_fd)
+
+
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float, log_file: Path) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -151,30 +171,24 @@ class EmbeddedPostgres:
                 capture_output=True,
                 **run_as,  # type: ignore[call-overload]
             )
-        log_fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            self.proc = subprocess.Popen(  # type: ignore[call-overload]
-                [
-                    str(bin_dir / "postgres"),
-                    "-D",
-                    str(self.data_dir),
-                    "-p",
-                    str(self.port),
-                    "-c",
-                    "listen_addresses=127.0.0.1",
-                    "-c",
-                    "unix_socket_directories=",
-                    "-c",
-                    "max_connections=200",
-                ],
-                stdout=log_fd,
-                stderr=log_fd,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: _die_with_parent(signal.SIGINT),  # noqa: PLW1509 - only prctl and setpgrp
-                **run_as,
-            )
-        finally:
-            os.close(log_fd)
+        self.proc = _spawn(
+            [
+                str(bin_dir / "postgres"),
+                "-D",
+                str(self.data_dir),
+                "-p",
+                str(self.port),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "max_connections=200",
+            ],
+            self.log_file,
+            signal.SIGINT,  # a fast shutdown: running transactions roll back, committed data is on disk
+            user,
+        )
         assert self.proc is not None
         _wait_for_port(self.port, self.proc, timeout, self.log_file)
         self._ensure_database(bin_dir, timeout)
@@ -243,31 +257,26 @@ class EmbeddedRedis:
 
     def start(self, timeout: float = 30.0) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        log_fd = os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            self.proc = subprocess.Popen(
-                [
-                    str(redis_server_binary()),
-                    "--port",
-                    str(self.port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--dir",
-                    str(self.data_dir),
-                    "--appendonly",
-                    "yes",
-                    "--save",
-                    "",
-                    "--daemonize",
-                    "no",
-                ],
-                stdout=log_fd,
-                stderr=log_fd,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: _die_with_parent(signal.SIGTERM),  # noqa: PLW1509 - only prctl and setpgrp
-            )
-        finally:
-            os.close(log_fd)
+        self.proc = _spawn(
+            [
+                str(redis_server_binary()),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.data_dir),
+                "--appendonly",
+                "yes",
+                "--save",
+                "",
+                "--daemonize",
+                "no",
+            ],
+            self.log_file,
+            signal.SIGTERM,
+            None,
+        )
         _wait_for_port(self.port, self.proc, timeout, self.log_file)
         log.info("embedded Redis (pid %s) on 127.0.0.1:%s, data in %s", self.proc.pid, self.port, self.data_dir)
         return self.url
