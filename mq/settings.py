@@ -55,9 +55,10 @@ class Settings(BaseSettings):
     max_request_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
     """Largest HTTP request body (413 above), sized for a full batch of large payloads."""
     coalesce_max_in_flight: int = Field(default=1, ge=1, le=64)
-    """Single enqueues and single acks arriving together share one statement; this many such statements run at
-    once per process, and requests arriving meanwhile join the next one. One makes the largest batches (on 2
-    cores: 28% more single enqueues/s than 4); raise it where Postgres has cores to spare."""
+    """Single enqueues, single acks and dequeues of one topic arriving together share one statement; this many
+    such statements run at once per process (per kind), and requests arriving meanwhile join the next one. One
+    makes the largest batches (on 2 cores: 28% more single enqueues/s than 4); raise it where Postgres has cores
+    to spare."""
     max_batch_size: int = Field(default=1000, ge=1, le=10000)
     """Most messages in one batch enqueue, acks in one batch ack, and messages in one dequeue."""
 

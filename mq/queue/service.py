@@ -47,6 +47,20 @@ class _Insert(NamedTuple):
     ttl: int
 
 
+class _Dequeue(NamedTuple):
+    """A dequeue waiting to share a statement with others of the same topic."""
+
+    tenant_id: int
+    topic: str
+    limit: int
+    visibility: int
+
+
+def _in_queue_order(rows: Sequence[Any]) -> list[Any]:
+    """UPDATE ... RETURNING gives rows in no particular order: highest priority first, then oldest."""
+    return sorted(rows, key=lambda r: (-r["priority"], r["id"]))
+
+
 _NOT_RUN = RuntimeError("not written")  # placeholder, replaced for every item of a flush
 # From this many rows, a batch without keys, delays or TTLs is written by COPY; below, COPY's fixed cost is more
 # than what it saves.
@@ -90,6 +104,9 @@ class QueueService:
         )
         self._acks = Coalescer(
             self._ack_many, max_batch=settings.max_batch_size, max_in_flight=settings.coalesce_max_in_flight
+        )
+        self._dequeues = Coalescer(
+            self._dequeue_many, max_batch=settings.max_batch_size, max_in_flight=settings.coalesce_max_in_flight
         )
 
     # --- enqueue -----------------------------------------------------------------------------------------------
@@ -233,13 +250,13 @@ class QueueService:
         config = await self.configs.effective(tenant_id, topic)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
         if wait_seconds <= 0:
-            return self._views(await self.repository.dequeue(tenant_id, topic, count, visibility))
+            return self._views(await self._dequeues.submit(_Dequeue(tenant_id, topic, count, visibility)))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         with self.wakeups.waiter(tenant_id, topic) as woken:
             while True:
                 woken.clear()
-                rows = await self.repository.dequeue(tenant_id, topic, count, visibility)
+                rows = await self._dequeues.submit(_Dequeue(tenant_id, topic, count, visibility))
                 remaining = deadline - loop.time()
                 if rows or remaining <= 0:
                     return self._views(rows)
@@ -252,10 +269,25 @@ class QueueService:
                 if self.wakeups.closing:
                     return []
 
+    async def _dequeue_many(self, dequeues: Sequence[_Dequeue]) -> list[list[Any]]:
+        """The coalesced dequeues: one statement per (tenant, topic, visibility) among them, for the sum of their
+        counts; the leased rows are dealt out in priority order, first come first served."""
+        groups: dict[tuple[int, str, int], list[int]] = {}
+        for index, d in enumerate(dequeues):
+            groups.setdefault((d.tenant_id, d.topic, d.visibility), []).append(index)
+        results: list[list[Any]] = [[] for _ in dequeues]
+        for (tenant_id, topic, visibility), indexes in groups.items():
+            wanted = sum(dequeues[i].limit for i in indexes)
+            rows = _in_queue_order(await self.repository.dequeue(tenant_id, topic, wanted, visibility))
+            start = 0
+            for i in indexes:
+                results[i] = rows[start : start + dequeues[i].limit]
+                start += dequeues[i].limit
+        return results
+
     @staticmethod
     def _views(rows: Sequence[Any]) -> list[MessageView]:
-        ordered = sorted(rows, key=lambda r: (-r["priority"], r["id"]))
-        return MessageView.from_rows(ordered, with_lease=True)
+        return MessageView.from_rows(_in_queue_order(rows), with_lease=True)
 
     async def ack(self, tenant_id: int, message_id: str, receipt: str | None) -> None:
         """Delete a processing message. Concurrent acks share one statement (see `Coalescer`)."""

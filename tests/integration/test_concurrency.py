@@ -82,3 +82,19 @@ async def test_concurrent_upserts_of_one_key_leave_one_pending_message(make_clie
     ids = await asyncio.gather(*(upsert(c, n) for n in range(5) for c in clients))
     assert len(set(ids)) == 1
     assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 1
+
+
+async def test_simultaneous_dequeues_share_out_the_queue(make_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    seed = make_client(headers={"X-Tenant": tenant.slug})
+    items = [{"payload": b64(str(i)), "priority": i % 3} for i in range(25)]
+    assert (await seed.post("/api/messages/batch", json={"topic": "share", "messages": items})).status_code == 201
+    clients = [make_client(headers={"X-Tenant": tenant.slug}) for _ in range(10)]
+    responses = await asyncio.gather(
+        *(c.post("/api/messages/dequeue", json={"topic": "share", "count": 3}) for c in clients)
+    )
+    batches = [r.json()["messages"] for r in responses]
+    assert all(len(b) <= 3 for b in batches)
+    ids = [m["id"] for b in batches for m in b]
+    assert len(ids) == len(set(ids)) == 25
+    for b in batches:
+        assert [m["priority"] for m in b] == sorted((m["priority"] for m in b), reverse=True)
