@@ -26,10 +26,13 @@ class Coalescer(Generic[Item, Result]):
         *,
         max_batch: int,
         max_in_flight: int,
+        weight: Callable[[Item], int] = lambda _: 1,
     ) -> None:
+        """`max_batch` bounds the summed `weight` of a flush (rows, not requests); a heavier item goes alone."""
         self._flush = flush
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
+        self._weight = weight
         self._queue: list[tuple[Item, asyncio.Future[Result]]] = []
         self._in_flight = 0
         self._scheduled = False
@@ -49,8 +52,14 @@ class Coalescer(Generic[Item, Result]):
     def _start_flushes(self) -> None:
         self._scheduled = False
         while self._queue and self._in_flight < self._max_in_flight:
-            batch = self._queue[: self._max_batch]
-            del self._queue[: self._max_batch]
+            taken, total = 0, 0
+            for item, _ in self._queue:
+                total += self._weight(item)
+                if taken and total > self._max_batch:
+                    break
+                taken += 1
+            batch = self._queue[:taken]
+            del self._queue[:taken]
             self._in_flight += 1
             asyncio.get_running_loop().create_task(self._run(batch))
 

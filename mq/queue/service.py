@@ -39,12 +39,20 @@ from mq.settings import Settings
 
 
 class _Insert(NamedTuple):
-    """A single enqueue waiting to be written with others."""
+    """An enqueue request (one message or a batch) waiting to be written with others."""
 
     tenant_id: int
-    item: EnqueueItem
-    max_retries: int
-    ttl: int
+    items: Sequence[EnqueueItem]
+    max_retries: Sequence[int]
+    ttls: Sequence[int]
+
+
+class _Ack(NamedTuple):
+    """An ack request (one message or a batch) waiting to be written with others."""
+
+    tenant_id: int
+    ids: Sequence[uuid.UUID]
+    receipts: Sequence[uuid.UUID | None]
 
 
 class _Dequeue(NamedTuple):
@@ -99,14 +107,14 @@ class QueueService:
         self.configs = configs
         self.wakeups = wakeups
         self.settings = settings
+        # Requests that arrive together share statements (see `Coalescer`); a flush holds at most max_batch_size rows.
+        in_flight, rows = settings.coalesce_max_in_flight, settings.max_batch_size
         self._inserts = Coalescer(
-            self._insert_many, max_batch=settings.max_batch_size, max_in_flight=settings.coalesce_max_in_flight
+            self._insert_many, max_batch=rows, max_in_flight=in_flight, weight=lambda i: len(i.items)
         )
-        self._acks = Coalescer(
-            self._ack_many, max_batch=settings.max_batch_size, max_in_flight=settings.coalesce_max_in_flight
-        )
+        self._acks = Coalescer(self._ack_many, max_batch=rows, max_in_flight=in_flight, weight=lambda a: len(a.ids))
         self._dequeues = Coalescer(
-            self._dequeue_many, max_batch=settings.max_batch_size, max_in_flight=settings.coalesce_max_in_flight
+            self._dequeue_many, max_batch=rows, max_in_flight=in_flight, weight=lambda d: d.limit
         )
 
     # --- enqueue -----------------------------------------------------------------------------------------------
@@ -157,8 +165,8 @@ class QueueService:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
         Concurrent enqueues share one statement (see `Coalescer`); this returns once the row is committed."""
         config = await self.configs.effective(tenant_id, item.topic)
-        message_id, inserted = await self._inserts.submit(
-            _Insert(tenant_id, item, config.max_retries, config.message_ttl_seconds)
+        [(message_id, inserted)] = await self._inserts.submit(
+            _Insert(tenant_id, [item], [config.max_retries], [config.message_ttl_seconds])
         )
         if item.delay_seconds <= 0:
             self.wakeups.published(tenant_id, [item.topic])
@@ -168,29 +176,35 @@ class QueueService:
         """Store all or none, in one statement; ids in input order. Items sharing a (topic, key) fold into one
         message holding the last one's content, as consecutive single enqueues would."""
         configs = {topic: await self.configs.effective(tenant_id, topic) for topic in {i.topic for i in items}}
-        stored = await self._store(
-            tenant_id,
-            items,
-            [configs[i.topic].max_retries for i in items],
-            [configs[i.topic].message_ttl_seconds for i in items],
+        stored = await self._inserts.submit(
+            _Insert(
+                tenant_id,
+                items,
+                [configs[i.topic].max_retries for i in items],
+                [configs[i.topic].message_ttl_seconds for i in items],
+            )
         )
         self.wakeups.published(tenant_id, {i.topic for i in items if i.delay_seconds <= 0})
         return [message_id for message_id, _ in stored]
 
-    async def _insert_many(self, inserts: Sequence[_Insert]) -> list[tuple[uuid.UUID, bool] | BaseException]:
-        """The coalesced single enqueues: one statement per tenant among them."""
-        results: list[tuple[uuid.UUID, bool] | BaseException] = []
+    async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]]]:
+        """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""
+        results: list[list[tuple[uuid.UUID, bool]]] = [[] for _ in inserts]
         by_tenant: dict[int, list[int]] = {}
         for index, insert in enumerate(inserts):
             by_tenant.setdefault(insert.tenant_id, []).append(index)
-            results.append(_NOT_RUN)
         for tenant_id, indexes in by_tenant.items():
             chosen = [inserts[i] for i in indexes]
             stored = await self._store(
-                tenant_id, [c.item for c in chosen], [c.max_retries for c in chosen], [c.ttl for c in chosen]
+                tenant_id,
+                [item for c in chosen for item in c.items],
+                [m for c in chosen for m in c.max_retries],
+                [t for c in chosen for t in c.ttls],
             )
-            for index, outcome in zip(indexes, stored, strict=True):
-                results[index] = outcome
+            start = 0
+            for index, insert in zip(indexes, chosen, strict=True):
+                results[index] = stored[start : start + len(insert.items)]
+                start += len(insert.items)
         return results
 
     async def _store(
@@ -292,21 +306,26 @@ class QueueService:
     async def ack(self, tenant_id: int, message_id: str, receipt: str | None) -> None:
         """Delete a processing message. Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
-        if mid is not None and await self._acks.submit((tenant_id, mid, rec)):
+        if mid is not None and (await self._acks.submit(_Ack(tenant_id, [mid], [rec])))[0]:
             return
         await self._raise_lease_error(tenant_id, mid, receipt)
 
-    async def _ack_many(self, acks: Sequence[tuple[int, uuid.UUID, uuid.UUID | None]]) -> list[bool]:
-        """The coalesced single acks: per ack, whether it deleted its message. Of two acks of one message, only
-        the first succeeds, as if they had run one after the other."""
+    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[bool]]:
+        """Coalesced ack requests: per requested id, whether it deleted its message. Of two acks of one message,
+        only the first succeeds, as if they had run one after the other."""
         deleted: set[uuid.UUID] = set()
-        for tenant_id in {tenant for tenant, _, _ in acks}:
-            mine = [(mid, rec) for tenant, mid, rec in acks if tenant == tenant_id]
-            deleted |= await self.repository.ack_batch(tenant_id, [m for m, _ in mine], [r for _, r in mine])
+        for tenant_id in {a.tenant_id for a in acks}:
+            mine = [a for a in acks if a.tenant_id == tenant_id]
+            deleted |= await self.repository.ack_batch(
+                tenant_id, [m for a in mine for m in a.ids], [r for a in mine for r in a.receipts]
+            )
         results = []
-        for _, mid, _ in acks:
-            results.append(mid in deleted)
-            deleted.discard(mid)
+        for ack in acks:
+            claimed = []
+            for mid in ack.ids:
+                claimed.append(mid in deleted)
+                deleted.discard(mid)
+            results.append(claimed)
         return results
 
     async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None]]) -> BatchAckOutcome:
@@ -323,14 +342,15 @@ class QueueService:
             else:
                 ids.append(mid)
                 receipts.append(rec)
-        acked = await self.repository.ack_batch(tenant_id, ids, receipts) if ids else set()
-        missed = [(mid, rec) for mid, rec in zip(ids, receipts, strict=True) if mid not in acked]
+        claimed = await self._acks.submit(_Ack(tenant_id, ids, receipts)) if ids else []
+        acked = sum(claimed)
+        missed = [(mid, rec) for mid, rec, ok in zip(ids, receipts, claimed, strict=True) if not ok]
         if missed:  # a second round trip only to explain failures
             statuses = await self.repository.statuses(tenant_id, [mid for mid, _ in missed])
             for mid, rec in missed:
                 code = _lease_error_code(statuses.get(mid), with_receipt=rec is not None)
                 failed.append(AckResult(id=str(mid), code=code))
-        return BatchAckOutcome(acked=len(acked), failed=failed)
+        return BatchAckOutcome(acked=acked, failed=failed)
 
     async def nack(
         self, tenant_id: int, message_id: str, receipt: str | None, error: str | None, delay_seconds: float | None

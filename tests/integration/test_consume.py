@@ -147,7 +147,7 @@ async def test_batch_ack_reports_each_failure(client: httpx.AsyncClient) -> None
     acks.append({"id": str(uuid.uuid4())})  # unknown
     acks.append({"id": "not-a-uuid"})
     acks.append({"id": pending})  # not leased
-    acks.append({"id": got[0]["id"], "receipt": got[0]["receipt"]})  # duplicate of an acked one
+    acks.append({"id": got[0]["id"], "receipt": got[0]["receipt"]})  # again: acks apply in order, so it is gone
     r = await client.post("/api/messages/ack", json={"acks": acks})
     assert r.status_code == 200
     body = r.json()
@@ -158,7 +158,9 @@ async def test_batch_ack_reports_each_failure(client: httpx.AsyncClient) -> None
         acks[4]["id"]: "message_not_found",
         "not-a-uuid": "message_not_found",
         pending: "message_not_found",
+        got[0]["id"]: "message_not_found",
     }
+    assert len(body["failed"]) == 5
 
 
 async def test_long_poll_wakes_on_enqueue(client: httpx.AsyncClient) -> None:

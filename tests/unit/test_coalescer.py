@@ -66,3 +66,11 @@ async def test_a_cancelled_caller_does_not_break_the_others() -> None:
     assert await second == 20
     with pytest.raises(asyncio.CancelledError):
         await first
+
+
+async def test_weight_bounds_a_flush_and_a_heavy_item_goes_alone() -> None:
+    recorder = Recorder()
+    coalescer = Coalescer(recorder.flush, max_batch=10, max_in_flight=1, weight=lambda i: i)
+    await asyncio.gather(*(coalescer.submit(i) for i in [4, 4, 4, 50, 1, 1]))
+    assert all(sum(b) <= 10 or len(b) == 1 for b in recorder.batches)
+    assert [50] in recorder.batches
