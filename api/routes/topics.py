@@ -12,8 +12,9 @@ from api.auth import tenant_for
 from api.body import json_post
 from api.schemas import PurgeBody, StatRow, StatsResponse, TopicsResponse
 from mq import errors
-from mq.queue.service import QueueService, check_topic
+from mq.queue.service import QueueService
 from mq.queue.types import TopicConfig
+from mq.queue.validation import check_topic
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]

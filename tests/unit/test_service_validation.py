@@ -3,7 +3,8 @@
 import pytest
 
 from mq import errors
-from mq.queue.service import QueueService, check_text, check_topic
+from mq.queue.service import QueueService
+from mq.queue.validation import check_text, check_topic
 from mq.settings import Settings
 
 

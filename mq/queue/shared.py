@@ -1,0 +1,187 @@
+"""Statements shared by requests that arrive together: enqueues, acks, and dequeues of one topic.
+
+`SharedStatements` puts each kind of write behind a `Coalescer`: what arrives while a statement is running goes
+into the next one, and each request gets back exactly its own part. Semantics are those of running the requests
+one after the other, in arrival order.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+
+from mq.ids import uuid7_batch
+from mq.queue.coalescer import Coalescer
+from mq.queue.repository import MessageRepository
+from mq.queue.types import EnqueueItem
+from mq.settings import Settings
+
+
+class _Insert(NamedTuple):
+    """An enqueue request (one message or a batch) waiting to be written with others."""
+
+    tenant_id: int
+    items: Sequence[EnqueueItem]
+    max_retries: Sequence[int]
+    ttls: Sequence[int]
+
+
+class _Ack(NamedTuple):
+    """An ack request (one message or a batch) waiting to be written with others."""
+
+    tenant_id: int
+    ids: Sequence[uuid.UUID]
+    receipts: Sequence[uuid.UUID | None]
+
+
+class _Dequeue(NamedTuple):
+    """A dequeue waiting to share a statement with others of the same topic."""
+
+    tenant_id: int
+    topic: str
+    limit: int
+    visibility: int
+
+
+def in_queue_order(rows: Sequence[Any]) -> list[Any]:
+    """UPDATE ... RETURNING gives rows in no particular order: highest priority first, then oldest."""
+    return sorted(rows, key=lambda r: (-r["priority"], r["id"]))
+
+
+# From this many rows, a batch without keys, delays or TTLs is written by COPY; below, COPY's fixed cost is more
+# than what it saves.
+_COPY_MIN_ROWS = 16
+
+
+class SharedStatements:
+    def __init__(self, repository: MessageRepository, settings: Settings) -> None:
+        self.repository = repository
+        # A flush holds at most max_batch_size rows; coalesce_max_in_flight flushes of a kind run at once.
+        in_flight, rows = settings.coalesce_max_in_flight, settings.max_batch_size
+        self._inserts = Coalescer(
+            self._insert_many, max_batch=rows, max_in_flight=in_flight, weight=lambda i: len(i.items)
+        )
+        self._acks = Coalescer(self._ack_many, max_batch=rows, max_in_flight=in_flight, weight=lambda a: len(a.ids))
+        self._dequeues = Coalescer(
+            self._dequeue_many, max_batch=rows, max_in_flight=in_flight, weight=lambda d: d.limit
+        )
+
+    async def insert(
+        self, tenant_id: int, items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]
+    ) -> list[tuple[uuid.UUID, bool]]:
+        """Store messages, all or none; per item its id and whether its row is new (False: a pending twin with
+        the same key was updated). Returns once the rows are committed."""
+        return await self._inserts.submit(_Insert(tenant_id, items, max_retries, ttls))
+
+    async def ack(self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]) -> list[bool]:
+        """Delete processing messages; per id, whether this request deleted it."""
+        return await self._acks.submit(_Ack(tenant_id, ids, receipts))
+
+    async def dequeue(self, tenant_id: int, topic: str, limit: int, visibility: int) -> list[Any]:
+        """Lease up to `limit` messages of a topic."""
+        return await self._dequeues.submit(_Dequeue(tenant_id, topic, limit, visibility))
+
+    async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]]]:
+        """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""
+        results: list[list[tuple[uuid.UUID, bool]]] = [[] for _ in inserts]
+        by_tenant: dict[int, list[int]] = {}
+        for index, insert in enumerate(inserts):
+            by_tenant.setdefault(insert.tenant_id, []).append(index)
+        for tenant_id, indexes in by_tenant.items():
+            chosen = [inserts[i] for i in indexes]
+            stored = await self._store(
+                tenant_id,
+                [item for c in chosen for item in c.items],
+                [m for c in chosen for m in c.max_retries],
+                [t for c in chosen for t in c.ttls],
+            )
+            start = 0
+            for index, insert in zip(indexes, chosen, strict=True):
+                results[index] = stored[start : start + len(insert.items)]
+                start += len(insert.items)
+        return results
+
+    async def _store(
+        self, tenant_id: int, items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]
+    ) -> list[tuple[uuid.UUID, bool]]:
+        """Insert in one statement; per input item, its message id and whether the row is new. Items sharing a
+        (topic, key) fold into one row with the last one's content (ON CONFLICT cannot touch a row twice)."""
+        if (
+            len(items) >= _COPY_MIN_ROWS
+            and not any(ttls)
+            and all(item.key is None and item.delay_seconds <= 0 for item in items)
+        ):
+            ids = uuid7_batch(len(items))
+            await self.repository.copy_batch(tenant_id, ids, items, max_retries)
+            return [(message_id, True) for message_id in ids]
+        rows: list[int] = []  # input positions that become rows
+        row_of_key: dict[tuple[str, str], int] = {}
+        slot: list[int] = []  # input position -> index in rows
+        folded = list(items)
+        for position, item in enumerate(items):
+            if item.key is not None:
+                seen = row_of_key.get((item.topic, item.key))
+                if seen is not None:
+                    first = rows[seen]
+                    folded[first] = msgspec.structs.replace(
+                        folded[first], payload=item.payload, metadata_json=item.metadata_json
+                    )
+                    slot.append(seen)
+                    continue
+                row_of_key[(item.topic, item.key)] = len(rows)
+            slot.append(len(rows))
+            rows.append(position)
+        ids = uuid7_batch(len(rows))
+        result = await self.repository.insert_batch(
+            tenant_id, ids, [folded[p] for p in rows], [max_retries[p] for p in rows], [ttls[p] for p in rows]
+        )
+        # A keyed row may have been upserted into an existing message: its id is the stored one.
+        by_key = {(r["topic"], r["key"]): (r["id"], r["inserted"]) for r in result if r["key"] is not None}
+        per_row = [
+            by_key[(items[p].topic, items[p].key)] if items[p].key is not None else (ids[n], True)
+            for n, p in enumerate(rows)
+        ]
+        first_slot: set[int] = set()
+        outcomes: list[tuple[uuid.UUID, bool]] = []
+        for row in slot:
+            message_id, inserted = per_row[row]
+            outcomes.append((message_id, inserted and row not in first_slot))
+            first_slot.add(row)
+        return outcomes
+
+    async def _dequeue_many(self, dequeues: Sequence[_Dequeue]) -> list[list[Any]]:
+        """The coalesced dequeues: one statement per (tenant, topic, visibility) among them, for the sum of their
+        counts; the leased rows are dealt out in priority order, first come first served."""
+        groups: dict[tuple[int, str, int], list[int]] = {}
+        for index, d in enumerate(dequeues):
+            groups.setdefault((d.tenant_id, d.topic, d.visibility), []).append(index)
+        results: list[list[Any]] = [[] for _ in dequeues]
+        for (tenant_id, topic, visibility), indexes in groups.items():
+            wanted = sum(dequeues[i].limit for i in indexes)
+            rows = in_queue_order(await self.repository.dequeue(tenant_id, topic, wanted, visibility))
+            start = 0
+            for i in indexes:
+                results[i] = rows[start : start + dequeues[i].limit]
+                start += dequeues[i].limit
+        return results
+
+    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[bool]]:
+        """Coalesced ack requests: per requested id, whether it deleted its message. Of two acks of one message,
+        only the first succeeds, as if they had run one after the other."""
+        deleted: set[uuid.UUID] = set()
+        for tenant_id in {a.tenant_id for a in acks}:
+            mine = [a for a in acks if a.tenant_id == tenant_id]
+            deleted |= await self.repository.ack_batch(
+                tenant_id, [m for a in mine for m in a.ids], [r for a in mine for r in a.receipts]
+            )
+        results = []
+        for ack in acks:
+            claimed = []
+            for mid in ack.ids:
+                claimed.append(mid in deleted)
+                deleted.discard(mid)
+            results.append(claimed)
+        return results
