@@ -18,27 +18,31 @@ class TopicConfigs:
         self._repository = repository
         self._settings = settings
         self._ttl = ttl_seconds
-        self._cache: dict[tuple[int, str], tuple[float, TopicConfig | None]] = {}
+        # (tenant, topic) -> (expiry, the topic's own config, its effective config): merged once per fetch
+        self._cache: dict[tuple[int, str], tuple[float, TopicConfig | None, EffectiveConfig]] = {}
 
     async def get(self, tenant_id: int, topic: str) -> TopicConfig | None:
         """The topic's own overrides, or None when it has no config."""
+        return (await self._entry(tenant_id, topic))[1]
+
+    async def _entry(self, tenant_id: int, topic: str) -> tuple[float, TopicConfig | None, EffectiveConfig]:
         key = (tenant_id, topic)
         now = time.monotonic()
         hit = self._cache.get(key)
         if hit is not None and hit[0] > now:
-            return hit[1]
+            return hit
         row = await self._repository.topic_config(tenant_id, topic)
         config = TopicConfig(**dict(row)) if row is not None else None
         if len(self._cache) >= _MAX_ENTRIES:
             self._cache.clear()
-        self._cache[key] = (now + self._ttl, config)
-        return config
+        entry = self._cache[key] = (now + self._ttl, config, self.merge(config))
+        return entry
 
     def invalidate(self, tenant_id: int, topic: str) -> None:
         self._cache.pop((tenant_id, topic), None)
 
     async def effective(self, tenant_id: int, topic: str) -> EffectiveConfig:
-        return self.merge(await self.get(tenant_id, topic))
+        return (await self._entry(tenant_id, topic))[2]
 
     def merge(self, config: TopicConfig | None) -> EffectiveConfig:
         s = self._settings
