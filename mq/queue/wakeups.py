@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 _RECONNECT_SECONDS = 1.0
 _HEALTH_CHECK_SECONDS = 5.0
+#: Other instances' waiters wake at most this much later than this instance's own.
+_MIN_NOTIFY_INTERVAL_SECONDS = 0.01
 
 
 def _channel_key(tenant_id: int, topic: str) -> str:
@@ -126,6 +128,9 @@ class WakeupHub:
                     self._wake_all()  # notifications may have been missed while disconnected
                 assert self._conn is not None
                 await self._conn.execute(sql.WAKEUP_NOTIFY, keys)
+                # Under load this loop would send a NOTIFY statement per turn; pacing it bounds that work while
+                # keys arriving meanwhile gather in the outbox. Local waiters were woken already.
+                await asyncio.sleep(_MIN_NOTIFY_INTERVAL_SECONDS)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("long-poll notification failed, retrying: %s", exc)
                 self._outbox.update(keys)

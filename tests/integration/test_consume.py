@@ -194,3 +194,27 @@ async def test_many_long_polls_hold_no_connections(client: httpx.AsyncClient, ma
     assert len(delivered) == len(set(delivered))
     # Every waiter woke; one that lost a race looked again at once, so every message went out.
     assert len(delivered) == 40
+
+
+async def test_long_poll_wakes_on_an_enqueue_through_another_instance(server_env, tenant) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import ADMIN, start_server, stop_server
+
+    first, second = await asyncio.gather(
+        asyncio.to_thread(start_server, server_env), asyncio.to_thread(start_server, server_env)
+    )
+    try:
+        headers = {"X-Tenant": tenant.slug}
+        async with (
+            httpx.AsyncClient(base_url=first.base_url, auth=ADMIN, headers=headers, timeout=30) as a,
+            httpx.AsyncClient(base_url=second.base_url, auth=ADMIN, headers=headers, timeout=30) as b,
+        ):
+            waiter = asyncio.create_task(dequeue(b, "cross", wait_seconds=15))
+            await asyncio.sleep(0.5)
+            started = time.monotonic()
+            mid = await enqueue(a, "cross")
+            got = await asyncio.wait_for(waiter, 10)
+            assert [m["id"] for m in got] == [mid]
+            assert time.monotonic() - started < 2  # woken by the notification, not by a periodic recheck
+    finally:
+        stop_server(first)
+        stop_server(second)
