@@ -11,10 +11,8 @@ from litestar.status_codes import HTTP_200_OK
 from api.auth import tenant_for
 from api.body import json_post
 from api.schemas import PurgeBody, StatRow, StatsResponse, TopicsResponse
-from mq import errors
 from mq.queue.service import QueueService
 from mq.queue.types import TopicConfig
-from mq.queue.validation import check_topic
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -74,15 +72,9 @@ class TopicController(Controller):
 
     @get("/topic-configs", summary="Every topic config of the tenant")
     async def list_configs(self, request: AnyRequest) -> ConfigList:
-        queue = _queue(request)
-        rows = await queue.repository.topic_configs(tenant_for(request.user))
-        return ConfigList(items=[ConfigItem(**dict(r)) for r in rows])
+        configs = await _queue(request).topic_configs(tenant_for(request.user))
+        return ConfigList(items=[ConfigItem(topic=topic, **msgspec.structs.asdict(c)) for topic, c in configs])
 
     @get("/topic-configs/{topic:str}", summary="One topic's config")
     async def get_config(self, request: AnyRequest, topic: str) -> TopicConfig:
-        check_topic(topic, for_enqueue=False)
-        queue = _queue(request)
-        config = await queue.configs.get(tenant_for(request.user), topic)
-        if config is None:
-            raise errors.NotFound(f"topic {topic!r} has no config")
-        return config
+        return await _queue(request).topic_config(tenant_for(request.user), topic)

@@ -26,6 +26,7 @@ from mq.queue.types import (
     BatchAckOutcome,
     EnqueueItem,
     MessageView,
+    TopicConfig,
     TopicSummary,
     parse_uuid,
     parse_uuids,
@@ -276,6 +277,18 @@ class QueueService:
 
     async def stats(self, tenant_id: int) -> list[dict[str, Any]]:
         return [dict(r) for r in await self.repository.stats(tenant_id)]
+
+    async def topic_configs(self, tenant_id: int) -> list[tuple[str, TopicConfig]]:
+        """Every topic config of the tenant, by topic name."""
+        rows = await self.repository.topic_configs(tenant_id)
+        return [(r["topic"], TopicConfig(**{k: v for k, v in dict(r).items() if k != "topic"})) for r in rows]
+
+    async def topic_config(self, tenant_id: int, topic: str) -> TopicConfig:
+        check_topic(topic, for_enqueue=False)
+        config = await self.configs.get(tenant_id, topic)
+        if config is None:
+            raise errors.NotFound(f"topic {topic!r} has no config")
+        return config
 
     async def topics(self, tenant_id: int) -> list[TopicSummary]:
         rows = await self.repository.topic_summaries(tenant_id)
