@@ -63,6 +63,29 @@ class MessageRepository:
             ttls,
         )
 
+    async def insert_uniform(
+        self,
+        tenant_id: int,
+        ids: Sequence[uuid.UUID],
+        items: Sequence[EnqueueItem],
+        max_retries: int,
+        ttl_seconds: int,
+    ) -> None:
+        """Insert keyless messages that share topic, priority, delay, max_retries and TTL (items[0] gives them)."""
+        first = items[0]
+        await self.pool.execute(
+            sql.MESSAGE_INSERT_UNIFORM,
+            tenant_id,
+            first.topic,
+            first.priority,
+            max_retries,
+            float(first.delay_seconds),
+            ttl_seconds,
+            ids,
+            [i.payload for i in items],
+            [i.metadata_json for i in items],
+        )
+
     async def copy_batch(
         self, tenant_id: int, ids: Sequence[uuid.UUID], items: Sequence[EnqueueItem], max_retries: Sequence[int]
     ) -> None:

@@ -117,6 +117,10 @@ class SharedStatements:
             ids = uuid7_batch(len(items))
             await self.repository.copy_batch(tenant_id, ids, items, max_retries)
             return [(message_id, True) for message_id in ids]
+        if _uniform(items, max_retries, ttls):
+            ids = uuid7_batch(len(items))
+            await self.repository.insert_uniform(tenant_id, ids, items, max_retries[0], ttls[0])
+            return [(message_id, True) for message_id in ids]
         rows: list[int] = []  # input positions that become rows
         row_of_key: dict[tuple[str, str], int] = {}
         slot: list[int] = []  # input position -> index in rows
@@ -185,3 +189,19 @@ class SharedStatements:
                 deleted.discard(mid)
             results.append(claimed)
         return results
+
+
+def _uniform(items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]) -> bool:
+    """Whether the items are keyless and share topic, priority, delay, max_retries and TTL."""
+    first = items[0]
+    return (
+        len(set(max_retries)) == 1
+        and len(set(ttls)) == 1
+        and all(
+            i.key is None
+            and i.topic == first.topic
+            and i.priority == first.priority
+            and i.delay_seconds == first.delay_seconds
+            for i in items
+        )
+    )

@@ -162,3 +162,19 @@ async def test_large_keyless_batch_keeps_metadata_priority_and_defaults(client: 
     got = await dequeue(client, "copy", count=40)
     assert [m["priority"] for m in got] == sorted((i % 3 for i in range(40)), reverse=True)
     assert [unb64(m["payload"]) for m in got if m["priority"] == 0][:3] == [b"p0", b"p3", b"p6"]
+
+
+async def test_topic_ttl_sets_expires_at_on_every_enqueue_path(client: httpx.AsyncClient, db, tenant) -> None:  # type: ignore[no-untyped-def]
+    await db.execute(
+        "INSERT INTO topic_configs (tenant_id, topic, message_ttl_seconds) VALUES ($1, 'short', 60)", tenant.id
+    )
+    single = await enqueue(client, "short")
+    keyed = await enqueue(client, "short", key="k")
+    r = await client.post("/api/messages/batch", json={"topic": "short", "messages": [{"payload": "eA=="}] * 20})
+    batch = r.json()["ids"]
+    rows = await db.fetch(
+        "SELECT extract(epoch FROM expires_at - created_at)::int AS ttl FROM messages WHERE id = ANY($1::uuid[])",
+        [single, keyed, *batch],
+    )
+    assert sorted({row["ttl"] for row in rows}) == [60]
+    assert len(rows) == 22
