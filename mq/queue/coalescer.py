@@ -5,8 +5,11 @@ most of that is overhead. A `Coalescer` gathers the requests that arrive while e
 sends them as one batch statement. Nobody waits for a batch to fill: the first request is flushed on the next
 turn of the event loop, together with whatever arrived in the same turn, and later arrivals queue only while
 `max_in_flight` flushes are already running. Each caller is answered only when the statement holding its item has
-returned, so a 201 or 204 still means "committed". If a flush of several items fails, each item is retried alone,
-so one bad item fails only its own request.
+returned, so a 201 or 204 still means "committed".
+
+A flush returns one outcome per item (a result, or the exception for that item's caller). It may run several
+statements, so the coalescer never re-runs it: a flush that raises fails all its callers, and recovering from a
+failed statement (see `SharedStatements`) is the flush's own business.
 """
 
 from __future__ import annotations
@@ -65,13 +68,7 @@ class Coalescer(Generic[Item, Result]):
 
     async def _run(self, batch: list[tuple[Item, asyncio.Future[Result]]]) -> None:
         try:
-            items = [item for item, _ in batch]
-            try:
-                outcomes = await self._flush(items)
-            except Exception:  # retried alone below: each caller gets its own item's error
-                if len(items) == 1:
-                    raise
-                outcomes = [await self._flush_one(item) for item in items]
+            outcomes = await self._flush([item for item, _ in batch])
             for (_, future), outcome in zip(batch, outcomes, strict=True):
                 if future.done():  # the caller went away (cancelled); its item was written all the same
                     continue
@@ -89,10 +86,3 @@ class Coalescer(Generic[Item, Result]):
             self._in_flight -= 1
             if self._queue:
                 self._schedule(asyncio.get_running_loop())
-
-    async def _flush_one(self, item: Item) -> Result | BaseException:
-        try:
-            [outcome] = await self._flush([item])
-        except Exception as exc:  # handed to that item's caller
-            return exc
-        return outcome

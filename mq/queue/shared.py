@@ -8,8 +8,8 @@ one after the other, in arrival order.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -18,6 +18,9 @@ from mq.queue.coalescer import Coalescer
 from mq.queue.repository import MessageRepository
 from mq.queue.types import EnqueueItem
 from mq.settings import Settings
+
+Request = TypeVar("Request")
+Outcome = TypeVar("Outcome")
 
 
 class _Insert(NamedTuple):
@@ -84,25 +87,23 @@ class SharedStatements:
         """Lease up to `limit` messages of a topic."""
         return await self._dequeues.submit(_Dequeue(tenant_id, topic, limit, visibility))
 
-    async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]]]:
+    async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]] | BaseException]:
         """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""
-        results: list[list[tuple[uuid.UUID, bool]]] = [[] for _ in inserts]
-        by_tenant: dict[int, list[int]] = {}
-        for index, insert in enumerate(inserts):
-            by_tenant.setdefault(insert.tenant_id, []).append(index)
-        for tenant_id, indexes in by_tenant.items():
-            chosen = [inserts[i] for i in indexes]
+
+        async def write(tenant_id: int, chosen: list[_Insert]) -> list[list[tuple[uuid.UUID, bool]]]:
             stored = await self._store(
                 tenant_id,
                 [item for c in chosen for item in c.items],
                 [m for c in chosen for m in c.max_retries],
                 [t for c in chosen for t in c.ttls],
             )
-            start = 0
-            for index, insert in zip(indexes, chosen, strict=True):
-                results[index] = stored[start : start + len(insert.items)]
+            parts, start = [], 0
+            for insert in chosen:
+                parts.append(stored[start : start + len(insert.items)])
                 start += len(insert.items)
-        return results
+            return parts
+
+        return await _per_group(inserts, lambda i: i.tenant_id, write)
 
     async def _store(
         self, tenant_id: int, items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]
@@ -156,39 +157,77 @@ class SharedStatements:
             first_slot.add(row)
         return outcomes
 
-    async def _dequeue_many(self, dequeues: Sequence[_Dequeue]) -> list[list[Any]]:
-        """The coalesced dequeues: one statement per (tenant, topic, visibility) among them, for the sum of their
-        counts; the leased rows are dealt out in priority order, first come first served."""
-        groups: dict[tuple[int, str, int], list[int]] = {}
-        for index, d in enumerate(dequeues):
-            groups.setdefault((d.tenant_id, d.topic, d.visibility), []).append(index)
-        results: list[list[Any]] = [[] for _ in dequeues]
-        for (tenant_id, topic, visibility), indexes in groups.items():
-            wanted = sum(dequeues[i].limit for i in indexes)
-            rows = in_queue_order(await self.repository.dequeue(tenant_id, topic, wanted, visibility))
-            start = 0
-            for i in indexes:
-                results[i] = rows[start : start + dequeues[i].limit]
-                start += dequeues[i].limit
-        return results
+    async def _dequeue_many(self, dequeues: Sequence[_Dequeue]) -> list[list[Any] | BaseException]:
+        """Coalesced dequeues: one statement per (tenant, topic, visibility) among them, for the sum of their
+        limits; the leased rows are dealt out in queue order, first come first served."""
 
-    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[bool]]:
-        """Coalesced ack requests: per requested id, whether it deleted its message. Of two acks of one message,
-        only the first succeeds, as if they had run one after the other."""
-        deleted: set[uuid.UUID] = set()
-        for tenant_id in {a.tenant_id for a in acks}:
-            mine = [a for a in acks if a.tenant_id == tenant_id]
-            deleted |= await self.repository.ack_batch(
-                tenant_id, [m for a in mine for m in a.ids], [r for a in mine for r in a.receipts]
+        async def lease(key: tuple[int, str, int], chosen: list[_Dequeue]) -> list[list[Any]]:
+            tenant_id, topic, visibility = key
+            rows = in_queue_order(
+                await self.repository.dequeue(tenant_id, topic, sum(d.limit for d in chosen), visibility)
             )
-        results = []
-        for ack in acks:
-            claimed = []
-            for mid in ack.ids:
-                claimed.append(mid in deleted)
-                deleted.discard(mid)
-            results.append(claimed)
-        return results
+            parts, start = [], 0
+            for d in chosen:
+                parts.append(rows[start : start + d.limit])
+                start += d.limit
+            return parts
+
+        return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility), lease)
+
+    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[bool] | BaseException]:
+        """Coalesced ack requests: one statement per tenant; per requested id, whether it deleted its message. Of
+        two acks of one message, only the first succeeds, as if they had run one after the other."""
+
+        async def delete(tenant_id: int, chosen: list[_Ack]) -> list[list[bool]]:
+            deleted = await self.repository.ack_batch(
+                tenant_id, [m for a in chosen for m in a.ids], [r for a in chosen for r in a.receipts]
+            )
+            parts = []
+            for ack in chosen:
+                claimed = []
+                for mid in ack.ids:
+                    claimed.append(mid in deleted)
+                    deleted.discard(mid)
+                parts.append(claimed)
+            return parts
+
+        return await _per_group(acks, lambda a: a.tenant_id, delete)
+
+
+async def _per_group(
+    requests: Sequence[Request],
+    key: Callable[[Request], Hashable],
+    run: Callable[[Any, list[Request]], Awaitable[list[Outcome]]],
+) -> list[Outcome | BaseException]:
+    """Run one statement per group of requests (`run` returns one outcome per request of its group).
+
+    A statement is atomic: when one fails it changed nothing, so its requests are run again one by one, and each
+    caller gets its own result or error. Groups that succeeded before are never run again.
+    """
+    groups: dict[Hashable, list[int]] = {}
+    for index, request in enumerate(requests):
+        groups.setdefault(key(request), []).append(index)
+    outcomes: list[Outcome | BaseException] = [_UNSET] * len(requests)
+    for group_key, indexes in groups.items():
+        chosen = [requests[i] for i in indexes]
+        try:
+            results: list[Outcome | BaseException] = list(await run(group_key, chosen))
+        except Exception as exc:
+            if len(chosen) == 1:
+                results = [exc]
+            else:
+                results = []
+                for request in chosen:
+                    try:
+                        results.extend(await run(group_key, [request]))
+                    except Exception as alone:
+                        results.append(alone)
+        for index, outcome in zip(indexes, results, strict=True):
+            outcomes[index] = outcome
+    return outcomes
+
+
+_UNSET = RuntimeError("no outcome")  # replaced for every request before _per_group returns
 
 
 def _uniform(items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]) -> bool:

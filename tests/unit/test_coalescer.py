@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from mq.queue.coalescer import Coalescer
+from mq.queue.shared import _per_group
 
 
 class Recorder:
@@ -40,13 +41,34 @@ async def test_batches_respect_max_batch_and_in_flight() -> None:
     assert max(len(b) for b in recorder.batches) <= 7
 
 
-async def test_a_bad_item_fails_only_its_own_caller() -> None:
+async def test_a_flush_that_raises_fails_its_callers_and_is_not_run_again() -> None:
     recorder = Recorder(fail_on={3})
     coalescer = Coalescer(recorder.flush, max_batch=100, max_in_flight=1)
     results = await asyncio.gather(*(coalescer.submit(i) for i in range(6)), return_exceptions=True)
-    assert [r for r in results if isinstance(r, BaseException)] == [results[3]]
-    assert isinstance(results[3], ValueError)
-    assert [r for i, r in enumerate(results) if i != 3] == [0, 10, 20, 40, 50]
+    failed_batches = [b for b in recorder.batches if 3 in b]
+    assert len(failed_batches) == 1  # never re-run: it may have written part of its work
+    assert all(isinstance(results[i], RuntimeError) for i in failed_batches[0])
+
+
+async def test_per_group_retries_a_failed_statement_request_by_request_and_never_reruns_a_good_one() -> None:
+    runs: list[tuple[str, list[int]]] = []
+
+    async def run(group: str, chosen: list[int]) -> list[int]:
+        runs.append((group, list(chosen)))
+        if 13 in chosen and len(chosen) > 1:
+            raise RuntimeError("the shared statement failed")
+        if 13 in chosen:
+            raise ValueError("bad 13")
+        return [c * 10 for c in chosen]
+
+    requests = [1, 11, 2, 12, 13]
+    outcomes = await _per_group(requests, lambda r: "low" if r < 10 else "high", run)
+    assert outcomes[:4] == [10, 110, 20, 120]
+    assert isinstance(outcomes[4], ValueError)
+    assert runs.count(("low", [1, 2])) == 1  # the group that succeeded ran once
+    assert ("high", [11, 12, 13]) in runs
+    assert ("high", [11]) in runs
+    assert ("high", [13]) in runs
 
 
 async def test_a_lone_submission_is_flushed_without_waiting_for_company() -> None:
