@@ -29,6 +29,7 @@ from api.schemas import (
 from mq import errors
 from mq.queue.service import QueueService
 from mq.queue.types import BatchAckOutcome, EnqueueItem, MessageView
+from mq.queue.validation import build_item
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -59,7 +60,9 @@ class MessageController(Controller):
     async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdResponse:
         tenant = tenant_for(request.user)
         queue = _queue(request)
-        item = queue.build_item(data.topic, data.payload, data.metadata, data.key, data.delay_seconds, data.priority)
+        item = build_item(
+            queue.settings, data.topic, data.payload, data.metadata, data.key, data.delay_seconds, data.priority
+        )
         message_id, _ = await queue.enqueue(tenant, item)
         return IdResponse(id=str(message_id))
 
@@ -85,7 +88,8 @@ class MessageController(Controller):
             try:
                 topic = entry.topic if entry.topic is not None else data.topic
                 items.append(
-                    queue.build_item(
+                    build_item(
+                        queue.settings,
                         _required_topic(topic),
                         entry.payload,
                         entry.metadata,

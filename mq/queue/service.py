@@ -31,7 +31,7 @@ from mq.queue.types import (
     parse_uuid,
     parse_uuids,
 )
-from mq.queue.validation import build_item, check_text, check_topic
+from mq.queue.validation import check_text, check_topic
 from mq.queue.wakeups import WakeupHub
 from mq.settings import Settings
 
@@ -52,20 +52,6 @@ class QueueService:
         self.wakeups = wakeups
         self.settings = settings
         self.shared = SharedStatements(repository, settings)
-
-    def build_item(
-        self,
-        topic: str,
-        payload: bytes,
-        metadata: dict[str, Any] | None = None,
-        key: str | None = None,
-        delay_seconds: float = 0,
-        priority: int = 0,
-    ) -> EnqueueItem:
-        """A validated message; raises InvalidRequest, ReservedTopic or PayloadTooLarge."""
-        return build_item(self.settings, topic, payload, metadata, key, delay_seconds, priority)
-
-    # --- enqueue -----------------------------------------------------------------------------------------------
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).

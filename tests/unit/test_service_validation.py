@@ -3,13 +3,10 @@
 import pytest
 
 from mq import errors
-from mq.queue.service import QueueService
-from mq.queue.validation import check_text, check_topic
+from mq.queue.validation import build_item, check_text, check_topic
 from mq.settings import Settings
 
-
-def service() -> QueueService:
-    return QueueService(None, None, None, Settings())  # type: ignore[arg-type]
+SETTINGS = Settings()
 
 
 def test_reserved_and_invalid_topics() -> None:
@@ -31,13 +28,12 @@ def test_text_postgres_cannot_store() -> None:
 
 
 def test_build_item_limits() -> None:
-    s = service()
-    assert s.build_item("t", b"x", {"a": 1}).metadata_json == '{"a":1}'
+    assert build_item(SETTINGS, "t", b"x", {"a": 1}).metadata_json == '{"a":1}'
     with pytest.raises(errors.PayloadTooLarge):
-        s.build_item("t", b"x" * (256 * 1024 + 1))
+        build_item(SETTINGS, "t", b"x" * (256 * 1024 + 1))
     with pytest.raises(errors.InvalidRequest):
-        s.build_item("t", b"x", {"a": "x" * 20000})
+        build_item(SETTINGS, "t", b"x", {"a": "x" * 20000})
     with pytest.raises(errors.InvalidRequest):
-        s.build_item("t", b"x", {"a": "\x00"})
+        build_item(SETTINGS, "t", b"x", {"a": "\x00"})
     with pytest.raises(errors.InvalidRequest):
-        s.build_item("t", b"x", key="")
+        build_item(SETTINGS, "t", b"x", key="")
