@@ -23,7 +23,7 @@ Visibility = Annotated[int, Meta(ge=1, le=MAX_VISIBILITY_SECONDS)]
 Payload = Annotated[bytes, Meta(description="Base64 of the raw payload bytes")]
 
 
-class Strict(msgspec.Struct, forbid_unknown_fields=True):
+class Strict(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     pass
 
 

@@ -28,8 +28,8 @@ from api.schemas import (
 )
 from mq import errors
 from mq.queue.service import QueueService
-from mq.queue.types import BatchAckOutcome, EnqueueItem, MessageView
-from mq.queue.validation import build_item
+from mq.queue.types import BatchAckOutcome, MessageView
+from mq.queue.validation import build_item, build_items
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -46,10 +46,11 @@ def _batch_limit(request: AnyRequest, n: int, what: str) -> None:
         raise errors.InvalidRequest(f"at most {limit} {what} per request; got {n}")
 
 
-def _required_topic(topic: str | None) -> str:
-    if topic is None:
-        raise errors.InvalidRequest("topic is required (on the item or at the top level)")
-    return topic
+def _item_code(exc: errors.SkiplockError) -> str:
+    """The contract's code for a bad item of a batch."""
+    if isinstance(exc, errors.PayloadTooLarge):
+        return "payload_too_large"
+    return "reserved_topic" if isinstance(exc, errors.ReservedTopic) else "invalid_request"
 
 
 class MessageController(Controller):
@@ -77,35 +78,19 @@ class MessageController(Controller):
         tenant = tenant_for(request.user)
         queue = _queue(request)
         _batch_limit(request, len(data.messages), "messages")
-        items: list[EnqueueItem] = []
-        problems: list[dict[str, Any]] = []
-        too_large = True
-        for index, entry in enumerate(data.messages):
-            if isinstance(entry, InvalidItem):
-                problems.append({"index": index, "code": "invalid_request", "error": entry.error})
-                too_large = False
-                continue
-            try:
-                topic = entry.topic if entry.topic is not None else data.topic
-                items.append(
-                    build_item(
-                        queue.settings,
-                        _required_topic(topic),
-                        entry.payload,
-                        entry.metadata,
-                        entry.key,
-                        entry.delay_seconds,
-                        entry.priority,
-                    )
-                )
-            except errors.PayloadTooLarge as exc:
-                problems.append({"index": index, "code": "payload_too_large", "error": exc.message})
-            except errors.InvalidRequest as exc:
-                code = "reserved_topic" if isinstance(exc, errors.ReservedTopic) else "invalid_request"
-                problems.append({"index": index, "code": code, "error": exc.message})
-                too_large = False
+        invalid = [(i, e) for i, e in enumerate(data.messages) if isinstance(e, InvalidItem)]
+        entries = [e for e in data.messages if not isinstance(e, InvalidItem)] if invalid else data.messages
+        items, bad = build_items(queue.settings, data.topic, entries)
+        problems: list[dict[str, Any]] = [
+            {"index": index, "code": "invalid_request", "error": entry.error} for index, entry in invalid
+        ]
+        if bad:
+            positions = [i for i, e in enumerate(data.messages) if not isinstance(e, InvalidItem)]
+            for index, exc in bad:
+                problems.append({"index": positions[index], "code": _item_code(exc), "error": exc.message})
+            problems.sort(key=lambda p: p["index"])
         if problems:
-            if too_large:
+            if all(p["code"] == "payload_too_large" for p in problems):
                 raise errors.PayloadTooLarge("a payload in the batch is too large", details=problems)
             raise errors.InvalidRequest(
                 f"{len(problems)} of {len(data.messages)} messages are not valid", details=problems

@@ -67,13 +67,15 @@ class QueueService:
     async def enqueue_batch(self, tenant_id: int, items: Sequence[EnqueueItem]) -> list[uuid.UUID]:
         """Store all or none, in one statement; ids in input order. Items sharing a (topic, key) fold into one
         message holding the last one's content, as consecutive single enqueues would."""
-        configs = {topic: await self.configs.effective(tenant_id, topic) for topic in {i.topic for i in items}}
-        stored = await self.shared.insert(
-            tenant_id,
-            items,
-            [configs[i.topic].max_retries for i in items],
-            [configs[i.topic].message_ttl_seconds for i in items],
-        )
+        topics = {i.topic for i in items}
+        configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
+        if len(configs) == 1:
+            [config] = configs.values()
+            max_retries, ttls = [config.max_retries] * len(items), [config.message_ttl_seconds] * len(items)
+        else:
+            max_retries = [configs[i.topic].max_retries for i in items]
+            ttls = [configs[i.topic].message_ttl_seconds for i in items]
+        stored = await self.shared.insert(tenant_id, items, max_retries, ttls)
         self.wakeups.published(tenant_id, {i.topic for i in items if i.delay_seconds <= 0})
         return [message_id for message_id, _ in stored]
 

@@ -57,6 +57,11 @@ def in_queue_order(rows: Sequence[Any]) -> list[Any]:
 # From this many rows, a batch without keys, delays or TTLs is written by COPY; below, COPY's fixed cost is more
 # than what it saves.
 _COPY_MIN_ROWS = 16
+# A request of at least this many rows is a batch already: it runs its own statement at once, beside the others,
+# rather than queueing behind the one coalesced statement in flight. Concurrent batches then overlap their
+# commits, as separate clients would; funnelled through one statement at a time they waited for each other's
+# WAL flush and left both cores half idle.
+_ALONE_MIN_ROWS = 32
 
 
 class SharedStatements:
@@ -77,15 +82,24 @@ class SharedStatements:
     ) -> list[tuple[uuid.UUID, bool]]:
         """Store messages, all or none; per item its id and whether its row is new (False: a pending twin with
         the same key was updated). Returns once the rows are committed."""
-        return await self._inserts.submit(_Insert(tenant_id, items, max_retries, ttls))
+        request = _Insert(tenant_id, items, max_retries, ttls)
+        if len(items) >= _ALONE_MIN_ROWS:
+            return await _alone(self._insert_many, request)
+        return await self._inserts.submit(request)
 
     async def ack(self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]) -> list[bool]:
         """Delete processing messages; per id, whether this request deleted it."""
-        return await self._acks.submit(_Ack(tenant_id, ids, receipts))
+        request = _Ack(tenant_id, ids, receipts)
+        if len(ids) >= _ALONE_MIN_ROWS:
+            return await _alone(self._ack_many, request)
+        return await self._acks.submit(request)
 
     async def dequeue(self, tenant_id: int, topic: str, limit: int, visibility: int) -> list[Any]:
         """Lease up to `limit` messages of a topic."""
-        return await self._dequeues.submit(_Dequeue(tenant_id, topic, limit, visibility))
+        request = _Dequeue(tenant_id, topic, limit, visibility)
+        if limit >= _ALONE_MIN_ROWS:
+            return await _alone(self._dequeue_many, request)
+        return await self._dequeues.submit(request)
 
     async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]] | BaseException]:
         """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""
@@ -140,8 +154,15 @@ class SharedStatements:
             slot.append(len(rows))
             rows.append(position)
         ids = uuid7_batch(len(rows))
+        # Statements upsert keys in one global order, (topic, key), so that two of them racing over the same keys
+        # wait for each other instead of deadlocking.
+        order = sorted(range(len(rows)), key=lambda n: (items[rows[n]].topic, items[rows[n]].key or ""))
         result = await self.repository.insert_batch(
-            tenant_id, ids, [folded[p] for p in rows], [max_retries[p] for p in rows], [ttls[p] for p in rows]
+            tenant_id,
+            [ids[n] for n in order],
+            [folded[rows[n]] for n in order],
+            [max_retries[rows[n]] for n in order],
+            [ttls[rows[n]] for n in order],
         )
         # A keyed row may have been upserted into an existing message: its id is the stored one.
         by_key = {(r["topic"], r["key"]): (r["id"], r["inserted"]) for r in result if r["key"] is not None}
@@ -225,6 +246,16 @@ async def _per_group(
         for index, outcome in zip(indexes, results, strict=True):
             outcomes[index] = outcome
     return outcomes
+
+
+async def _alone(
+    flush: Callable[[Sequence[Request]], Awaitable[Sequence[Outcome | BaseException]]], request: Request
+) -> Outcome:
+    """Run one request through its kind's flush without coalescing it."""
+    [outcome] = await flush([request])
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
 
 
 _UNSET = RuntimeError("no outcome")  # replaced for every request before _per_group returns

@@ -28,7 +28,7 @@ def rfc3339(value: datetime | None) -> str | None:
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class EnqueueItem(msgspec.Struct, frozen=True):
+class EnqueueItem(msgspec.Struct, frozen=True, gc=False):
     """A validated message to store."""
 
     topic: str
@@ -39,7 +39,7 @@ class EnqueueItem(msgspec.Struct, frozen=True):
     priority: int = 0
 
 
-class MessageView(msgspec.Struct, omit_defaults=False):
+class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
     """A message as the API returns it; `receipt` and `visibility_deadline` are set on processing messages."""
 
     id: str

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import msgspec
 
@@ -69,3 +70,47 @@ def build_item(
         delay_seconds=delay_seconds,
         priority=priority,
     )
+
+
+class BatchEntry(Protocol):
+    """One decoded item of a batch enqueue body."""
+
+    payload: bytes
+    topic: str | None
+    metadata: dict[str, Any] | None
+    key: str | None
+    delay_seconds: float
+    priority: int
+
+
+def build_items(
+    settings: Settings, default_topic: str | None, entries: Sequence[BatchEntry]
+) -> tuple[list[EnqueueItem], list[tuple[int, errors.InvalidRequest | errors.PayloadTooLarge]]]:
+    """Validate a batch's items: the valid ones, and (index, error) for every bad one.
+
+    Same rules as `build_item`. Items without key or metadata whose topic was already checked take a short path:
+    a batch of a thousand plain messages costs little more than building them (one `build_item` per item costs
+    about 1 µs).
+    """
+    items: list[EnqueueItem] = []
+    problems: list[tuple[int, errors.InvalidRequest | errors.PayloadTooLarge]] = []
+    limit = settings.max_payload_bytes
+    valid_topics: set[str] = set()
+    for index, entry in enumerate(entries):
+        topic = entry.topic if entry.topic is not None else default_topic
+        if topic in valid_topics and entry.metadata is None and entry.key is None and len(entry.payload) <= limit:
+            items.append(EnqueueItem(topic, entry.payload, None, None, entry.delay_seconds, entry.priority))
+            continue
+        if topic is None:
+            problems.append((index, errors.InvalidRequest("topic is required (on the item or at the top level)")))
+            continue
+        try:
+            items.append(
+                build_item(
+                    settings, topic, entry.payload, entry.metadata, entry.key, entry.delay_seconds, entry.priority
+                )
+            )
+            valid_topics.add(topic)
+        except (errors.InvalidRequest, errors.PayloadTooLarge) as exc:
+            problems.append((index, exc))
+    return items, problems

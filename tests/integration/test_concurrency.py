@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import Counter
 
 import httpx
@@ -82,6 +83,27 @@ async def test_concurrent_upserts_of_one_key_leave_one_pending_message(make_clie
     ids = await asyncio.gather(*(upsert(c, n) for n in range(5) for c in clients))
     assert len(set(ids)) == 1
     assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 1
+
+
+async def test_racing_keyed_batches_leave_one_pending_message_per_key(make_client, tenant, db) -> None:  # type: ignore[no-untyped-def]
+    # Batches of 50 run their own statements side by side (they are not coalesced): their upserts of the same
+    # 40 keys race in Postgres, and every key must still end as one pending message holding some batch's content.
+    clients = [make_client(headers={"X-Tenant": tenant.slug}) for _ in range(16)]
+
+    async def batch(c: httpx.AsyncClient, n: int) -> list[str]:
+        # Each batch names the keys in its own order: upserts that lock keys in different orders must not deadlock.
+        order = random.Random(n * 100 + id(c)).sample(range(50), 50)
+        items = [{"key": f"k{i % 40}", "payload": b64(f"{n}-{i}")} for i in order]
+        r = await c.post("/api/messages/batch", json={"topic": "kb", "messages": items})
+        assert r.status_code == 201, r.text
+        return list(r.json()["ids"])
+
+    results = await asyncio.gather(*(batch(c, n) for n in range(3) for c in clients))
+    assert all(len(set(ids)) == 40 for ids in results)
+    rows = await db.fetch("SELECT key, id FROM messages WHERE tenant_id = $1 AND topic = 'kb'", tenant.id)
+    assert len(rows) == 40 and len({r["key"] for r in rows}) == 40
+    stored = {str(r["id"]) for r in rows}
+    assert all(set(ids) == stored for ids in results)  # every batch got the one message of each key
 
 
 async def test_simultaneous_dequeues_share_out_the_queue(make_client, tenant) -> None:  # type: ignore[no-untyped-def]
