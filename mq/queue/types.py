@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from asyncpg.pgproto import pgproto
 
 TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 TOPIC_RE = re.compile(TOPIC_PATTERN)
@@ -67,46 +68,51 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
 
     @classmethod
     def from_rows(cls, rows: Sequence[Any], *, with_lease: bool) -> list[MessageView]:
-        """Build from rows of `MESSAGE_COLUMNS`; the lease is shown only to the consumer that holds it.
-
-        Timestamps are formatted once per distinct value: the rows of one dequeue share `updated_at` and the
-        lease deadline, and a batch's messages share `created_at`.
-        """
-        formatted: dict[datetime, str] = {}
-
-        def stamp(value: datetime | None) -> str | None:
-            if value is None:
-                return None
-            text = formatted.get(value)
-            if text is None:
-                text = formatted[value] = rfc3339(value)  # type: ignore[assignment]
-            return text
-
+        """Build from rows of `MESSAGE_COLUMNS` (ids and timestamps come as text already); the lease is shown
+        only to the consumer that holds it. Runs for every message a dequeue returns, so it stays lean: records
+        unpack in column order, which is this struct's field order."""
+        raw = msgspec.Raw
         views = []
-        for row in rows:
-            processing = row["status"] == "processing"
-            metadata = row["metadata"]
-            available_at = stamp(row["available_at"])
+        for (
+            message_id,
+            topic,
+            key,
+            payload,
+            metadata,
+            status,
+            priority,
+            retry_count,
+            max_retries,
+            last_error,
+            created_at,
+            updated_at,
+            available_at,
+            expires_at,
+            original_topic,
+            dlq_moved_at,
+            receipt,
+        ) in rows:
+            processing = status == "processing"
             views.append(
                 cls(
-                    id=str(row["id"]),
-                    topic=row["topic"],
-                    key=row["key"],
-                    payload=row["payload"],
-                    metadata=msgspec.Raw(metadata.encode()) if metadata is not None else None,
-                    status=row["status"],
-                    priority=row["priority"],
-                    retry_count=row["retry_count"],
-                    max_retries=row["max_retries"],
-                    last_error=row["last_error"],
-                    created_at=stamp(row["created_at"]),
-                    updated_at=stamp(row["updated_at"]),
-                    available_at=available_at,
-                    expires_at=stamp(row["expires_at"]),
-                    original_topic=row["original_topic"],
-                    dlq_moved_at=stamp(row["dlq_moved_at"]),
-                    receipt=str(row["receipt"]) if with_lease and processing and row["receipt"] else None,
-                    visibility_deadline=available_at if processing else None,
+                    message_id,
+                    topic,
+                    key,
+                    payload,
+                    None if metadata is None else raw(metadata.encode()),
+                    status,
+                    priority,
+                    retry_count,
+                    max_retries,
+                    last_error,
+                    created_at,
+                    updated_at,
+                    available_at,
+                    expires_at,
+                    original_topic,
+                    dlq_moved_at,
+                    receipt if with_lease and processing else None,
+                    available_at if processing else None,
                 )
             )
         return views
@@ -158,18 +164,16 @@ class BatchAckOutcome(msgspec.Struct):
 
 
 def parse_uuids(values: Sequence[str]) -> list[uuid.UUID | None]:
-    """Many UUIDs at once (one C-level decode when all are valid); None for each that is not a UUID."""
-    try:
-        return list(msgspec.convert(values, list[uuid.UUID]))
-    except msgspec.ValidationError:
-        return [parse_uuid(v) for v in values]
+    """`parse_uuid` of each value."""
+    return [parse_uuid(v) for v in values]
 
 
 def parse_uuid(value: str | None) -> uuid.UUID | None:
-    """A UUID from text, or None for text that is not one (which then matches nothing)."""
+    """A UUID from text (32 hex digits, dashes allowed), or None for text that is not one (which then matches
+    nothing). asyncpg's C UUID: parsed in about a tenth of the time of `uuid.UUID`, and sent to Postgres as is."""
     if value is None:
         return None
     try:
-        return uuid.UUID(value)
+        return pgproto.UUID(value)
     except ValueError:
         return None
