@@ -111,10 +111,11 @@ class MessageRepository:
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
     ) -> set[uuid.UUID]:
         """The ids that were acknowledged (deleted)."""
-        return {r["id"] for r in await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, ids, receipts)}
+        rows = await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, _id_list(ids), _id_list(receipts))
+        return {r["id"] for r in rows}
 
     async def statuses(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
-        rows = await self.pool.fetch(sql.MESSAGE_LEASE_PROBE_MANY, tenant_id, ids)
+        rows = await self.pool.fetch(sql.MESSAGE_LEASE_PROBE_MANY, tenant_id, _id_list(ids))
         return {r["id"]: r["status"] for r in rows}
 
     async def lease_probe(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
@@ -196,6 +197,11 @@ class MessageRepository:
 
     async def topic_configs(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)
+
+
+def _id_list(ids: Sequence[uuid.UUID | None]) -> str:
+    """UUIDs as one comma-separated text, None as an empty entry (see `sql._uuid_list`)."""
+    return ",".join("" if i is None else str(i) for i in ids)
 
 
 def _known(status: str | None) -> list[str]:

@@ -110,19 +110,31 @@ DELETE FROM messages
 WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
 RETURNING id"""
 
+
+# Lists of ids travel as one comma-separated text (see `MessageRepository`): asyncpg encodes a uuid[] at about
+# 0.4 µs per element, a single text for nothing. Empty entries stand for NULL.
+def _uuid_list(param: str) -> str:
+    return f"string_to_array({param}, ',', '')::uuid[]"
+
+
 # Batch ack: one statement deletes every acknowledged message and returns their ids; the caller probes the rest
-# (only when some failed) to tell why. Plan: Delete <- Nested Loop <- Function Scan on unnest, Index Scan using
-# messages_pkey per id (~0.8 ms for 100 on the 1M-row table). $2 ids, $3 receipts (NULL entries: any holder)
-MESSAGE_ACK_BATCH = """
-DELETE FROM messages AS m USING unnest($2::uuid[], $3::uuid[]) AS w(id, receipt)
-WHERE m.tenant_id = $1 AND m.id = w.id AND m.status = 'processing' AND (w.receipt IS NULL OR m.receipt = w.receipt)
+# (only when some failed) to tell why. The rows are found through the primary key (`id = ANY`) and only then
+# paired with their receipts: joining the unnested list to messages let the planner pick a hash join over every
+# processing message of the tenant whenever its statistics made those look few (200 ms on a 1M-row table instead
+# of 0.2). Plan: Delete <- Nested Loop Semi Join <- Index Scan using messages_pkey (Index Cond: id = ANY),
+# Function Scan on unnest. $2 ids, $3 receipts (empty entries: any holder)
+MESSAGE_ACK_BATCH = f"""
+DELETE FROM messages AS m
+WHERE m.tenant_id = $1 AND m.id = ANY({_uuid_list("$2")}) AND m.status = 'processing'
+  AND EXISTS (SELECT FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
+              WHERE w.id = m.id AND (w.receipt IS NULL OR w.receipt = m.receipt))
 RETURNING m.id"""
 
 # Why an ack, nack or extend of one message matched nothing: missing (404) or leased by someone else (409).
 MESSAGE_LEASE_PROBE = "SELECT status, receipt FROM messages WHERE tenant_id = $1 AND id = $2"
 
 # The same for many ids at once: the status of those that exist. $2 ids
-MESSAGE_LEASE_PROBE_MANY = "SELECT id, status FROM messages WHERE tenant_id = $1 AND id = ANY($2::uuid[])"
+MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list('$2')})"
 
 
 # Nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending, retry_count 0,
