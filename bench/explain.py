@@ -95,8 +95,8 @@ async def main() -> None:
             0.0,
             0,
         )
-        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0)
-        await explain(conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0)
+        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0, "0" * 32)
+        await explain(conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0, "0" * 32)
         await explain(conn, "message_ack", sql.MESSAGE_ACK, 1, leased["id"], leased["receipt"])
         ids = [
             r["id"]

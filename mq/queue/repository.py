@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -98,7 +99,8 @@ class MessageRepository:
         await self.pool.copy_records_to_table("messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS)
 
     async def dequeue(self, tenant_id: int, topic: str, count: int, visibility_seconds: float) -> list[Record]:
-        return await self.pool.fetch(sql.MESSAGE_DEQUEUE, tenant_id, topic, count, float(visibility_seconds))
+        secret = secrets.token_hex(16)  # the receipts of this delivery derive from it (see sql.MESSAGE_DEQUEUE)
+        return await self.pool.fetch(sql.MESSAGE_DEQUEUE, tenant_id, topic, count, float(visibility_seconds), secret)
 
     async def seconds_until_next_available(self, tenant_id: int, topic: str) -> float | None:
         value: float | None = await self.pool.fetchval(sql.MESSAGE_NEXT_AVAILABLE, tenant_id, topic)

@@ -72,7 +72,10 @@ MESSAGE_COPY_COLUMNS = ["id", "tenant_id", "topic", "payload", "metadata", "prio
 # messages_dequeue_idx (Index Cond: tenant_id, topic, available_at <= now(); Filter: expires_at), then Index Scan
 # using messages_pkey per picked row. Rows are read in index order and the LIMIT stops the scan: cost grows with
 # the batch size, not the table size (0.6 ms for 1 row, 2 to 4 ms for 100 on the 1M-row table, cold cache).
-# $2 topic, $3 count, $4 visibility timeout s
+# A receipt is md5(a random secret of this statement || the message id): unique per message and delivery, not
+# guessable without the secret, and about 0.5 µs of Postgres time where gen_random_uuid() costs 4 µs per row
+# (dequeue 100 + ack: +10-15% messages/s, SQL alone).
+# $2 topic, $3 count, $4 visibility timeout s, $5 the statement's secret (32 hex digits)
 MESSAGE_DEQUEUE = f"""
 WITH picked AS (
     SELECT id FROM messages
@@ -83,7 +86,7 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE messages AS m
-SET status = 'processing', available_at = now() + make_interval(secs => $4), receipt = gen_random_uuid(),
+SET status = 'processing', available_at = now() + make_interval(secs => $4), receipt = md5($5 || m.id::text)::uuid,
     first_dequeued_at = coalesce(m.first_dequeued_at, now()), updated_at = now()
 FROM picked WHERE m.id = picked.id
 RETURNING {MESSAGE_COLUMNS}"""

@@ -21,6 +21,20 @@ async def test_ack_deletes_and_second_ack_is_404(client: httpx.AsyncClient) -> N
     assert_error(await client.get(f"/api/messages/{mid}"), 404, "message_not_found")
 
 
+async def test_each_message_of_a_dequeue_gets_its_own_receipt(client: httpx.AsyncClient) -> None:
+    for _ in range(5):
+        await enqueue(client, "receipts")
+    got = await dequeue(client, "receipts", count=5)
+    receipts = [m["receipt"] for m in got]
+    assert len(set(receipts)) == 5 and all(uuid.UUID(r) for r in receipts)
+    # A receipt belongs to its message only: crossing them acks nothing.
+    first, second = got[0], got[1]
+    crossed = {"acks": [{"id": first["id"], "receipt": second["receipt"]}]}
+    r = await client.post("/api/messages/ack", json=crossed)
+    assert r.json() == {"acked": 0, "failed": [{"id": first["id"], "code": "lease_lost"}]}
+    assert_error(await client.post(f"/api/messages/{first['id']}/ack", json={"receipt": second["receipt"]}), 409, "lease_lost")
+
+
 async def test_ack_of_pending_message_is_404(client: httpx.AsyncClient) -> None:
     mid = await enqueue(client, "t")
     assert_error(await client.post(f"/api/messages/{mid}/ack"), 404, "message_not_found")
