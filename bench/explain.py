@@ -102,7 +102,7 @@ async def main() -> None:
             r["id"]
             for r in await conn.fetch("SELECT id FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 100")
         ]
-        await explain(conn, "message_ack_batch 100", sql.MESSAGE_ACK_BATCH, 1, ids, [None] * len(ids))
+        await explain(conn, "message_ack_batch 100", sql.MESSAGE_ACK_BATCH, 1, ",".join(map(str, ids)), "")
         await explain(conn, "message_nack", sql.MESSAGE_NACK, 1, leased["id"], None, "e", True, None, [])
         await explain(conn, "message_next_available", sql.MESSAGE_NEXT_AVAILABLE, 1, "topic-3")
         everything = sorted(sql.KNOWN_STATUSES)

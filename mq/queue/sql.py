@@ -124,8 +124,8 @@ def _uuid_list(param: str) -> str:
 # (only when some failed) to tell why. The rows are found through the primary key (`id = ANY`) and only then
 # paired with their receipts: joining the unnested list to messages let the planner pick a hash join over every
 # processing message of the tenant whenever its statistics made those look few (200 ms on a 1M-row table instead
-# of 0.2). Plan: Delete <- Nested Loop Semi Join <- Index Scan using messages_pkey (Index Cond: id = ANY),
-# Function Scan on unnest. $2 ids, $3 receipts (empty entries: any holder)
+# of 0.2). Plan: Delete <- Hash Semi Join <- Bitmap Heap Scan on messages (Bitmap Index Scan on messages_pkey,
+# id = ANY), Function Scan on unnest: 0.7 ms for 100 on the 1M-row table. $2 ids, $3 receipts (empty: any holder)
 MESSAGE_ACK_BATCH = f"""
 DELETE FROM messages AS m
 WHERE m.tenant_id = $1 AND m.id = ANY({_uuid_list("$2")}) AND m.status = 'processing'
