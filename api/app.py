@@ -14,6 +14,7 @@ from api.auth import BasicAuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
 from api.routes.messages import MessageController
 from api.routes.system import auth_status, healthz, readyz, version
+from api.routes.tenancy import TenantController, UserController
 from api.routes.topics import TopicController
 from mq import __version__
 from mq.runtime import Runtime
@@ -37,7 +38,16 @@ def create_app(settings: Settings | None = None) -> Litestar:
             await app.state.runtime.close()
 
     return Litestar(
-        route_handlers=[MessageController, TopicController, healthz, readyz, version, auth_status],
+        route_handlers=[
+            MessageController,
+            TopicController,
+            TenantController,
+            UserController,
+            healthz,
+            readyz,
+            version,
+            auth_status,
+        ],
         lifespan=[lifespan],
         middleware=[BasicAuthMiddleware],
         exception_handlers=EXCEPTION_HANDLERS,

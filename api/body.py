@@ -53,9 +53,14 @@ class StrictBody(MsgspecDTO[T], Generic[T]):
             raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
 
 
+def strict_body(body: type[msgspec.Struct]) -> dict[str, Any]:
+    """Route options that decode the JSON body strictly into `body` (see StrictBody)."""
+    return {"dto": StrictBody[body], "return_dto": None}  # type: ignore[valid-type]
+
+
 def json_post(path: str, body: type[msgspec.Struct], **options: Any) -> post:
     """`@post` for a route whose JSON body is decoded strictly into `body` (see StrictBody)."""
-    return post(path, dto=StrictBody[body], return_dto=None, **options)  # type: ignore[valid-type]
+    return post(path, **strict_body(body), **options)
 
 
 class BatchBody(StrictBody[BatchEnqueueBody]):

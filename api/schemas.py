@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
@@ -158,3 +158,71 @@ class StatRow(msgspec.Struct):
 
 class StatsResponse(msgspec.Struct):
     topics: list[StatRow]
+
+
+# --- tenants and users ---------------------------------------------------------------------------------------------
+
+NonNegative = Annotated[int, Meta(ge=0)]
+
+
+class Quotas(Strict, omit_defaults=True):
+    """Per-tenant limits; each is optional (absent: no limit)."""
+
+    max_topics: NonNegative | None = None
+    max_messages: NonNegative | None = None
+    max_payload_bytes: NonNegative | None = None
+    enqueue_rate: NonNegative | None = None
+
+
+class TenantCreateBody(Strict):
+    slug: str
+    name: Annotated[str, Meta(min_length=1, max_length=200)]
+    quotas: Quotas | None = None
+
+
+class TenantUpdateBody(Strict):
+    name: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    status: Literal["active", "suspended"] | None = None
+    quotas: Quotas | None = None
+
+
+class TenantView(msgspec.Struct):
+    slug: str
+    name: str
+    status: str
+    quotas: Quotas
+    created_at: str
+
+
+class TenantPage(msgspec.Struct):
+    items: list[TenantView]
+    total: int
+    limit: int
+    offset: int
+
+
+class UserCreateBody(Strict):
+    username: str
+    password: str
+    role: Literal["tenant_admin", "member"] = "member"
+
+
+class UserUpdateBody(Strict):
+    password: str | None = None
+    role: Literal["tenant_admin", "member"] | None = None
+
+
+class UserObject(msgspec.Struct):
+    id: str
+    username: str
+    role: str
+    tenant: str | None
+    created_at: str
+    updated_at: str
+
+
+class UserPage(msgspec.Struct):
+    items: list[UserObject]
+    total: int
+    limit: int
+    offset: int

@@ -46,6 +46,14 @@ class KeyConflict(SkiplockError):
     """A pending message with the same key already exists on that topic."""
 
 
+class AlreadyExists(SkiplockError):
+    """That name is taken."""
+
+
+class TenantNotEmpty(SkiplockError):
+    """The tenant still holds messages; delete it with force=true to drop them too."""
+
+
 class PayloadTooLarge(SkiplockError):
     """The payload is larger than the allowed maximum."""
 

@@ -18,6 +18,7 @@ from mq.settings import Settings
 from mq.tenancy.auth import Authenticator
 from mq.tenancy.bootstrap import bootstrap
 from mq.tenancy.repository import TenancyRepository
+from mq.tenancy.service import TenancyService
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Runtime:
     queue: QueueService
     tenancy: TenancyRepository
     auth: Authenticator
+    tenants: TenancyService
 
     @classmethod
     async def open(cls, settings: Settings) -> Runtime:
@@ -50,7 +52,7 @@ class Runtime:
         tenancy = TenancyRepository(engine)
         auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size)
         await bootstrap(tenancy, settings)
-        return cls(settings, pool, engine, redis, wakeups, queue, tenancy, auth)
+        return cls(settings, pool, engine, redis, wakeups, queue, tenancy, auth, TenancyService(tenancy, auth))
 
     async def close(self) -> None:
         await self.wakeups.close()

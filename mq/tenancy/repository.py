@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
@@ -30,6 +32,26 @@ class TenantRecord:
     slug: str
     name: str
     status: str
+    quotas: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class UserView:
+    """A user as the API shows it: never the password hash."""
+
+    id: uuid.UUID
+    username: str
+    role: str
+    tenant_slug: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+# Whether a tenant holds any message: one probe per partial index of `messages` (see mq.queue.sql.STATUS_GROUPS).
+_TENANT_HAS_MESSAGES = text("""
+SELECT EXISTS (SELECT FROM messages WHERE tenant_id = :t AND status IN ('pending', 'processing'))
+    OR EXISTS (SELECT FROM messages WHERE tenant_id = :t AND status IN ('failed', 'expired'))""")
 
 
 class TenancyRepository:
@@ -53,18 +75,92 @@ class TenancyRepository:
     async def tenant_by_slug(self, slug: str) -> TenantRecord | None:
         async with self._sessions() as session:
             tenant = (await session.execute(select(Tenant).where(Tenant.slug == slug))).scalar_one_or_none()
-        return None if tenant is None else TenantRecord(tenant.id, tenant.slug, tenant.name, tenant.status)
+        return None if tenant is None else _tenant_record(tenant)
 
-    async def create_tenant(self, slug: str, name: str) -> TenantRecord | None:
+    async def create_tenant(self, slug: str, name: str, quotas: dict[str, Any] | None = None) -> TenantRecord | None:
         """The new tenant, or None when the slug is taken."""
         async with self._sessions() as session:
-            tenant = Tenant(slug=slug, name=name)
+            tenant = Tenant(slug=slug, name=name, quotas=quotas or {})
             session.add(tenant)
             try:
                 await session.commit()
             except IntegrityError:
                 return None
-        return TenantRecord(tenant.id, tenant.slug, tenant.name, "active")
+            await session.refresh(tenant)
+        return _tenant_record(tenant)
+
+    async def list_tenants(self, limit: int, offset: int) -> tuple[list[TenantRecord], int]:
+        async with self._sessions() as session:
+            rows = (await session.execute(select(Tenant).order_by(Tenant.slug).limit(limit).offset(offset))).scalars()
+            tenants = [_tenant_record(t) for t in rows]
+            total = (await session.execute(select(func.count()).select_from(Tenant))).scalar_one()
+        return tenants, total
+
+    async def update_tenant(self, slug: str, changes: dict[str, Any]) -> TenantRecord | None:
+        """Apply `changes` (name, status, quotas) in one statement; None when there is no such tenant."""
+        async with self._sessions() as session:
+            tenant = (
+                await session.execute(
+                    update(Tenant).where(Tenant.slug == slug).values(**changes, updated_at=func.now()).returning(Tenant)
+                )
+            ).scalar_one_or_none()
+            await session.commit()
+        return None if tenant is None else _tenant_record(tenant)
+
+    async def tenant_has_messages(self, tenant_id: int) -> bool:
+        async with self._sessions() as session:
+            return bool((await session.execute(_TENANT_HAS_MESSAGES, {"t": tenant_id})).scalar_one())
+
+    async def delete_tenant(self, tenant_id: int) -> None:
+        """The tenant and everything it holds, in one transaction (users, grants and configs cascade)."""
+        async with self._sessions() as session:
+            await session.execute(text("DELETE FROM messages WHERE tenant_id = :t"), {"t": tenant_id})
+            await session.execute(delete(Tenant).where(Tenant.id == tenant_id))
+            await session.commit()
+
+    async def list_users(self, tenant_id: int, limit: int, offset: int) -> tuple[list[UserView], int]:
+        async with self._sessions() as session:
+            rows = await session.execute(
+                _users_with_tenant()
+                .where(User.tenant_id == tenant_id)
+                .order_by(User.username)
+                .limit(limit)
+                .offset(offset)
+            )
+            users = [_user_view(user, slug) for user, slug in rows]
+            total = (
+                await session.execute(select(func.count()).select_from(User).where(User.tenant_id == tenant_id))
+            ).scalar_one()
+        return users, total
+
+    async def get_user(self, tenant_id: int, user_id: uuid.UUID) -> UserView | None:
+        async with self._sessions() as session:
+            row = (
+                await session.execute(_users_with_tenant().where(User.tenant_id == tenant_id, User.id == user_id))
+            ).first()
+        return None if row is None else _user_view(row[0], row[1])
+
+    async def update_user(self, tenant_id: int, user_id: uuid.UUID, changes: dict[str, Any]) -> bool:
+        """Apply `changes` (password_hash, role) to a user of the tenant; False when there is none."""
+        async with self._sessions() as session:
+            result = await session.execute(
+                update(User)
+                .where(User.tenant_id == tenant_id, User.id == user_id)
+                .values(**changes, updated_at=func.now())
+                .returning(User.id)
+            )
+            found = result.first() is not None
+            await session.commit()
+        return found
+
+    async def delete_user(self, tenant_id: int, user_id: uuid.UUID) -> bool:
+        async with self._sessions() as session:
+            result = await session.execute(
+                delete(User).where(User.tenant_id == tenant_id, User.id == user_id).returning(User.id)
+            )
+            found = result.first() is not None
+            await session.commit()
+        return found
 
     async def create_user(
         self, username: str, password_hash: str, role: str, tenant_id: int | None
@@ -78,3 +174,15 @@ class TenancyRepository:
             except IntegrityError:
                 return None
         return user.id
+
+
+def _tenant_record(tenant: Tenant) -> TenantRecord:
+    return TenantRecord(tenant.id, tenant.slug, tenant.name, tenant.status, dict(tenant.quotas), tenant.created_at)
+
+
+def _users_with_tenant() -> Any:
+    return select(User, Tenant.slug).outerjoin(Tenant, Tenant.id == User.tenant_id)
+
+
+def _user_view(user: User, tenant_slug: str | None) -> UserView:
+    return UserView(user.id, user.username, user.role, tenant_slug, user.created_at, user.updated_at)

@@ -1,0 +1,149 @@
+"""Control plane: tenants (platform admins) and the users of a tenant (its tenant admins, or platform admins
+addressing it with X-Tenant)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Request, delete, get, patch
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
+
+from api.auth import require_platform_admin, tenant_for
+from api.body import json_post, strict_body
+from api.schemas import (
+    Quotas,
+    TenantCreateBody,
+    TenantPage,
+    TenantUpdateBody,
+    TenantView,
+    UserCreateBody,
+    UserObject,
+    UserPage,
+    UserUpdateBody,
+)
+from mq.queue.types import rfc3339
+from mq.tenancy.auth import Principal
+from mq.tenancy.repository import TenantRecord, UserView
+from mq.tenancy.service import TenancyService
+
+AnyRequest = Request[Principal, Any, Any]
+Limit = Annotated[int, Parameter(ge=1, le=200)]
+Offset = Annotated[int, Parameter(ge=0)]
+
+
+def _tenancy(request: AnyRequest) -> TenancyService:
+    service: TenancyService = request.app.state.runtime.tenants
+    return service
+
+
+def _tenant_view(tenant: TenantRecord) -> TenantView:
+    return TenantView(
+        slug=tenant.slug,
+        name=tenant.name,
+        status=tenant.status,
+        quotas=msgspec.convert(tenant.quotas, Quotas),
+        created_at=rfc3339(tenant.created_at) or "",
+    )
+
+
+def _user_object(user: UserView) -> UserObject:
+    return UserObject(
+        id=str(user.id),
+        username=user.username,
+        role=user.role,
+        tenant=user.tenant_slug,
+        created_at=rfc3339(user.created_at) or "",
+        updated_at=rfc3339(user.updated_at) or "",
+    )
+
+
+def _quotas(quotas: Quotas | None) -> dict[str, Any]:
+    return msgspec.to_builtins(quotas) if quotas is not None else {}
+
+
+class TenantController(Controller):
+    path = "/api/tenants"
+    tags = ["tenants"]
+
+    @json_post("/", TenantCreateBody, status_code=HTTP_201_CREATED, summary="Create a tenant (platform admins)")
+    async def create(self, request: AnyRequest, data: TenantCreateBody) -> TenantView:
+        require_platform_admin(request.user)
+        tenant = await _tenancy(request).create_tenant(data.slug, data.name, _quotas(data.quotas))
+        return _tenant_view(tenant)
+
+    @get("/", summary="List tenants (platform admins)")
+    async def list(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> TenantPage:
+        require_platform_admin(request.user)
+        tenants, total = await _tenancy(request).list_tenants(limit, offset)
+        return TenantPage(items=[_tenant_view(t) for t in tenants], total=total, limit=limit, offset=offset)
+
+    @get("/{slug:str}", summary="Get a tenant (platform admins)")
+    async def get(self, request: AnyRequest, slug: str) -> TenantView:
+        require_platform_admin(request.user)
+        return _tenant_view(await _tenancy(request).get_tenant(slug))
+
+    @patch(
+        "/{slug:str}",
+        status_code=HTTP_200_OK,
+        summary="Rename, suspend or resume a tenant, or set its quotas",
+        **strict_body(TenantUpdateBody),
+    )
+    async def update(self, request: AnyRequest, slug: str, data: TenantUpdateBody) -> TenantView:
+        require_platform_admin(request.user)
+        changes: dict[str, Any] = {}
+        if data.name is not None:
+            changes["name"] = data.name
+        if data.status is not None:
+            changes["status"] = data.status
+        if data.quotas is not None:
+            changes["quotas"] = _quotas(data.quotas)
+        return _tenant_view(await _tenancy(request).update_tenant(slug, changes))
+
+    @delete(
+        "/{slug:str}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Delete a tenant; refused while it holds messages unless force=true",
+    )
+    async def remove(self, request: AnyRequest, slug: str, force: bool = False) -> None:
+        require_platform_admin(request.user)
+        await _tenancy(request).delete_tenant(slug, force=force)
+
+
+class UserController(Controller):
+    path = "/api/users"
+    tags = ["users"]
+
+    @json_post("/", UserCreateBody, status_code=HTTP_201_CREATED, summary="Create a user of the tenant")
+    async def create(self, request: AnyRequest, data: UserCreateBody) -> UserObject:
+        tenant = tenant_for(request.user, admin_only=True)
+        user = await _tenancy(request).create_user(tenant, data.username, data.password, data.role)
+        return _user_object(user)
+
+    @get("/", summary="List the tenant's users")
+    async def list(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> UserPage:
+        tenant = tenant_for(request.user, admin_only=True)
+        users, total = await _tenancy(request).list_users(tenant, limit, offset)
+        return UserPage(items=[_user_object(u) for u in users], total=total, limit=limit, offset=offset)
+
+    @get("/{user_id:str}", summary="Get a user of the tenant")
+    async def get(self, request: AnyRequest, user_id: str) -> UserObject:
+        tenant = tenant_for(request.user, admin_only=True)
+        return _user_object(await _tenancy(request).get_user(tenant, user_id))
+
+    @patch(
+        "/{user_id:str}",
+        status_code=HTTP_200_OK,
+        summary="Change a user's password or role",
+        **strict_body(UserUpdateBody),
+    )
+    async def update(self, request: AnyRequest, user_id: str, data: UserUpdateBody) -> UserObject:
+        tenant = tenant_for(request.user, admin_only=True)
+        user = await _tenancy(request).update_user(tenant, user_id, data.password, data.role)
+        return _user_object(user)
+
+    @delete("/{user_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a user of the tenant")
+    async def remove(self, request: AnyRequest, user_id: str) -> None:
+        tenant = tenant_for(request.user, admin_only=True)
+        await _tenancy(request).delete_user(tenant, user_id)

@@ -1,0 +1,142 @@
+"""Tenants and users: the control plane's rules on top of `TenancyRepository`.
+
+Validates what the HTTP layer cannot (password strength, Unicode Postgres cannot store), hashes passwords off
+the event loop, and drops cached credentials whenever a change could alter who may do what. Raises only
+`mq.errors`.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from mq import errors
+from mq.queue.validation import check_text
+from mq.tenancy.auth import Authenticator
+from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, hash_password_async
+from mq.tenancy.repository import TenancyRepository, TenantRecord, UserView
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+_SLUG_RE = re.compile(SLUG_PATTERN)
+#: Roles the user routes can give; platform admins come only from settings.
+ASSIGNABLE_ROLES = ("tenant_admin", "member")
+MAX_PASSWORD_LENGTH = 1024
+MAX_USERNAME_LENGTH = 100
+
+
+class TenancyService:
+    def __init__(self, repository: TenancyRepository, auth: Authenticator) -> None:
+        self.repository = repository
+        self.auth = auth
+
+    # --- tenants -------------------------------------------------------------------------------------------------
+
+    async def create_tenant(self, slug: str, name: str, quotas: dict[str, Any]) -> TenantRecord:
+        _check_slug(slug)
+        check_text(name, "name")
+        tenant = await self.repository.create_tenant(slug, name, quotas)
+        if tenant is None:
+            raise errors.AlreadyExists(f"tenant {slug!r} exists")
+        return tenant
+
+    async def list_tenants(self, limit: int, offset: int) -> tuple[list[TenantRecord], int]:
+        return await self.repository.list_tenants(limit, offset)
+
+    async def get_tenant(self, slug: str) -> TenantRecord:
+        tenant = await self.repository.tenant_by_slug(slug)
+        if tenant is None:
+            raise errors.NotFound(f"no tenant {slug!r}")
+        return tenant
+
+    async def update_tenant(self, slug: str, changes: dict[str, Any]) -> TenantRecord:
+        """`changes` holds any of name, status (active|suspended), quotas; a suspended tenant's users get 403 on
+        their next request, its messages stay."""
+        if "name" in changes:
+            check_text(changes["name"], "name")
+        tenant = await self.repository.update_tenant(slug, changes) if changes else await self.get_tenant(slug)
+        if tenant is None:
+            raise errors.NotFound(f"no tenant {slug!r}")
+        if "status" in changes:
+            self.auth.forget()
+        return tenant
+
+    async def delete_tenant(self, slug: str, *, force: bool) -> None:
+        tenant = await self.get_tenant(slug)
+        if not force and await self.repository.tenant_has_messages(tenant.id):
+            raise errors.TenantNotEmpty()
+        await self.repository.delete_tenant(tenant.id)
+        self.auth.forget()
+
+    # --- users ---------------------------------------------------------------------------------------------------
+
+    async def create_user(self, tenant_id: int, username: str, password: str, role: str) -> UserView:
+        _check_username(username)
+        _check_role(role)
+        password_hash = await _hash(password)
+        user_id = await self.repository.create_user(username, password_hash, role, tenant_id)
+        if user_id is None:
+            raise errors.AlreadyExists(f"username {username!r} is taken")
+        return await self.get_user(tenant_id, str(user_id))
+
+    async def list_users(self, tenant_id: int, limit: int, offset: int) -> tuple[list[UserView], int]:
+        return await self.repository.list_users(tenant_id, limit, offset)
+
+    async def get_user(self, tenant_id: int, user_id: str) -> UserView:
+        uid = _user_id(user_id)
+        user = await self.repository.get_user(tenant_id, uid) if uid is not None else None
+        if user is None:
+            raise errors.NotFound("no such user")
+        return user
+
+    async def update_user(self, tenant_id: int, user_id: str, password: str | None, role: str | None) -> UserView:
+        changes: dict[str, Any] = {}
+        if role is not None:
+            _check_role(role)
+            changes["role"] = role
+        if password is not None:
+            changes["password_hash"] = await _hash(password)
+        uid = _user_id(user_id)
+        if uid is None or (changes and not await self.repository.update_user(tenant_id, uid, changes)):
+            raise errors.NotFound("no such user")
+        if changes:
+            self.auth.forget()  # the old password or role must stop working now
+        return await self.get_user(tenant_id, user_id)
+
+    async def delete_user(self, tenant_id: int, user_id: str) -> None:
+        uid = _user_id(user_id)
+        if uid is None or not await self.repository.delete_user(tenant_id, uid):
+            raise errors.NotFound("no such user")
+        self.auth.forget()
+
+
+def _check_slug(slug: str) -> None:
+    if not _SLUG_RE.match(slug):
+        raise errors.InvalidRequest(f"slug must match {SLUG_PATTERN}")
+
+
+def _check_username(username: str) -> None:
+    if not 1 <= len(username) <= MAX_USERNAME_LENGTH or ":" in username or not username.isprintable():
+        raise errors.InvalidRequest(
+            f"username must be 1 to {MAX_USERNAME_LENGTH} printable characters without ':' (HTTP Basic splits there)"
+        )
+    check_text(username, "username")
+
+
+def _check_role(role: str) -> None:
+    if role not in ASSIGNABLE_ROLES:
+        raise errors.InvalidRequest(f"role must be one of {', '.join(ASSIGNABLE_ROLES)}")
+
+
+async def _hash(password: str) -> str:
+    if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
+        raise errors.InvalidRequest(f"password must be {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters")
+    check_text(password, "password")
+    return await hash_password_async(password)
+
+
+def _user_id(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None

@@ -1,0 +1,172 @@
+"""Tenants (platform admins) and users (tenant admins): the control-plane routes."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.integration.helpers import assert_error, b64
+
+
+def slug() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+async def test_platform_admin_creates_lists_gets_and_updates_tenants(make_client) -> None:  # type: ignore[no-untyped-def]
+    admin = make_client()
+    s = slug()
+    r = await admin.post("/api/tenants", json={"slug": s, "name": "Acme", "quotas": {"max_topics": 10}})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["slug"] == s and body["name"] == "Acme" and body["status"] == "active"
+    assert body["quotas"] == {"max_topics": 10} and body["created_at"].endswith("Z")
+    assert_error(await admin.post("/api/tenants", json={"slug": s, "name": "again"}), 409, "already_exists")
+    assert (await admin.get(f"/api/tenants/{s}")).json() == body
+    page = (await admin.get("/api/tenants", params={"limit": 200})).json()
+    assert set(page) == {"items", "total", "limit", "offset"} and page["limit"] == 200
+    assert any(t["slug"] == s for t in page["items"]) or page["total"] > 200
+    r = await admin.patch(f"/api/tenants/{s}", json={"name": "Acme Ltd", "quotas": {"max_messages": 5}})
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] == "Acme Ltd" and r.json()["quotas"] == {"max_messages": 5}
+    assert_error(await admin.get(f"/api/tenants/{slug()}"), 404, "not_found")
+    assert_error(await admin.patch(f"/api/tenants/{slug()}", json={"name": "x"}), 404, "not_found")
+
+
+async def test_tenant_bodies_are_validated(make_client) -> None:  # type: ignore[no-untyped-def]
+    admin = make_client()
+    for bad in (
+        {"slug": "Not A Slug", "name": "x"},
+        {"slug": "-starts-with-dash", "name": "x"},
+        {"slug": slug(), "name": ""},
+        {"slug": slug(), "name": "x", "quotas": {"max_topics": -1}},
+        {"slug": slug(), "name": "x", "quotas": {"unknown": 1}},
+        {"slug": slug(), "name": "x", "quotas": {"max_messages": "5"}},
+        {"slug": slug(), "name": "x", "extra": True},
+        {"slug": slug(), "name": "nul\u0000"},
+    ):
+        assert_error(await admin.post("/api/tenants", json=bad), 400, "invalid_request")
+    s = slug()
+    assert (await admin.post("/api/tenants", json={"slug": s, "name": "x"})).status_code == 201
+    assert_error(await admin.patch(f"/api/tenants/{s}", json={"status": "paused"}), 400, "invalid_request")
+
+
+async def test_only_platform_admins_manage_tenants(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    tenant_admin = make_client(auth=await make_user("tenant_admin", tenant))
+    assert_error(await tenant_admin.get("/api/tenants"), 403, "forbidden")
+    assert_error(await tenant_admin.post("/api/tenants", json={"slug": slug(), "name": "x"}), 403, "forbidden")
+    assert_error(await tenant_admin.delete(f"/api/tenants/{tenant.slug}"), 403, "forbidden")
+
+
+async def test_suspended_tenant_gets_403_and_keeps_its_messages(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    admin = make_client()
+    user = make_client(auth=await make_user("tenant_admin", tenant))
+    r = await user.post("/api/messages", json={"topic": "t", "payload": b64("kept")})
+    assert r.status_code == 201
+    assert (await user.get("/api/messages", params={"topic": "t"})).status_code == 200  # now in the auth cache
+    assert (await admin.patch(f"/api/tenants/{tenant.slug}", json={"status": "suspended"})).status_code == 200
+    assert_error(await user.get("/api/messages", params={"topic": "t"}), 403, "forbidden")
+    assert (await admin.patch(f"/api/tenants/{tenant.slug}", json={"status": "active"})).status_code == 200
+    page = (await user.get("/api/messages", params={"topic": "t"})).json()
+    assert page["total"] == 1
+
+
+async def test_deleting_a_tenant_with_messages_needs_force(make_client, make_user, tenant, db) -> None:  # type: ignore[no-untyped-def]
+    admin = make_client()
+    username, password = await make_user("tenant_admin", tenant)
+    user = make_client(auth=(username, password))
+    assert (await user.post("/api/messages", json={"topic": "t", "payload": b64("x")})).status_code == 201
+    assert_error(await admin.delete(f"/api/tenants/{tenant.slug}"), 409, "tenant_not_empty")
+    assert (await user.get("/api/messages")).status_code == 200
+    assert (await admin.delete(f"/api/tenants/{tenant.slug}", params={"force": "true"})).status_code == 204
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+    assert await db.fetchval("SELECT count(*) FROM users WHERE username = $1", username) == 0
+    assert_error(await user.get("/api/messages"), 401, "unauthorized")
+    assert_error(await admin.get(f"/api/tenants/{tenant.slug}"), 404, "not_found")
+    empty = slug()
+    assert (await admin.post("/api/tenants", json={"slug": empty, "name": "x"})).status_code == 201
+    assert (await admin.delete(f"/api/tenants/{empty}")).status_code == 204
+
+
+async def test_tenant_admin_manages_users_of_its_tenant(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    boss = make_client(auth=await make_user("tenant_admin", tenant))
+    name = f"alice-{uuid.uuid4().hex[:8]}"
+    r = await boss.post("/api/users", json={"username": name, "password": "correct horse battery", "role": "member"})
+    assert r.status_code == 201, r.text
+    alice = r.json()
+    assert set(alice) == {"id", "username", "role", "tenant", "created_at", "updated_at"}
+    assert alice["username"] == name and alice["role"] == "member" and alice["tenant"] == tenant.slug
+    dup = {"username": name, "password": "another long password"}
+    assert_error(await boss.post("/api/users", json=dup), 409, "already_exists")
+    page = (await boss.get("/api/users")).json()
+    assert name in [u["username"] for u in page["items"]] and page["total"] == len(page["items"])
+    assert "password" not in str(page) and "hash" not in str(page)
+    assert (await boss.get(f"/api/users/{alice['id']}")).json() == alice
+
+    member = make_client(auth=(name, "correct horse battery"))
+    assert (await member.get("/api/auth/status")).status_code == 200
+    assert_error(await member.get("/api/users"), 403, "forbidden")  # members manage nobody
+
+    r = await boss.patch(f"/api/users/{alice['id']}", json={"password": "a brand new password"})
+    assert r.status_code == 200, r.text
+    assert_error(await member.get("/api/messages"), 401, "unauthorized")  # the old password stops at once
+    renewed = make_client(auth=(name, "a brand new password"))
+    assert (await renewed.get("/api/messages")).status_code == 403  # authenticated; a member without grants
+    assert (await boss.patch(f"/api/users/{alice['id']}", json={"role": "tenant_admin"})).json()["role"] == (
+        "tenant_admin"
+    )
+    assert (await renewed.get("/api/messages")).status_code == 200
+
+    assert (await boss.delete(f"/api/users/{alice['id']}")).status_code == 204
+    assert_error(await renewed.get("/api/messages"), 401, "unauthorized")
+    assert_error(await boss.get(f"/api/users/{alice['id']}"), 404, "not_found")
+    assert_error(await boss.delete(f"/api/users/{alice['id']}"), 404, "not_found")
+
+
+async def test_user_bodies_are_validated(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    boss = make_client(auth=await make_user("tenant_admin", tenant))
+    for bad in (
+        {"username": "bob", "password": "short"},
+        {"username": "bob", "password": "long enough password", "role": "platform_admin"},
+        {"username": "bo:b", "password": "long enough password"},
+        {"username": "", "password": "long enough password"},
+        {"username": "bob\u0000", "password": "long enough password"},
+        {"username": "bob", "password": "long enough password", "tenant": "other"},
+        {"username": "bob", "password": 123456789012},
+        {"username": "bob", "password": "x" * 2000},
+    ):
+        assert_error(await boss.post("/api/users", json=bad), 400, "invalid_request")
+    assert_error(await boss.patch(f"/api/users/{uuid.uuid4()}", json={"role": "member"}), 404, "not_found")
+    assert_error(await boss.patch("/api/users/not-a-uuid", json={"role": "member"}), 404, "not_found")
+
+
+async def test_users_of_another_tenant_are_invisible(make_client, make_user, tenant, db) -> None:  # type: ignore[no-untyped-def]
+    other_slug = slug()
+    other_id = await db.fetchval("INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id", other_slug)
+    from tests.conftest import Tenant
+
+    stranger_name, _ = await make_user("member", Tenant(other_id, other_slug))
+    stranger_id = str(await db.fetchval("SELECT id FROM users WHERE username = $1", stranger_name))
+    boss = make_client(auth=await make_user("tenant_admin", tenant))
+    assert stranger_name not in [u["username"] for u in (await boss.get("/api/users")).json()["items"]]
+    assert_error(await boss.get(f"/api/users/{stranger_id}"), 404, "not_found")
+    assert_error(await boss.patch(f"/api/users/{stranger_id}", json={"role": "tenant_admin"}), 404, "not_found")
+    assert_error(await boss.delete(f"/api/users/{stranger_id}"), 404, "not_found")
+    # A tenant admin cannot address another tenant with X-Tenant.
+    sneaky = make_client(auth=await make_user("tenant_admin", tenant), headers={"X-Tenant": other_slug})
+    assert_error(await sneaky.get("/api/users"), 403, "forbidden")
+
+
+async def test_platform_admin_manages_users_through_x_tenant(make_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    assert_error(await make_client().get("/api/users"), 400, "invalid_request")
+    admin = make_client(headers={"X-Tenant": tenant.slug})
+    name = f"carol-{uuid.uuid4().hex[:8]}"
+    r = await admin.post("/api/users", json={"username": name, "password": "long enough password"})
+    assert r.status_code == 201 and r.json()["tenant"] == tenant.slug and r.json()["role"] == "member"
+
+
+async def test_passwords_never_reach_the_logs(server, make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    boss = make_client(auth=await make_user("tenant_admin", tenant))
+    secret = f"unguessable-{uuid.uuid4().hex}"
+    r = await boss.post("/api/users", json={"username": f"d-{uuid.uuid4().hex[:8]}", "password": secret})
+    assert r.status_code == 201
+    await make_client(auth=("nobody", secret)).get("/api/messages")
+    assert secret not in server.log_path.read_text(errors="replace")
