@@ -10,6 +10,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from mq import errors
 from mq.runtime import Runtime
+from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 
 #: Paths under /api that answer without credentials; everything outside /api does too.
@@ -61,15 +62,27 @@ def _basic_credentials(header: bytes | None) -> tuple[str, str]:
     return username, password
 
 
-def tenant_for(principal: Principal, *, admin_only: bool = False) -> int:
-    """The tenant id a data route works on, after the role check. Members need grants (not yet: 403)."""
+def tenant_for(
+    principal: Principal, *, admin_only: bool = False, action: str | None = None, topic: str | None = None
+) -> int:
+    """The tenant id a route works on, after the role check. Admin routes refuse members; a member needs a grant
+    for `action` (on `topic` when the route names one; routes that find the topic later call `require_grant`)."""
     if principal.tenant_id is None:
         raise errors.InvalidRequest("a platform admin must name a tenant with the X-Tenant header")
-    if principal.role == "member":
-        raise errors.Forbidden("your role has no grant for this")
-    if admin_only and principal.role not in ("tenant_admin", "platform_admin"):
+    if principal.is_member:
+        if admin_only or action is None:
+            raise errors.Forbidden("tenant admins only")
+        if topic is not None:
+            require_grant(principal, action, topic)
+    elif admin_only and principal.role not in ("tenant_admin", "platform_admin"):
         raise errors.Forbidden("tenant admins only")
     return principal.tenant_id
+
+
+def require_grant(principal: Principal, action: str, topic: str) -> None:
+    """Members only do what their grants allow; the admin roles need none."""
+    if principal.is_member and not grants.allowed(principal.grants, action, topic):
+        raise errors.Forbidden(f"no {action} grant for topic {topic!r}")
 
 
 def require_platform_admin(principal: Principal) -> None:

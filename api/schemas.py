@@ -226,3 +226,19 @@ class UserPage(msgspec.Struct):
     total: int
     limit: int
     offset: int
+
+
+class GrantBody(Strict):
+    action: Literal["produce", "consume", "read"]
+    topic_pattern: Annotated[str, Meta(min_length=1, max_length=202)]
+
+
+class GrantObject(msgspec.Struct):
+    id: str
+    action: str
+    topic_pattern: str
+    created_at: str
+
+
+class GrantList(msgspec.Struct):
+    items: list[GrantObject]

@@ -8,7 +8,7 @@ from litestar import Controller, Request, delete, get, post
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from api.auth import tenant_for
+from api.auth import require_grant, tenant_for
 from api.body import BatchBody, json_post
 from api.schemas import (
     AckBody,
@@ -30,6 +30,7 @@ from mq import errors
 from mq.queue.service import QueueService
 from mq.queue.types import BatchAckOutcome, MessageView
 from mq.queue.validation import build_item, build_items
+from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -46,6 +47,16 @@ def _batch_limit(request: AnyRequest, n: int, what: str) -> None:
         raise errors.InvalidRequest(f"at most {limit} {what} per request; got {n}")
 
 
+async def _tenant_for_messages(request: AnyRequest, action: str, message_ids: list[str]) -> int:
+    """`tenant_for` for routes that name messages by id: a member needs `action` on each message's topic."""
+    principal = request.user
+    tenant = tenant_for(principal, action=action)
+    if principal.is_member:
+        for topic in await _queue(request).topics_of(tenant, message_ids):
+            require_grant(principal, action, topic)
+    return tenant
+
+
 def _item_code(exc: errors.SkiplockError) -> str:
     """The contract's code for a bad item of a batch."""
     if isinstance(exc, errors.PayloadTooLarge):
@@ -59,7 +70,7 @@ class MessageController(Controller):
 
     @json_post("/", EnqueueBody, status_code=HTTP_201_CREATED, summary="Enqueue a message")
     async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdResponse:
-        tenant = tenant_for(request.user)
+        tenant = tenant_for(request.user, action="produce", topic=data.topic)
         queue = _queue(request)
         item = build_item(
             queue.settings, data.topic, data.payload, data.metadata, data.key, data.delay_seconds, data.priority
@@ -75,7 +86,7 @@ class MessageController(Controller):
         return_dto=None,
     )
     async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsResponse:
-        tenant = tenant_for(request.user)
+        tenant = tenant_for(request.user, action="produce")
         queue = _queue(request)
         _batch_limit(request, len(data.messages), "messages")
         invalid = [(i, e) for i, e in enumerate(data.messages) if isinstance(e, InvalidItem)]
@@ -95,12 +106,14 @@ class MessageController(Controller):
             raise errors.InvalidRequest(
                 f"{len(problems)} of {len(data.messages)} messages are not valid", details=problems
             )
+        for topic in {item.topic for item in items}:
+            require_grant(request.user, "produce", topic)
         ids = await queue.enqueue_batch(tenant, items)
         return IdsResponse(ids=[str(i) for i in ids])
 
     @json_post("/dequeue", DequeueBody, status_code=HTTP_200_OK, summary="Lease messages (long poll with wait_seconds)")
     async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueResponse:
-        tenant = tenant_for(request.user)
+        tenant = tenant_for(request.user, action="consume", topic=data.topic)
         _batch_limit(request, data.count, "messages")
         messages = await _queue(request).dequeue(
             tenant, data.topic, data.count, data.visibility_timeout_seconds, data.wait_seconds
@@ -109,22 +122,22 @@ class MessageController(Controller):
 
     @json_post("/ack", BatchAckBody, status_code=HTTP_200_OK, summary="Acknowledge many messages in one round trip")
     async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckOutcome:
-        tenant = tenant_for(request.user)
         _batch_limit(request, len(data.acks), "acks")
+        tenant = await _tenant_for_messages(request, "consume", [a.id for a in data.acks])
         return await _queue(request).ack_batch(tenant, [(a.id, a.receipt) for a in data.acks])
 
     @json_post(
         "/{message_id:str}/ack", AckBody, status_code=HTTP_204_NO_CONTENT, summary="Acknowledge (delete) a message"
     )
     async def ack(self, request: AnyRequest, message_id: str, data: AckBody | None = None) -> None:
-        tenant = tenant_for(request.user)
+        tenant = await _tenant_for_messages(request, "consume", [message_id])
         await _queue(request).ack(tenant, message_id, data.receipt if data else None)
 
     @json_post(
         "/{message_id:str}/nack", NackBody, status_code=HTTP_200_OK, summary="Reject a message: retry, DLQ or failed"
     )
     async def nack(self, request: AnyRequest, message_id: str, data: NackBody | None = None) -> NackResponse:
-        tenant = tenant_for(request.user)
+        tenant = await _tenant_for_messages(request, "consume", [message_id])
         body = data or NackBody()
         outcome = await _queue(request).nack(tenant, message_id, body.receipt, body.error, body.delay_seconds)
         return NackResponse(outcome=outcome)
@@ -133,13 +146,13 @@ class MessageController(Controller):
         "/{message_id:str}/visibility", ExtendBody, status_code=HTTP_200_OK, summary="Extend a lease (heartbeat)"
     )
     async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendResponse:
-        tenant = tenant_for(request.user)
+        tenant = await _tenant_for_messages(request, "consume", [message_id])
         deadline = await _queue(request).extend(tenant, message_id, data.receipt, data.visibility_timeout_seconds)
         return ExtendResponse(visibility_deadline=deadline)
 
     @post("/{message_id:str}/requeue", status_code=HTTP_204_NO_CONTENT, summary="Move a DLQ message back")
     async def requeue(self, request: AnyRequest, message_id: str) -> None:
-        await _queue(request).requeue(tenant_for(request.user), message_id)
+        await _queue(request).requeue(await _tenant_for_messages(request, "consume", [message_id]), message_id)
 
     @get("/", summary="Browse messages, newest first")
     async def browse(
@@ -151,12 +164,16 @@ class MessageController(Controller):
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
         offset: Annotated[int, Parameter(ge=0)] = 0,
     ) -> MessagePage:
-        items, total = await _queue(request).browse(tenant_for(request.user), topic, status, key, limit, offset)
+        principal = request.user
+        tenant = tenant_for(principal, action="read", topic=topic)
+        if topic is None and principal.is_member and not grants.allows_every_topic(principal.grants, "read"):
+            raise errors.Forbidden("name a topic you may read (a read grant on '*' lists every topic)")
+        items, total = await _queue(request).browse(tenant, topic, status, key, limit, offset)
         return MessagePage(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{message_id:str}", summary="One message")
     async def get_message(self, request: AnyRequest, message_id: str) -> MessageView:
-        return await _queue(request).get(tenant_for(request.user), message_id)
+        return await _queue(request).get(await _tenant_for_messages(request, "read", [message_id]), message_id)
 
     @delete("/{message_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a message (tenant admin)")
     async def delete_message(self, request: AnyRequest, message_id: str) -> None:

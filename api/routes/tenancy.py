@@ -13,6 +13,9 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CON
 from api.auth import require_platform_admin, tenant_for
 from api.body import json_post, strict_body
 from api.schemas import (
+    GrantBody,
+    GrantList,
+    GrantObject,
     Quotas,
     TenantCreateBody,
     TenantPage,
@@ -25,7 +28,7 @@ from api.schemas import (
 )
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
-from mq.tenancy.repository import TenantRecord, UserView
+from mq.tenancy.repository import GrantRecord, TenantRecord, UserView
 from mq.tenancy.service import TenancyService
 
 AnyRequest = Request[Principal, Any, Any]
@@ -59,6 +62,15 @@ def _user_object(user: UserView) -> UserObject:
     )
 
 
+def _grant_object(grant: GrantRecord) -> GrantObject:
+    return GrantObject(
+        id=str(grant.id),
+        action=grant.action,
+        topic_pattern=grant.topic_pattern,
+        created_at=rfc3339(grant.created_at) or "",
+    )
+
+
 def _quotas(quotas: Quotas | None) -> dict[str, Any]:
     return msgspec.to_builtins(quotas) if quotas is not None else {}
 
@@ -68,19 +80,19 @@ class TenantController(Controller):
     tags = ["tenants"]
 
     @json_post("/", TenantCreateBody, status_code=HTTP_201_CREATED, summary="Create a tenant (platform admins)")
-    async def create(self, request: AnyRequest, data: TenantCreateBody) -> TenantView:
+    async def create_tenant(self, request: AnyRequest, data: TenantCreateBody) -> TenantView:
         require_platform_admin(request.user)
         tenant = await _tenancy(request).create_tenant(data.slug, data.name, _quotas(data.quotas))
         return _tenant_view(tenant)
 
     @get("/", summary="List tenants (platform admins)")
-    async def list(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> TenantPage:
+    async def list_tenants(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> TenantPage:
         require_platform_admin(request.user)
         tenants, total = await _tenancy(request).list_tenants(limit, offset)
         return TenantPage(items=[_tenant_view(t) for t in tenants], total=total, limit=limit, offset=offset)
 
     @get("/{slug:str}", summary="Get a tenant (platform admins)")
-    async def get(self, request: AnyRequest, slug: str) -> TenantView:
+    async def get_tenant(self, request: AnyRequest, slug: str) -> TenantView:
         require_platform_admin(request.user)
         return _tenant_view(await _tenancy(request).get_tenant(slug))
 
@@ -90,7 +102,7 @@ class TenantController(Controller):
         summary="Rename, suspend or resume a tenant, or set its quotas",
         **strict_body(TenantUpdateBody),
     )
-    async def update(self, request: AnyRequest, slug: str, data: TenantUpdateBody) -> TenantView:
+    async def update_tenant(self, request: AnyRequest, slug: str, data: TenantUpdateBody) -> TenantView:
         require_platform_admin(request.user)
         changes: dict[str, Any] = {}
         if data.name is not None:
@@ -106,7 +118,7 @@ class TenantController(Controller):
         status_code=HTTP_204_NO_CONTENT,
         summary="Delete a tenant; refused while it holds messages unless force=true",
     )
-    async def remove(self, request: AnyRequest, slug: str, force: bool = False) -> None:
+    async def delete_tenant(self, request: AnyRequest, slug: str, force: bool = False) -> None:
         require_platform_admin(request.user)
         await _tenancy(request).delete_tenant(slug, force=force)
 
@@ -116,19 +128,19 @@ class UserController(Controller):
     tags = ["users"]
 
     @json_post("/", UserCreateBody, status_code=HTTP_201_CREATED, summary="Create a user of the tenant")
-    async def create(self, request: AnyRequest, data: UserCreateBody) -> UserObject:
+    async def create_user(self, request: AnyRequest, data: UserCreateBody) -> UserObject:
         tenant = tenant_for(request.user, admin_only=True)
         user = await _tenancy(request).create_user(tenant, data.username, data.password, data.role)
         return _user_object(user)
 
     @get("/", summary="List the tenant's users")
-    async def list(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> UserPage:
+    async def list_users(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> UserPage:
         tenant = tenant_for(request.user, admin_only=True)
         users, total = await _tenancy(request).list_users(tenant, limit, offset)
         return UserPage(items=[_user_object(u) for u in users], total=total, limit=limit, offset=offset)
 
     @get("/{user_id:str}", summary="Get a user of the tenant")
-    async def get(self, request: AnyRequest, user_id: str) -> UserObject:
+    async def get_user(self, request: AnyRequest, user_id: str) -> UserObject:
         tenant = tenant_for(request.user, admin_only=True)
         return _user_object(await _tenancy(request).get_user(tenant, user_id))
 
@@ -138,12 +150,28 @@ class UserController(Controller):
         summary="Change a user's password or role",
         **strict_body(UserUpdateBody),
     )
-    async def update(self, request: AnyRequest, user_id: str, data: UserUpdateBody) -> UserObject:
+    async def update_user(self, request: AnyRequest, user_id: str, data: UserUpdateBody) -> UserObject:
         tenant = tenant_for(request.user, admin_only=True)
         user = await _tenancy(request).update_user(tenant, user_id, data.password, data.role)
         return _user_object(user)
 
     @delete("/{user_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a user of the tenant")
-    async def remove(self, request: AnyRequest, user_id: str) -> None:
+    async def delete_user(self, request: AnyRequest, user_id: str) -> None:
         tenant = tenant_for(request.user, admin_only=True)
         await _tenancy(request).delete_user(tenant, user_id)
+
+    @json_post("/{user_id:str}/grants", GrantBody, status_code=HTTP_201_CREATED, summary="Let a member act on topics")
+    async def create_grant(self, request: AnyRequest, user_id: str, data: GrantBody) -> GrantObject:
+        tenant = tenant_for(request.user, admin_only=True)
+        grant = await _tenancy(request).create_grant(tenant, user_id, data.action, data.topic_pattern)
+        return _grant_object(grant)
+
+    @get("/{user_id:str}/grants", summary="A user's grants")
+    async def list_grants(self, request: AnyRequest, user_id: str) -> GrantList:
+        tenant = tenant_for(request.user, admin_only=True)
+        return GrantList(items=[_grant_object(g) for g in await _tenancy(request).list_grants(tenant, user_id)])
+
+    @delete("/{user_id:str}/grants/{grant_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Revoke a grant")
+    async def delete_grant(self, request: AnyRequest, user_id: str, grant_id: str) -> None:
+        tenant = tenant_for(request.user, admin_only=True)
+        await _tenancy(request).delete_grant(tenant, user_id, grant_id)

@@ -13,6 +13,7 @@ from api.body import json_post
 from api.schemas import PurgeBody, StatRow, StatsResponse, TopicsResponse
 from mq.queue.service import QueueService
 from mq.queue.types import TopicConfig
+from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -21,6 +22,11 @@ AnyRequest = Request[Principal, Any, Any]
 def _queue(request: AnyRequest) -> QueueService:
     queue: QueueService = request.app.state.runtime.queue
     return queue
+
+
+def _may_read(principal: Principal, topic: str) -> bool:
+    """Lists show a member only the topics it may read."""
+    return not principal.is_member or grants.allowed(principal.grants, "read", topic)
 
 
 class Requeued(msgspec.Struct):
@@ -45,16 +51,19 @@ class TopicController(Controller):
 
     @get("/topics", summary="Every topic with messages or a config, with counts")
     async def list_topics(self, request: AnyRequest) -> TopicsResponse:
-        return TopicsResponse(items=await _queue(request).topics(tenant_for(request.user)))
+        items = await _queue(request).topics(tenant_for(request.user, action="read"))
+        return TopicsResponse(items=[t for t in items if _may_read(request.user, t.topic)])
 
     @get("/stats", summary="Message counts by topic and status (queue-ti shape)")
     async def stats(self, request: AnyRequest) -> StatsResponse:
-        rows = await _queue(request).stats(tenant_for(request.user))
-        return StatsResponse(topics=[StatRow(**r) for r in rows])
+        rows = await _queue(request).stats(tenant_for(request.user, action="read"))
+        return StatsResponse(topics=[StatRow(**r) for r in rows if _may_read(request.user, r["topic"])])
 
     @post("/topics/{topic:str}/requeue", status_code=HTTP_200_OK, summary="Requeue every pending DLQ message")
     async def requeue_topic(self, request: AnyRequest, topic: str) -> Requeued:
-        return Requeued(requeued=await _queue(request).requeue_topic(tenant_for(request.user), topic))
+        return Requeued(
+            requeued=await _queue(request).requeue_topic(tenant_for(request.user, action="consume", topic=topic), topic)
+        )
 
     @json_post("/topics/{topic:str}/purge", PurgeBody, status_code=HTTP_200_OK, summary="Delete a topic's messages")
     async def purge(self, request: AnyRequest, topic: str, data: PurgeBody | None = None) -> Deleted:
@@ -72,9 +81,15 @@ class TopicController(Controller):
 
     @get("/topic-configs", summary="Every topic config of the tenant")
     async def list_configs(self, request: AnyRequest) -> ConfigList:
-        configs = await _queue(request).topic_configs(tenant_for(request.user))
-        return ConfigList(items=[ConfigItem(topic=topic, **msgspec.structs.asdict(c)) for topic, c in configs])
+        configs = await _queue(request).topic_configs(tenant_for(request.user, action="read"))
+        return ConfigList(
+            items=[
+                ConfigItem(topic=topic, **msgspec.structs.asdict(c))
+                for topic, c in configs
+                if _may_read(request.user, topic)
+            ]
+        )
 
     @get("/topic-configs/{topic:str}", summary="One topic's config")
     async def get_config(self, request: AnyRequest, topic: str) -> TopicConfig:
-        return await _queue(request).topic_config(tenant_for(request.user), topic)
+        return await _queue(request).topic_config(tenant_for(request.user, action="read", topic=topic), topic)

@@ -22,6 +22,7 @@ from sqlalchemy import (
     LargeBinary,
     SmallInteger,
     Text,
+    UniqueConstraint,
     func,
     text,
 )
@@ -66,6 +67,24 @@ class User(Base):
         # Platform admins belong to no tenant; everyone else to exactly one.
         CheckConstraint("(role = 'platform_admin') = (tenant_id IS NULL)", name="users_tenant_check"),
         Index("users_tenant_idx", "tenant_id"),
+    )
+
+
+class Grant(Base):
+    """What a member may do: `action` on the topics `topic_pattern` matches (see mq.tenancy.grants)."""
+
+    __tablename__ = "grants"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"))
+    user_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("users.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(Text)
+    topic_pattern: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("action IN ('produce', 'consume', 'read')", name="grants_action_check"),
+        UniqueConstraint("user_id", "action", "topic_pattern", name="grants_unique"),
     )
 
 

@@ -195,6 +195,11 @@ class QueueService:
             raise errors.MessageNotFound()
         raise errors.MessageNotFound(f"message is {status}, not processing")
 
+    async def topics_of(self, tenant_id: int, message_ids: Sequence[str]) -> set[str]:
+        """The topics of the messages that exist among `message_ids` (for checking grants)."""
+        ids = [mid for mid in parse_uuids(list(message_ids)) if mid is not None]
+        return set((await self.repository.topics(tenant_id, ids)).values()) if ids else set()
+
     # --- dead letters ------------------------------------------------------------------------------------------
 
     async def requeue(self, tenant_id: int, message_id: str) -> None:

@@ -221,6 +221,9 @@ FROM candidates AS c
 WHERE m.id = c.id
 RETURNING m.id"""
 
+# The topics of some messages, for checking a member's grants before acting on them by id. $2 ids
+MESSAGE_TOPICS = f"SELECT id, topic FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list('$2')})"
+
 MESSAGE_GET = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.tenant_id = $1 AND m.id = $2"
 
 MESSAGE_DELETE = "DELETE FROM messages WHERE tenant_id = $1 AND id = $2 RETURNING topic"

@@ -28,10 +28,16 @@ class Principal:
     role: str
     tenant_id: int | None
     tenant_slug: str | None
+    #: A member's grants, (action, topic_pattern); empty for the admin roles, which need none.
+    grants: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_platform_admin(self) -> bool:
         return self.role == "platform_admin"
+
+    @property
+    def is_member(self) -> bool:
+        return self.role == "member"
 
 
 class Authenticator:
@@ -67,7 +73,8 @@ class Authenticator:
             user = await self._repository.user_by_username(username)
             if not await verify_password_async(user.password_hash if user else None, password) or user is None:
                 raise errors.Unauthorized("invalid username or password")
-            principal = Principal(str(user.id), user.username, user.role, user.tenant_id, user.tenant_slug)
+            grants = await self._repository.grants_of(user.id) if user.role == "member" else ()
+            principal = Principal(str(user.id), user.username, user.role, user.tenant_id, user.tenant_slug, grants)
             tenant_status = user.tenant_status
             if len(self._verified) >= self._max_entries:
                 self._verified.clear()

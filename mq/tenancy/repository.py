@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from mq.db.models import Tenant, User
+from mq.db.models import Grant, Tenant, User
 from mq.ids import uuid7
 
 
@@ -46,6 +46,14 @@ class UserView:
     tenant_slug: str | None
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRecord:
+    id: uuid.UUID
+    action: str
+    topic_pattern: str
+    created_at: datetime
 
 
 # Whether a tenant holds any message: one probe per partial index of `messages` (see mq.queue.sql.STATUS_GROUPS).
@@ -174,6 +182,44 @@ class TenancyRepository:
             except IntegrityError:
                 return None
         return user.id
+
+    async def create_grant(
+        self, tenant_id: int, user_id: uuid.UUID, action: str, topic_pattern: str
+    ) -> GrantRecord | None:
+        """The new grant, or None when the user already has it. The caller checked the user is the tenant's."""
+        async with self._sessions() as session:
+            grant = Grant(id=uuid7(), tenant_id=tenant_id, user_id=user_id, action=action, topic_pattern=topic_pattern)
+            session.add(grant)
+            try:
+                await session.commit()
+            except IntegrityError:
+                return None
+            await session.refresh(grant)
+        return GrantRecord(grant.id, grant.action, grant.topic_pattern, grant.created_at)
+
+    async def list_grants(self, tenant_id: int, user_id: uuid.UUID) -> list[GrantRecord]:
+        async with self._sessions() as session:
+            rows = await session.execute(
+                select(Grant).where(Grant.tenant_id == tenant_id, Grant.user_id == user_id).order_by(Grant.id)
+            )
+            return [GrantRecord(g.id, g.action, g.topic_pattern, g.created_at) for g in rows.scalars()]
+
+    async def delete_grant(self, tenant_id: int, user_id: uuid.UUID, grant_id: uuid.UUID) -> bool:
+        async with self._sessions() as session:
+            result = await session.execute(
+                delete(Grant)
+                .where(Grant.tenant_id == tenant_id, Grant.user_id == user_id, Grant.id == grant_id)
+                .returning(Grant.id)
+            )
+            found = result.first() is not None
+            await session.commit()
+        return found
+
+    async def grants_of(self, user_id: uuid.UUID) -> tuple[tuple[str, str], ...]:
+        """(action, topic_pattern) of every grant of a user, for the credential check."""
+        async with self._sessions() as session:
+            rows = await session.execute(select(Grant.action, Grant.topic_pattern).where(Grant.user_id == user_id))
+            return tuple((action, pattern) for action, pattern in rows)
 
 
 def _tenant_record(tenant: Tenant) -> TenantRecord:

@@ -14,8 +14,9 @@ from typing import Any
 from mq import errors
 from mq.queue.validation import check_text
 from mq.tenancy.auth import Authenticator
+from mq.tenancy.grants import ACTIONS, valid_pattern
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, hash_password_async
-from mq.tenancy.repository import TenancyRepository, TenantRecord, UserView
+from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserView
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 _SLUG_RE = re.compile(SLUG_PATTERN)
@@ -107,6 +108,31 @@ class TenancyService:
         uid = _user_id(user_id)
         if uid is None or not await self.repository.delete_user(tenant_id, uid):
             raise errors.NotFound("no such user")
+        self.auth.forget()
+
+    # --- grants --------------------------------------------------------------------------------------------------
+
+    async def create_grant(self, tenant_id: int, user_id: str, action: str, topic_pattern: str) -> GrantRecord:
+        if action not in ACTIONS:
+            raise errors.InvalidRequest(f"action must be one of {', '.join(ACTIONS)}")
+        if not valid_pattern(topic_pattern):
+            raise errors.InvalidRequest("topic_pattern must be '*', a topic name, or a topic name followed by '.*'")
+        user = await self.get_user(tenant_id, user_id)
+        grant = await self.repository.create_grant(tenant_id, user.id, action, topic_pattern)
+        if grant is None:
+            raise errors.AlreadyExists("the user has this grant already")
+        self.auth.forget()
+        return grant
+
+    async def list_grants(self, tenant_id: int, user_id: str) -> list[GrantRecord]:
+        user = await self.get_user(tenant_id, user_id)
+        return await self.repository.list_grants(tenant_id, user.id)
+
+    async def delete_grant(self, tenant_id: int, user_id: str, grant_id: str) -> None:
+        user = await self.get_user(tenant_id, user_id)
+        gid = _user_id(grant_id)
+        if gid is None or not await self.repository.delete_grant(tenant_id, user.id, gid):
+            raise errors.NotFound("no such grant")
         self.auth.forget()
 
 

@@ -1,0 +1,44 @@
+"""Grant matching (contract, "Auth and tenancy"): pure functions, no I/O.
+
+A grant is (action, topic_pattern). Pattern `*` matches every topic; `orders.*` matches `orders` and every topic
+starting with `orders.`; anything else matches exactly that topic. A grant on a topic also covers its dead-letter
+topic (`orders` covers `orders.dlq`). Actions: produce = enqueue; consume = dequeue, ack, nack, extend, requeue;
+read = browse messages and stats.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from mq.queue.types import DLQ_SUFFIX, TOPIC_PATTERN
+
+ACTIONS = ("produce", "consume", "read")
+_TOPIC_RE = re.compile(TOPIC_PATTERN)
+
+
+def valid_pattern(pattern: str) -> bool:
+    """`*`, `<topic>.*` or a topic name."""
+    if pattern == "*":
+        return True
+    base = pattern[:-2] if pattern.endswith(".*") else pattern
+    return bool(_TOPIC_RE.match(base))
+
+
+def covers(pattern: str, topic: str) -> bool:
+    if pattern == "*":
+        return True
+    if topic.endswith(DLQ_SUFFIX) and covers(pattern, topic[: -len(DLQ_SUFFIX)]):
+        return True
+    if pattern.endswith(".*"):
+        prefix = pattern[:-2]
+        return topic == prefix or topic.startswith(prefix + ".")
+    return topic == pattern
+
+
+def allowed(grants: Iterable[tuple[str, str]], action: str, topic: str) -> bool:
+    return any(a == action and covers(p, topic) for a, p in grants)
+
+
+def allows_every_topic(grants: Iterable[tuple[str, str]], action: str) -> bool:
+    return any(a == action and p == "*" for a, p in grants)
