@@ -17,6 +17,7 @@ from mq.queue.wakeups import WakeupHub
 from mq.settings import Settings
 from mq.tenancy.auth import Authenticator
 from mq.tenancy.bootstrap import bootstrap
+from mq.tenancy.invalidation import AuthInvalidation
 from mq.tenancy.repository import TenancyRepository
 from mq.tenancy.service import TenancyService
 
@@ -31,6 +32,7 @@ class Runtime:
     queue: QueueService
     tenancy: TenancyRepository
     auth: Authenticator
+    invalidation: AuthInvalidation
     tenants: TenancyService
 
     @classmethod
@@ -51,10 +53,14 @@ class Runtime:
         queue = QueueService(messages, TopicConfigs(messages, settings), wakeups, settings)
         tenancy = TenancyRepository(engine)
         auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size)
+        invalidation = AuthInvalidation(redis, settings.redis_url, auth.forget)
+        await invalidation.start()
         await bootstrap(tenancy, settings)
-        return cls(settings, pool, engine, redis, wakeups, queue, tenancy, auth, TenancyService(tenancy, auth))
+        tenants = TenancyService(tenancy, invalidation)
+        return cls(settings, pool, engine, redis, wakeups, queue, tenancy, auth, invalidation, tenants)
 
     async def close(self) -> None:
+        await self.invalidation.close()
         await self.wakeups.close()
         await self.pool.close()
         await self.engine.dispose()

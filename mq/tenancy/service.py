@@ -13,8 +13,8 @@ from typing import Any
 
 from mq import errors
 from mq.queue.validation import check_text
-from mq.tenancy.auth import Authenticator
 from mq.tenancy.grants import ACTIONS, valid_pattern
+from mq.tenancy.invalidation import AuthInvalidation
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, hash_password_async
 from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserView
 
@@ -27,9 +27,9 @@ MAX_USERNAME_LENGTH = 100
 
 
 class TenancyService:
-    def __init__(self, repository: TenancyRepository, auth: Authenticator) -> None:
+    def __init__(self, repository: TenancyRepository, invalidation: AuthInvalidation) -> None:
         self.repository = repository
-        self.auth = auth
+        self.invalidation = invalidation
 
     # --- tenants -------------------------------------------------------------------------------------------------
 
@@ -59,7 +59,7 @@ class TenancyService:
         if tenant is None:
             raise errors.NotFound(f"no tenant {slug!r}")
         if "status" in changes:
-            self.auth.forget()
+            await self.invalidation.changed()
         return tenant
 
     async def delete_tenant(self, slug: str, *, force: bool) -> None:
@@ -67,7 +67,7 @@ class TenancyService:
         if not force and await self.repository.tenant_has_messages(tenant.id):
             raise errors.TenantNotEmpty()
         await self.repository.delete_tenant(tenant.id)
-        self.auth.forget()
+        await self.invalidation.changed()
 
     # --- users ---------------------------------------------------------------------------------------------------
 
@@ -101,14 +101,14 @@ class TenancyService:
         if uid is None or (changes and not await self.repository.update_user(tenant_id, uid, changes)):
             raise errors.NotFound("no such user")
         if changes:
-            self.auth.forget()  # the old password or role must stop working now
+            await self.invalidation.changed()  # the old password or role must stop working now
         return await self.get_user(tenant_id, user_id)
 
     async def delete_user(self, tenant_id: int, user_id: str) -> None:
         uid = _user_id(user_id)
         if uid is None or not await self.repository.delete_user(tenant_id, uid):
             raise errors.NotFound("no such user")
-        self.auth.forget()
+        await self.invalidation.changed()
 
     # --- grants --------------------------------------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ class TenancyService:
         grant = await self.repository.create_grant(tenant_id, user.id, action, topic_pattern)
         if grant is None:
             raise errors.AlreadyExists("the user has this grant already")
-        self.auth.forget()
+        await self.invalidation.changed()
         return grant
 
     async def list_grants(self, tenant_id: int, user_id: str) -> list[GrantRecord]:
@@ -133,7 +133,7 @@ class TenancyService:
         gid = _user_id(grant_id)
         if gid is None or not await self.repository.delete_grant(tenant_id, user.id, gid):
             raise errors.NotFound("no such grant")
-        self.auth.forget()
+        await self.invalidation.changed()
 
 
 def _check_slug(slug: str) -> None:

@@ -170,3 +170,51 @@ async def test_passwords_never_reach_the_logs(server, make_client, make_user, te
     assert r.status_code == 201
     await make_client(auth=("nobody", secret)).get("/api/messages")
     assert secret not in server.log_path.read_text(errors="replace")
+
+
+async def test_changes_reach_every_instance_at_once(server, server_env, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    """Instance B caches a member's credentials; changes made through instance A end them on B within a second,
+    though B's credential cache would keep them for 30 s (pub/sub invalidation, not the TTL)."""
+    import asyncio
+    import time
+
+    import httpx
+
+    from tests.conftest import ADMIN, start_server, stop_server
+
+    second = await asyncio.to_thread(start_server, server_env)
+    try:
+        boss_auth = await make_user("tenant_admin", tenant)
+        name = f"e-{uuid.uuid4().hex[:8]}"
+        async with (
+            httpx.AsyncClient(base_url=server.base_url, auth=boss_auth, timeout=30) as boss_a,
+            httpx.AsyncClient(base_url=server.base_url, auth=ADMIN, timeout=30) as admin_a,
+            httpx.AsyncClient(base_url=second.base_url, auth=(name, "first password!"), timeout=30) as member_b,
+            httpx.AsyncClient(base_url=second.base_url, auth=(name, "second password!"), timeout=30) as renewed_b,
+        ):
+            r = await boss_a.post("/api/users", json={"username": name, "password": "first password!"})
+            user_id = r.json()["id"]
+            grant = await boss_a.post(f"/api/users/{user_id}/grants", json={"action": "read", "topic_pattern": "*"})
+            assert grant.status_code == 201
+
+            async def ends_within_a_second(client: httpx.AsyncClient, status: int) -> None:
+                started = time.monotonic()
+                while (await client.get("/api/messages")).status_code != status:
+                    assert time.monotonic() - started < 1.0, f"instance B still answers as before, not {status}"
+                    await asyncio.sleep(0.02)
+
+            assert (await member_b.get("/api/messages")).status_code == 200  # cached on B now
+            r = await boss_a.patch(f"/api/users/{user_id}", json={"password": "second password!"})
+            assert r.status_code == 200
+            await ends_within_a_second(member_b, 401)
+
+            assert (await renewed_b.get("/api/messages")).status_code == 200
+            await boss_a.delete(f"/api/users/{user_id}/grants/{grant.json()['id']}")
+            await ends_within_a_second(renewed_b, 403)
+
+            await boss_a.post(f"/api/users/{user_id}/grants", json={"action": "read", "topic_pattern": "*"})
+            assert (await renewed_b.get("/api/messages")).status_code == 200
+            assert (await admin_a.patch(f"/api/tenants/{tenant.slug}", json={"status": "suspended"})).status_code == 200
+            await ends_within_a_second(renewed_b, 403)
+    finally:
+        stop_server(second)
