@@ -13,6 +13,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from api.auth import BasicAuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
 from api.routes.messages import MessageController
+from api.routes.session import login, logout, me
 from api.routes.system import auth_status, healthz, readyz, version
 from api.routes.tenancy import TenantController, UserController
 from api.routes.topics import TopicController
@@ -47,6 +48,9 @@ def create_app(settings: Settings | None = None) -> Litestar:
             readyz,
             version,
             auth_status,
+            login,
+            logout,
+            me,
         ],
         lifespan=[lifespan],
         middleware=[BasicAuthMiddleware],

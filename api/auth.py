@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import binascii
+import hmac
 from base64 import b64decode
 
 from litestar.enums import ScopeType
@@ -15,14 +16,21 @@ from mq.tenancy.auth import Principal
 
 #: Paths under /api that answer without credentials; everything outside /api does too.
 PUBLIC_API_PATHS = frozenset({"/api/version", "/api/auth/status"})
+#: The admin UI's session cookie (HttpOnly) and the CSRF cookie its pages read and echo in `CSRF_HEADER`.
+SESSION_COOKIE = "skiplock_session"
+CSRF_COOKIE = "skiplock_csrf"
+CSRF_HEADER = b"x-csrf-token"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class BasicAuthMiddleware:
     """Puts the caller's `Principal` in `scope["user"]` (read as `request.user`) for every `/api` request.
 
-    A plain ASGI middleware rather than Litestar's authentication base class, which builds a connection object
-    and parses every header on each request: here the two headers needed are picked from the raw list, and a
-    credential seen before costs one HMAC and a dict lookup (see `Authenticator`).
+    HTTP Basic credentials first; without them, the admin UI's session cookie, whose unsafe requests must carry
+    the session's CSRF token in `X-CSRF-Token` (a cross-site form cannot read it). A plain ASGI middleware rather
+    than Litestar's authentication base class, which builds a connection object and parses every header on each
+    request: here the headers needed are picked from the raw list, and a credential seen before costs one HMAC and
+    a dict lookup (see `Authenticator`).
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -31,18 +39,39 @@ class BasicAuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == ScopeType.HTTP and path.startswith("/api/") and path not in PUBLIC_API_PATHS:
-            authorization = tenant = None
+            authorization = tenant = cookie = csrf = None
             for name, value in scope["headers"]:
                 if name == b"authorization":
                     authorization = value
                 elif name == b"x-tenant":
                     tenant = value
+                elif name == b"cookie":
+                    cookie = value
+                elif name == CSRF_HEADER:
+                    csrf = value
             runtime: Runtime = scope["app"].state.runtime
-            principal = await runtime.auth.authenticate_header(authorization, _basic_credentials)
+            session = _cookie(cookie, SESSION_COOKIE) if authorization is None and cookie else None
+            if session is not None:
+                principal, expected = await runtime.auth.authenticate_session(session)
+                if scope["method"] not in _SAFE_METHODS and not (csrf and hmac.compare_digest(csrf, expected.encode())):
+                    raise errors.Forbidden("missing or wrong X-CSRF-Token for a session request")
+            else:
+                client = scope.get("client")
+                address = client[0] if client else None
+                principal = await runtime.auth.authenticate_header(authorization, _basic_credentials, address)
             if tenant:
                 principal = await runtime.auth.address_tenant(principal, tenant.decode("latin-1"))
             scope["user"] = principal
         await self.app(scope, receive, send)
+
+
+def _cookie(header: bytes, name: str) -> str | None:
+    """One cookie's value from a Cookie header."""
+    for part in header.decode("latin-1").split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key == name and value:
+            return value
+    return None
 
 
 def _basic_credentials(header: bytes | None) -> tuple[str, str]:

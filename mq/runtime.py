@@ -18,6 +18,7 @@ from mq.settings import Settings
 from mq.tenancy.auth import Authenticator
 from mq.tenancy.bootstrap import bootstrap
 from mq.tenancy.invalidation import AuthInvalidation
+from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.repository import TenancyRepository
 from mq.tenancy.service import TenancyService
 
@@ -52,7 +53,13 @@ class Runtime:
         messages = MessageRepository(pool)
         queue = QueueService(messages, TopicConfigs(messages, settings), wakeups, settings)
         tenancy = TenancyRepository(engine)
-        auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size)
+        limiter = LoginLimiter(
+            redis,
+            settings.login_failure_limit,
+            settings.login_failure_limit_per_address,
+            settings.login_failure_window_seconds,
+        )
+        auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size, limiter)
         invalidation = AuthInvalidation(redis, settings.redis_url, auth.forget)
         await invalidation.start()
         await bootstrap(tenancy, settings)

@@ -79,6 +79,14 @@ class Settings(BaseSettings):
     """How long a verified credential is trusted before its password hash is checked again."""
     auth_cache_size: int = Field(default=10000, ge=0)
     """Most credentials kept verified in memory per process."""
+    session_ttl_seconds: int = Field(default=43200, ge=60)
+    """How long an admin UI session lasts after login (stored in Postgres; logout or a password change ends it)."""
+    login_failure_limit: int = Field(default=10, ge=1)
+    """Failed logins allowed per username within the window; then 429 until it passes."""
+    login_failure_limit_per_address: int = Field(default=100, ge=1)
+    """Failed logins allowed per client address within the window (higher: many users may share a proxy)."""
+    login_failure_window_seconds: int = Field(default=300, ge=1)
+    """The window over which failed logins are counted (in Redis, shared by every instance)."""
 
 
 @lru_cache(maxsize=1)

@@ -203,6 +203,9 @@ def server_env(database_url: str, redis_url: str) -> dict[str, str]:
         "SKIPLOCK_REDIS_URL": redis_url,
         "SKIPLOCK_MIGRATE_ON_START": "false",
         "SKIPLOCK_DEFAULT_TENANT": "",
+        # Many tests fail logins on purpose, all from 127.0.0.1; the limiter has its own test and server.
+        "SKIPLOCK_LOGIN_FAILURE_LIMIT": "100000",
+        "SKIPLOCK_LOGIN_FAILURE_LIMIT_PER_ADDRESS": "100000",
     }
 
 

@@ -48,4 +48,4 @@ async def version() -> dict[str, str]:
 
 @get("/api/auth/status", summary="How to authenticate")
 async def auth_status() -> dict[str, Any]:
-    return {"auth_required": True, "methods": ["basic"]}
+    return {"auth_required": True, "methods": ["basic", "session"]}

@@ -88,6 +88,20 @@ class Grant(Base):
     )
 
 
+class Session(Base):
+    """An admin UI session: the SHA-256 of the cookie's token (never the token) and the CSRF token it requires."""
+
+    __tablename__ = "sessions"
+
+    token_hash: Mapped[bytes] = mapped_column(LargeBinary, primary_key=True)
+    user_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("users.id", ondelete="CASCADE"))
+    csrf_token: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("sessions_user_idx", "user_id"),)
+
+
 class TopicConfig(Base):
     __tablename__ = "topic_configs"
 

@@ -7,15 +7,18 @@ tested offline, and a lookup leaks no timing about stored secrets.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from mq import errors
+from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import verify_password_async
-from mq.tenancy.repository import TenancyRepository
+from mq.tenancy.repository import TenancyRepository, UserRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +44,17 @@ class Principal:
 
 
 class Authenticator:
-    def __init__(self, repository: TenancyRepository, ttl_seconds: float, max_entries: int) -> None:
+    def __init__(
+        self, repository: TenancyRepository, ttl_seconds: float, max_entries: int, limiter: LoginLimiter | None = None
+    ) -> None:
         self._repository = repository
+        self._limiter = limiter or LoginLimiter(None, 1, 1, 1)
         self._ttl = ttl_seconds
         self._max_entries = max_entries
         self._key = secrets.token_bytes(32)
         self._verified: dict[bytes, tuple[float, Principal, str | None]] = {}
         self._tenants: dict[str, tuple[float, int, str]] = {}
+        self._csrf: dict[bytes, str] = {}  # session digest -> its CSRF token
 
     async def authenticate(self, username: str, password: str) -> Principal:
         """The caller, or Unauthorized (the same error for an unknown user and a wrong password) or Forbidden
@@ -56,33 +63,74 @@ class Authenticator:
         return await self.authenticate_header(credential, lambda _: (username, password))
 
     async def authenticate_header(
-        self, header: bytes | None, parse: Callable[[bytes | None], tuple[str, str]]
+        self, header: bytes | None, parse: Callable[[bytes | None], tuple[str, str]], address: str | None = None
     ) -> Principal:
         """As `authenticate`, for a raw credential header: a header verified before is recognised by its HMAC
         without being decoded; `parse` turns it into (username, password) only on a miss, raising Unauthorized
-        when it is missing or malformed."""
+        when it is missing or malformed. Failed checks count against `address` and the username (429 past the
+        limit, see `LoginLimiter`)."""
         if header is None:
             username, password = parse(header)  # raises: no credentials
         digest = hmac.digest(self._key, header or b"", "sha256")  # one-shot C HMAC: ~4x faster than hmac.new
-        now = time.monotonic()
-        hit = self._verified.get(digest)
-        if hit is not None and hit[0] > now:
-            principal, tenant_status = hit[1], hit[2]
+        hit = self._cached(digest)
+        if hit is not None:
+            principal, tenant_status = hit
         else:
             username, password = parse(header)
+            await self._limiter.check(address, username)
             user = await self._repository.user_by_username(username)
             if not await verify_password_async(user.password_hash if user else None, password) or user is None:
+                await self._limiter.failed(address, username)
                 raise errors.Unauthorized("invalid username or password")
-            grants = await self._repository.grants_of(user.id) if user.role == "member" else ()
-            principal = Principal(str(user.id), user.username, user.role, user.tenant_id, user.tenant_slug, grants)
-            tenant_status = user.tenant_status
-            if len(self._verified) >= self._max_entries:
-                self._verified.clear()
-            if self._ttl > 0:
-                self._verified[digest] = (now + self._ttl, principal, tenant_status)
+            principal, tenant_status = await self._principal(user), user.tenant_status
+            self._remember(digest, principal, tenant_status)
         if tenant_status == "suspended":
             raise errors.Forbidden("this tenant is suspended")
         return principal
+
+    async def authenticate_session(self, token: str) -> tuple[Principal, str]:
+        """The caller of an admin UI session cookie and the session's CSRF token."""
+        digest = hmac.digest(self._key, b"session\x00" + token.encode("utf-8", "surrogatepass"), "sha256")
+        hit = self._cached(digest)
+        if hit is None:
+            found = await self._repository.session_user(_token_hash(token))
+            if found is None:
+                raise errors.Unauthorized("the session has ended; log in again")
+            user, csrf = found
+            principal = await self._principal(user)
+            self._csrf[digest] = csrf
+            self._remember(digest, principal, user.tenant_status)
+            hit = (principal, user.tenant_status)
+        if hit[1] == "suspended":
+            raise errors.Forbidden("this tenant is suspended")
+        return hit[0], self._csrf.get(digest, "")
+
+    async def start_session(self, principal: Principal, ttl_seconds: int) -> tuple[str, str]:
+        """A new session for an authenticated caller: (cookie token, CSRF token). Only the token's hash is kept."""
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
+        await self._repository.create_session(_token_hash(token), uuid.UUID(principal.user_id), csrf, ttl_seconds)
+        return token, csrf
+
+    async def end_session(self, token: str) -> None:
+        await self._repository.delete_session(_token_hash(token))
+        self.forget()
+
+    async def _principal(self, user: UserRecord) -> Principal:
+        grants = await self._repository.grants_of(user.id) if user.role == "member" else ()
+        return Principal(str(user.id), user.username, user.role, user.tenant_id, user.tenant_slug, grants)
+
+    def _cached(self, digest: bytes) -> tuple[Principal, str | None] | None:
+        hit = self._verified.get(digest)
+        if hit is None or hit[0] <= time.monotonic():
+            return None
+        return hit[1], hit[2]
+
+    def _remember(self, digest: bytes, principal: Principal, tenant_status: str | None) -> None:
+        if len(self._verified) >= self._max_entries:
+            self._verified.clear()
+            self._csrf.clear()
+        if self._ttl > 0:
+            self._verified[digest] = (time.monotonic() + self._ttl, principal, tenant_status)
 
     async def address_tenant(self, principal: Principal, slug: str) -> Principal:
         """A platform admin's request for the tenant named in X-Tenant."""
@@ -106,3 +154,8 @@ class Authenticator:
         """Drop every cached credential and tenant (a password, role or tenant changed)."""
         self._verified.clear()
         self._tenants.clear()
+        self._csrf.clear()
+
+
+def _token_hash(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from mq.db.models import Grant, Tenant, User
+from mq.db.models import Grant, Session, Tenant, User
 from mq.ids import uuid7
 
 
@@ -220,6 +220,46 @@ class TenancyRepository:
         async with self._sessions() as session:
             rows = await session.execute(select(Grant.action, Grant.topic_pattern).where(Grant.user_id == user_id))
             return tuple((action, pattern) for action, pattern in rows)
+
+    # --- sessions ------------------------------------------------------------------------------------------------
+
+    async def create_session(self, token_hash: bytes, user_id: uuid.UUID, csrf_token: str, ttl_seconds: int) -> None:
+        async with self._sessions() as session:
+            session.add(
+                Session(
+                    token_hash=token_hash,
+                    user_id=user_id,
+                    csrf_token=csrf_token,
+                    expires_at=datetime.now(UTC) + timedelta(seconds=ttl_seconds),
+                )
+            )
+            await session.commit()
+
+    async def session_user(self, token_hash: bytes) -> tuple[UserRecord, str] | None:
+        """The user of a live session and its CSRF token."""
+        async with self._sessions() as session:
+            row = (
+                await session.execute(
+                    select(User, Tenant.slug, Tenant.status, Session.csrf_token)
+                    .join(Session, Session.user_id == User.id)
+                    .outerjoin(Tenant, Tenant.id == User.tenant_id)
+                    .where(Session.token_hash == token_hash, Session.expires_at > func.now())
+                )
+            ).first()
+        if row is None:
+            return None
+        user, slug, status, csrf = row
+        return UserRecord(user.id, user.username, user.password_hash, user.role, user.tenant_id, slug, status), csrf
+
+    async def delete_session(self, token_hash: bytes) -> None:
+        async with self._sessions() as session:
+            await session.execute(delete(Session).where(Session.token_hash == token_hash))
+            await session.commit()
+
+    async def delete_user_sessions(self, user_id: uuid.UUID) -> None:
+        async with self._sessions() as session:
+            await session.execute(delete(Session).where(Session.user_id == user_id))
+            await session.commit()
 
 
 def _tenant_record(tenant: Tenant) -> TenantRecord:

@@ -100,6 +100,8 @@ class TenancyService:
         uid = _user_id(user_id)
         if uid is None or (changes and not await self.repository.update_user(tenant_id, uid, changes)):
             raise errors.NotFound("no such user")
+        if password is not None:
+            await self.repository.delete_user_sessions(uid)  # a new password logs the user out everywhere
         if changes:
             await self.invalidation.changed()  # the old password or role must stop working now
         return await self.get_user(tenant_id, user_id)

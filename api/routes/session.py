@@ -1,0 +1,59 @@
+"""The admin UI's login: a server-side session behind an HttpOnly cookie, and who the caller is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, delete, get, post
+from litestar.datastructures import Cookie
+from litestar.status_codes import HTTP_204_NO_CONTENT
+
+from api.auth import CSRF_COOKIE, SESSION_COOKIE
+from mq import errors
+from mq.runtime import Runtime
+from mq.tenancy.auth import Principal
+
+AnyRequest = Request[Principal, Any, Any]
+
+
+class Me(msgspec.Struct):
+    username: str
+    role: str
+    tenant: str | None
+
+
+def _cookies(request: AnyRequest, session: str, csrf: str, max_age: int) -> list[Cookie]:
+    """The session cookie (HttpOnly) and the CSRF cookie the UI reads; Secure when served over TLS."""
+    secure = request.scope.get("scheme") == "https"
+    common: dict[str, Any] = {"path": "/", "samesite": "strict", "secure": secure, "max_age": max_age}
+    return [
+        Cookie(key=SESSION_COOKIE, value=session, httponly=True, **common),
+        Cookie(key=CSRF_COOKIE, value=csrf, httponly=False, **common),
+    ]
+
+
+@post("/api/auth/session", status_code=HTTP_204_NO_CONTENT, summary="Log in (HTTP Basic) and get a session cookie")
+async def login(request: AnyRequest) -> Response[None]:
+    if "authorization" not in request.headers:
+        raise errors.Unauthorized("log in with HTTP Basic credentials")
+    runtime: Runtime = request.app.state.runtime
+    ttl = runtime.settings.session_ttl_seconds
+    token, csrf = await runtime.auth.start_session(request.user, ttl)
+    return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, token, csrf, ttl))
+
+
+@delete("/api/auth/session", status_code=HTTP_204_NO_CONTENT, summary="Log out: end the session everywhere")
+async def logout(request: AnyRequest) -> Response[None]:
+    runtime: Runtime = request.app.state.runtime
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        await runtime.auth.end_session(token)
+        await runtime.invalidation.changed()  # other instances drop the session from their caches too
+    return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, "", "", 0))
+
+
+@get("/api/auth/me", summary="Who is calling")
+async def me(request: AnyRequest) -> Me:
+    principal = request.user
+    return Me(username=principal.username, role=principal.role, tenant=principal.tenant_slug)
