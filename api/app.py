@@ -10,7 +10,7 @@ from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
 
-from api.auth import BasicAuthMiddleware
+from api.auth import AuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
 from api.routes.messages import MessageController
 from api.routes.session import login, logout, me
@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             me,
         ],
         lifespan=[lifespan],
-        middleware=[BasicAuthMiddleware],
+        middleware=[AuthMiddleware],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -23,7 +23,7 @@ CSRF_HEADER = b"x-csrf-token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-class BasicAuthMiddleware:
+class AuthMiddleware:
     """Puts the caller's `Principal` in `scope["user"]` (read as `request.user`) for every `/api` request.
 
     HTTP Basic credentials first; without them, the admin UI's session cookie, whose unsafe requests must carry

@@ -98,8 +98,8 @@ class Authenticator:
                 raise errors.Unauthorized("the session has ended; log in again")
             user, csrf = found
             principal = await self._principal(user)
-            self._csrf[digest] = csrf
             self._remember(digest, principal, user.tenant_status)
+            self._csrf[digest] = csrf  # after _remember, which may empty both caches when full
             hit = (principal, user.tenant_status)
         if hit[1] == "suspended":
             raise errors.Forbidden("this tenant is suspended")
