@@ -16,6 +16,7 @@ from typing import Any
 
 import uvicorn
 import uvloop
+from litestar import Litestar
 
 from api.app import create_app
 from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis
@@ -54,7 +55,7 @@ def main() -> None:
         if settings.workers > 1:
             _serve_workers(settings)
         else:
-            uvloop.run(_serve(settings))  # uvicorn's loop option only applies when uvicorn makes the loop
+            uvloop.run(serve(settings))  # uvicorn's loop option only applies when uvicorn makes the loop
     finally:
         for server in reversed(embedded):
             server.stop()
@@ -111,9 +112,10 @@ def _serve_workers(settings: Settings) -> None:
     )
 
 
-async def _serve(settings: Settings) -> None:
+async def serve(settings: Settings, app: Litestar | None = None) -> None:
+    """Serve `app` (default: the product's) until SIGTERM or Ctrl-C."""
     config = uvicorn.Config(
-        create_app(settings),
+        app or create_app(settings),
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),

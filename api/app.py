@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
@@ -22,8 +23,9 @@ from mq.runtime import Runtime
 from mq.settings import Settings, get_settings
 
 
-def create_app(settings: Settings | None = None) -> Litestar:
-    """An app that opens its `Runtime` on startup (the database must be reachable and migrated)."""
+def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] = AuthMiddleware) -> Litestar:
+    """An app that opens its `Runtime` on startup (the database must be reachable and migrated).
+    `auth_middleware` is replaced only by the benchmark, to measure what authentication costs."""
     settings = settings or get_settings()
 
     @asynccontextmanager
@@ -53,7 +55,7 @@ def create_app(settings: Settings | None = None) -> Litestar:
             me,
         ],
         lifespan=[lifespan],
-        middleware=[AuthMiddleware],
+        middleware=[auth_middleware],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
         openapi_config=OpenAPIConfig(

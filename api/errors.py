@@ -63,7 +63,9 @@ def handle_domain_error(_: Request[Any, Any, Any], exc: errors.SkiplockError) ->
     for cls, status, code in DOMAIN_ERRORS:
         if isinstance(exc, cls):
             headers = None
-            if isinstance(exc, errors.QueueFull | errors.RateLimited):
+            if isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded):
+                if exc.retry_after is None:  # a quota that waiting will not lift
+                    return error_response(403, code, exc.message, exc.details)
                 headers = {"Retry-After": str(exc.retry_after)}
             return error_response(status, code, exc.message, exc.details, headers)
     return handle_unexpected_error(_, exc)

@@ -171,7 +171,7 @@ class Quotas(Strict, omit_defaults=True):
     max_topics: NonNegative | None = None
     max_messages: NonNegative | None = None
     max_payload_bytes: NonNegative | None = None
-    enqueue_rate: NonNegative | None = None
+    enqueue_rate: Annotated[int, Meta(ge=1)] | None = None
 
 
 class TenantCreateBody(Strict):

@@ -6,8 +6,11 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3),
-SKIPLOCK_BENCH_PAYLOAD_BYTES (100). Raw and API rounds alternate, so both see the same machine weather; the ratio
-is the median of the per-round ratios.
+SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth). Raw and API rounds alternate, so both see the
+same machine weather; the ratio is the median of the per-round ratios.
+
+The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
+replaced by a fixed caller (`bench.noauth`, a second server on the same database), request for request.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 import asyncpg
 import httpx
 import msgspec
+import psutil
 
 from bench.httpclient import HttpConnection
 from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis, free_port
@@ -44,6 +48,8 @@ ROUNDS = int(os.environ.get("SKIPLOCK_BENCH_ROUNDS", "3"))
 PAYLOAD = os.urandom(int(os.environ.get("SKIPLOCK_BENCH_PAYLOAD_BYTES", "100")))
 PAYLOAD_B64 = base64.b64encode(PAYLOAD).decode()
 ADMIN = ("bench-admin", "bench-admin-password")
+# Which comparisons to run: "sql" (the API against raw SQL), "auth" (Basic auth against no check at all).
+PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth").split(","))
 TENANT = "bench"
 
 RAW_SCHEMA = """
@@ -295,6 +301,88 @@ async def measure(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int) -> lis
     return rows
 
 
+async def measure_auth(
+    pool: asyncpg.Pool[Any], base_url: str, noauth_url: str, pids: tuple[int, int]
+) -> list[dict[str, Any]]:
+    """The same requests with HTTP Basic credentials (one tenant admin per client, as separate services would
+    be) and against the same API without the authentication check (`bench.noauth`), in interleaved rounds.
+    Besides throughput, each server's CPU time per request (psutil): the steadier measure on a noisy machine."""
+    servers = [psutil.Process(pid) for pid in pids]
+
+    def cpu(n: int) -> float:
+        times = servers[n].cpu_times()
+        return float(times.user + times.system)
+
+    host, port = base_url.removeprefix("http://").split(":")
+    _, noauth_port = noauth_url.removeprefix("http://").split(":")
+    users = []
+    async with httpx.AsyncClient(base_url=base_url, auth=ADMIN, headers={"X-Tenant": TENANT}) as admin:
+        for n in range(CLIENTS):
+            user = (f"bench-producer-{n}-{uuid.uuid4().hex[:6]}", f"bench-password-{uuid.uuid4().hex}")
+            r = await admin.post("/api/users", json={"username": user[0], "password": user[1], "role": "tenant_admin"})
+            assert r.status_code == 201, r.text
+            users.append(user)
+    basic = [HttpConnection(host, int(port), user, {}) for user in users]
+    unchecked = [HttpConnection(host, int(noauth_port), user, {}) for user in users]
+    for c in basic + unchecked:
+        await c.connect()
+    single = msgspec.json.encode({"topic": "bench-auth", "payload": PAYLOAD_B64})
+    empty = msgspec.json.encode({"topic": "bench-auth-empty"})
+
+    async def enqueue_one(c: HttpConnection) -> int:
+        status, _ = await c.request("POST", "/api/messages", single)
+        assert status == 201, status
+        return 1
+
+    async def dequeue_empty(c: HttpConnection) -> int:
+        status, _ = await c.request("POST", "/api/messages/dequeue", empty)
+        assert status == 200, status
+        return 1
+
+    for c in basic + unchecked:  # each credential is verified once (argon2), then served from the cache
+        await dequeue_empty(c)
+    rows = []
+    try:
+        for key, op in (("auth_single_enqueue", enqueue_one), ("auth_dequeue_empty", dequeue_empty)):
+            bases, apis, ratios = [], [], []
+            cpu_us = [0.0, 0.0]  # server CPU per request: basic, no auth
+            for _ in range(ROUNDS):
+                await pool.execute("TRUNCATE messages")
+                before = cpu(1)
+                bases.append(await run_clients(f"no auth {key}", unchecked, op))
+                cpu_us[1] += (cpu(1) - before) * 1e6
+                await pool.execute("TRUNCATE messages")
+                before = cpu(0)
+                apis.append(await run_clients(f"basic {key}", basic, op))
+                cpu_us[0] += (cpu(0) - before) * 1e6
+                ratios.append(apis[-1].rate / bases[-1].rate if bases[-1].rate else 0.0)
+            per_request = [
+                cpu_us[0] / max(1, sum(a.requests for a in apis)),
+                cpu_us[1] / max(1, sum(b.requests for b in bases)),
+            ]
+            rows.append(
+                {
+                    "workload": key,
+                    "target": 0.9,
+                    "baseline": "the same API without the auth check",
+                    "raw": merged(bases),
+                    "api": merged(apis),
+                    "ratio": round(statistics.median(ratios), 3),
+                    "ratios": [round(r, 3) for r in ratios],
+                    "server_cpu_us_per_request": {
+                        "basic": round(per_request[0], 1),
+                        "no_auth": round(per_request[1], 1),
+                        "ratio": round(per_request[1] / per_request[0], 3),
+                    },
+                }
+            )
+            print(f"  {key}: ratios {rows[-1]['ratios']}, server CPU/request {rows[-1]['server_cpu_us_per_request']}")
+    finally:
+        for c in basic + unchecked:
+            await c.close()
+    return rows
+
+
 def merged(results: list[Result]) -> Result:
     out = Result(results[0].name)
     for r in results:
@@ -308,7 +396,10 @@ def merged(results: list[Result]) -> Result:
 # --- orchestration -------------------------------------------------------------------------------------------
 
 
-def start_api(database_url: str, redis_url: str, data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_api(
+    database_url: str, redis_url: str, data_dir: Path, module: str = "api"
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`python -m api` (or the auth-less `bench.noauth`) on the benchmark's database."""
     port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")},
@@ -323,7 +414,7 @@ def start_api(database_url: str, redis_url: str, data_dir: Path) -> tuple[subpro
         "SKIPLOCK_DB_POOL_MAX_SIZE": "16",
         "SKIPLOCK_WORKERS": os.environ.get("SKIPLOCK_BENCH_WORKERS", "1"),
     }
-    proc = subprocess.Popen([sys.executable, "-m", "api"], cwd=ROOT, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", module], cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -363,15 +454,19 @@ async def main() -> None:
     database_url = asyncpg_dsn(server_url).rsplit("/", 1)[0] + "/" + db_name
     await asyncio.to_thread(migrate, database_url)
     proc, base = start_api(database_url, redis_url, scratch / "data")
+    noauth_proc, noauth_base = start_api(database_url, redis_url, scratch / "data", module="bench.noauth")
     pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=CLIENTS + 2, max_size=CLIENTS + 4)
     assert pool is not None
     try:
         tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", TENANT)
-        rows = await measure(pool, base, tenant_id)
+        rows = await measure(pool, base, tenant_id) if "sql" in PARTS else []
+        if "auth" in PARTS:
+            rows += await measure_auth(pool, base, noauth_base, (proc.pid, noauth_proc.pid))
     finally:
         await pool.close()
-        proc.terminate()
-        proc.wait(30)
+        for p in (proc, noauth_proc):
+            p.terminate()
+            p.wait(30)
         await admin.execute(f'DROP DATABASE "{db_name}" WITH (FORCE)')
         await admin.close()
         for server in reversed(servers):
@@ -398,7 +493,10 @@ def report(rows: list[dict[str, Any]]) -> None:
             f"{a.rate:>10.0f} {a.percentile(50):>6.2f}ms {a.percentile(99):>6.2f}ms {row['ratio']:>6.2f} "
             f"{row['target']:>6.2f} {mark}"
         )
-    print("\nratio: median over the rounds of API msg/s / raw msg/s; msg/s and latencies pool all rounds")
+    print(
+        "\nratio: median over the rounds of API msg/s / raw msg/s (auth_*: Basic auth / the same API without the "
+        "auth check; req/s); msg/s and latencies pool all rounds"
+    )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     path = out / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"

@@ -77,6 +77,11 @@ class RateLimited(SkiplockError):
 class QuotaExceeded(SkiplockError):
     """The tenant's quota does not allow this."""
 
+    def __init__(self, message: str | None = None, details: Any = None, retry_after: int | None = None) -> None:
+        """`retry_after`: seconds after which retrying may succeed (429); None: not before the quota changes (403)."""
+        super().__init__(message, details)
+        self.retry_after = retry_after
+
 
 class Unavailable(SkiplockError):
     """The service cannot answer right now; try again."""

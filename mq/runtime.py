@@ -9,6 +9,7 @@ import asyncpg
 import redis.asyncio as aioredis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from mq.buckets import TokenBuckets
 from mq.db.engine import create_engine, create_pool
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
@@ -19,6 +20,7 @@ from mq.tenancy.auth import Authenticator
 from mq.tenancy.bootstrap import bootstrap
 from mq.tenancy.invalidation import AuthInvalidation
 from mq.tenancy.limits import LoginLimiter
+from mq.tenancy.quotas import QuotaCache
 from mq.tenancy.repository import TenancyRepository
 from mq.tenancy.service import TenancyService
 
@@ -51,7 +53,9 @@ class Runtime:
         wakeups = WakeupHub(settings.database_url)
         await wakeups.start()
         messages = MessageRepository(pool)
-        queue = QueueService(messages, TopicConfigs(messages, settings), wakeups, settings)
+        quotas = QuotaCache(pool)
+        buckets = TokenBuckets(redis, settings.api_instances)
+        queue = QueueService(messages, TopicConfigs(messages, settings), wakeups, settings, quotas, buckets)
         tenancy = TenancyRepository(engine)
         limiter = LoginLimiter(
             redis,
@@ -60,7 +64,12 @@ class Runtime:
             settings.login_failure_window_seconds,
         )
         auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size, limiter)
-        invalidation = AuthInvalidation(redis, settings.redis_url, auth.forget)
+
+        def forget() -> None:  # credentials, roles, grants, tenant status or quotas changed somewhere
+            auth.forget()
+            quotas.forget()
+
+        invalidation = AuthInvalidation(redis, settings.redis_url, forget)
         await invalidation.start()
         await bootstrap(tenancy, settings)
         tenants = TenancyService(tenancy, invalidation)

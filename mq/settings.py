@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     to spare."""
     max_batch_size: int = Field(default=1000, ge=1, le=10000)
     """Most messages in one batch enqueue, acks in one batch ack, and messages in one dequeue."""
+    api_instances: int = Field(default=1, ge=1)
+    """How many API instances run. Rate limits live in Redis and are shared; while Redis is unreachable each
+    instance limits on its own at rate / this."""
 
     # --- queue defaults (a topic config overrides them) ----------------------------------------------------
     visibility_timeout_seconds: int = Field(default=30, ge=1, le=43200)

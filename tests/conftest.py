@@ -216,6 +216,14 @@ def server(server_env: dict[str, str]) -> Iterator[Server]:
     stop_server(srv)
 
 
+@pytest.fixture(scope="session")
+def second_server(server_env: dict[str, str]) -> Iterator[Server]:
+    """Another API instance on the same Postgres and Redis, for behaviour that must hold across instances."""
+    srv = start_server(server_env)
+    yield srv
+    stop_server(srv)
+
+
 @dataclass
 class Tenant:
     id: int

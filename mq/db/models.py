@@ -118,6 +118,18 @@ class TopicConfig(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
+class AdmissionGate(Base):
+    """An exact cap's gate (migration `2026_11_22_admission`): `bound` is never below the live messages of
+    `scope`, a topic or '' for the whole tenant; '#topics' is the lock that orders the creation of new topics.
+    Only the SQL function `skiplock_admit` reads and writes it."""
+
+    __tablename__ = "admission_gates"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    bound: Mapped[int] = mapped_column(BigInteger)
+
+
 class Message(Base):
     """One message. `available_at` is when a dequeue may next take it: for a pending message the end of its delay,
     for a processing one its visibility deadline. One column for both lets one index range serve the dequeue.

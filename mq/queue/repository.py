@@ -11,7 +11,8 @@ from typing import Any
 import asyncpg
 
 from mq.ids import uuid7
-from mq.queue import sql
+from mq.queue import admission, sql
+from mq.queue.admission import AdmitArguments
 from mq.queue.types import EnqueueItem
 
 Record = asyncpg.Record
@@ -49,20 +50,30 @@ class MessageRepository:
         items: Sequence[EnqueueItem],
         max_retries: Sequence[int],
         ttls: Sequence[int],
+        admit: AdmitArguments | None = None,
     ) -> list[Record]:
-        return await self.pool.fetch(
-            sql.MESSAGE_INSERT_BATCH,
-            tenant_id,
-            ids,
-            [i.topic for i in items],
-            [i.key for i in items],
-            [i.payload for i in items],
-            [i.metadata_json for i in items],
-            [i.priority for i in items],
-            max_retries,
-            [float(i.delay_seconds) for i in items],
-            ttls,
+        """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error."""
+        statement, extra = (
+            (sql.MESSAGE_INSERT_BATCH, ()) if admit is None else (sql.MESSAGE_INSERT_BATCH_ADMITTED, admit)
         )
+        try:
+            return await self.pool.fetch(
+                statement,
+                tenant_id,
+                ids,
+                [i.topic for i in items],
+                [i.key for i in items],
+                [i.payload for i in items],
+                [i.metadata_json for i in items],
+                [i.priority for i in items],
+                max_retries,
+                [float(i.delay_seconds) for i in items],
+                ttls,
+                *extra,
+            )
+        except asyncpg.PostgresError as exc:
+            _raise_refusal(exc)
+            raise
 
     async def insert_uniform(
         self,
@@ -71,32 +82,56 @@ class MessageRepository:
         items: Sequence[EnqueueItem],
         max_retries: int,
         ttl_seconds: int,
+        admit: AdmitArguments | None = None,
     ) -> None:
         """Insert keyless messages that share topic, priority, delay, max_retries and TTL (items[0] gives them)."""
         first = items[0]
-        await self.pool.execute(
-            sql.MESSAGE_INSERT_UNIFORM,
-            tenant_id,
-            first.topic,
-            first.priority,
-            max_retries,
-            float(first.delay_seconds),
-            ttl_seconds,
-            ids,
-            [i.payload for i in items],
-            [i.metadata_json for i in items],
+        statement, extra = (
+            (sql.MESSAGE_INSERT_UNIFORM, ()) if admit is None else (sql.MESSAGE_INSERT_UNIFORM_ADMITTED, admit)
         )
+        try:
+            await self.pool.execute(
+                statement,
+                tenant_id,
+                first.topic,
+                first.priority,
+                max_retries,
+                float(first.delay_seconds),
+                ttl_seconds,
+                ids,
+                [i.payload for i in items],
+                [i.metadata_json for i in items],
+                *extra,
+            )
+        except asyncpg.PostgresError as exc:
+            _raise_refusal(exc)
+            raise
 
     async def copy_batch(
-        self, tenant_id: int, ids: Sequence[uuid.UUID], items: Sequence[EnqueueItem], max_retries: Sequence[int]
+        self,
+        tenant_id: int,
+        ids: Sequence[uuid.UUID],
+        items: Sequence[EnqueueItem],
+        max_retries: Sequence[int],
+        admit: AdmitArguments | None = None,
     ) -> None:
         """Insert keyless, undelayed messages without TTL by binary COPY: the fastest way into the table.
-        `available_at`, `created_at` and `updated_at` take their defaults, now() on the database's clock."""
+        `available_at`, `created_at` and `updated_at` take their defaults, now() on the database's clock. With
+        `admit`, the gates are passed first in the same transaction (COPY cannot call a function)."""
         records = [
             (message_id, tenant_id, item.topic, item.payload, item.metadata_json, item.priority, retries)
             for message_id, item, retries in zip(ids, items, max_retries, strict=True)
         ]
-        await self.pool.copy_records_to_table("messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS)
+        if admit is None:
+            await self.pool.copy_records_to_table("messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS)
+            return
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                await conn.execute(sql.ADMIT, tenant_id, *admit)
+                await conn.copy_records_to_table("messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS)
+        except asyncpg.PostgresError as exc:
+            _raise_refusal(exc)
+            raise
 
     async def dequeue(self, tenant_id: int, topic: str, count: int, visibility_seconds: float) -> list[Record]:
         secret = secrets.token_hex(16)  # the receipts of this delivery derive from it (see sql.MESSAGE_DEQUEUE)
@@ -203,6 +238,13 @@ class MessageRepository:
 
     async def topic_configs(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)
+
+
+def _raise_refusal(exc: asyncpg.PostgresError) -> None:
+    """Raise the domain error of a refusal by `skiplock_admit`; return for any other database error."""
+    error = admission.refusal(exc)
+    if error is not None:
+        raise error from None
 
 
 def _id_list(ids: Sequence[uuid.UUID | None]) -> str:

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
 from mq import errors
+from mq.buckets import TokenBuckets
+from mq.queue.admission import Caps, RefusalMemo
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.queue.shared import SharedStatements, in_queue_order
@@ -24,6 +28,7 @@ from mq.queue.types import (
     STATUSES,
     AckResult,
     BatchAckOutcome,
+    EffectiveConfig,
     EnqueueItem,
     MessageView,
     TopicConfig,
@@ -34,6 +39,7 @@ from mq.queue.types import (
 from mq.queue.validation import check_text, check_topic
 from mq.queue.wakeups import WakeupHub
 from mq.settings import Settings
+from mq.tenancy.quotas import NO_QUOTAS, QuotaCache
 
 # A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
 # listening connection reconnected.
@@ -45,20 +51,29 @@ _LONG_POLL_MIN_SLEEP_SECONDS = 0.05
 
 class QueueService:
     def __init__(
-        self, repository: MessageRepository, configs: TopicConfigs, wakeups: WakeupHub, settings: Settings
+        self,
+        repository: MessageRepository,
+        configs: TopicConfigs,
+        wakeups: WakeupHub,
+        settings: Settings,
+        quotas: QuotaCache | None = None,
+        buckets: TokenBuckets | None = None,
     ) -> None:
         self.repository = repository
         self.configs = configs
         self.wakeups = wakeups
         self.settings = settings
         self.shared = SharedStatements(repository, settings)
+        self.quotas = quotas
+        self.buckets = buckets or TokenBuckets(None, settings.api_instances)
+        self._refusals = RefusalMemo()
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
         Concurrent enqueues share one statement (see `Coalescer`); this returns once the row is committed."""
         config = await self.configs.effective(tenant_id, item.topic)
-        [(message_id, inserted)] = await self.shared.insert(
-            tenant_id, [item], [config.max_retries], [config.message_ttl_seconds]
+        [(message_id, inserted)] = await self._store(
+            tenant_id, [item], [config.max_retries], [config.message_ttl_seconds], {item.topic: config}
         )
         if item.delay_seconds <= 0:
             self.wakeups.published(tenant_id, [item.topic])
@@ -75,9 +90,45 @@ class QueueService:
         else:
             max_retries = [configs[i.topic].max_retries for i in items]
             ttls = [configs[i.topic].message_ttl_seconds for i in items]
-        stored = await self.shared.insert(tenant_id, items, max_retries, ttls)
+        stored = await self._store(tenant_id, items, max_retries, ttls, configs)
         self.wakeups.published(tenant_id, {i.topic for i in items if i.delay_seconds <= 0})
         return [message_id for message_id, _ in stored]
+
+    async def _store(
+        self,
+        tenant_id: int,
+        items: Sequence[EnqueueItem],
+        max_retries: Sequence[int],
+        ttls: Sequence[int],
+        configs: dict[str, EffectiveConfig],
+    ) -> list[tuple[uuid.UUID, bool]]:
+        """Store after the tenant's quotas and the topics' max_depth (docs/semantics.md, "Quotas and
+        max_depth"); a tenant without quotas writing to uncapped topics goes straight to the shared statement."""
+        quotas = await self.quotas.of(tenant_id) if self.quotas is not None else NO_QUOTAS
+        depths = tuple(sorted((t, c.max_depth) for t, c in configs.items() if c.max_depth is not None))
+        if quotas is NO_QUOTAS and not depths:
+            return await self.shared.insert(tenant_id, items, max_retries, ttls)
+        if quotas.max_payload_bytes is not None:
+            _check_payloads(items, quotas.max_payload_bytes)
+        caps = Caps(quotas.max_messages, quotas.max_topics, depths)
+        if caps:
+            self._refusals.check(tenant_id, caps.gates(Counter(i.topic for i in items)))
+        rate, bucket = quotas.enqueue_rate, f"enqueue:{tenant_id}"
+        if rate is not None:
+            granted, wait = await self.buckets.take(bucket, rate, len(items), whole=True)
+            if not granted:
+                raise errors.RateLimited(
+                    f"the tenant's enqueue_rate quota is {rate} messages per second",
+                    details={"quota": "enqueue_rate", "limit": rate},
+                    retry_after=max(1, math.ceil(wait)),
+                )
+        try:
+            return await self.shared.insert(tenant_id, items, max_retries, ttls, caps)
+        except (errors.QueueFull, errors.QuotaExceeded) as refused:
+            self._refusals.remember(tenant_id, refused)
+            if rate is not None:
+                await self.buckets.give_back(bucket, rate, len(items))
+            raise
 
     # --- consume -----------------------------------------------------------------------------------------------
 
@@ -290,6 +341,25 @@ class QueueService:
             config = await self.configs.get(tenant_id, row["topic"])
             result.append(TopicSummary(config=config, **dict(row)))
         return result
+
+
+def _check_payloads(items: Sequence[EnqueueItem], limit: int) -> None:
+    """The tenant's max_payload_bytes quota (the global maximum was checked with the request)."""
+    too_large = [(n, len(item.payload)) for n, item in enumerate(items) if len(item.payload) > limit]
+    if not too_large:
+        return
+    if len(items) == 1:
+        raise errors.PayloadTooLarge(
+            f"payload is {too_large[0][1]} bytes; this tenant's max_payload_bytes quota is {limit}",
+            details={"quota": "max_payload_bytes", "limit": limit},
+        )
+    raise errors.PayloadTooLarge(
+        f"{len(too_large)} payloads exceed this tenant's max_payload_bytes quota of {limit}",
+        details=[
+            {"index": n, "code": "payload_too_large", "error": f"payload is {size} bytes; the quota is {limit}"}
+            for n, size in too_large
+        ],
+    )
 
 
 _NO_RECEIPT_MATCHES = uuid.UUID(int=0)  # stands for a receipt that is not a UUID: it matches no lease

@@ -8,12 +8,14 @@ one after the other, in arrival order.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
 from mq.ids import uuid7_batch
+from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
 from mq.queue.repository import MessageRepository
 from mq.queue.types import EnqueueItem
@@ -30,6 +32,7 @@ class _Insert(NamedTuple):
     items: Sequence[EnqueueItem]
     max_retries: Sequence[int]
     ttls: Sequence[int]
+    caps: Caps
 
 
 class _Ack(NamedTuple):
@@ -78,11 +81,17 @@ class SharedStatements:
         )
 
     async def insert(
-        self, tenant_id: int, items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]
+        self,
+        tenant_id: int,
+        items: Sequence[EnqueueItem],
+        max_retries: Sequence[int],
+        ttls: Sequence[int],
+        caps: Caps = NO_CAPS,
     ) -> list[tuple[uuid.UUID, bool]]:
         """Store messages, all or none; per item its id and whether its row is new (False: a pending twin with
-        the same key was updated). Returns once the rows are committed."""
-        request = _Insert(tenant_id, items, max_retries, ttls)
+        the same key was updated). Returns once the rows are committed. `caps` the rows must pass (a refusal
+        raises QueueFull or QuotaExceeded and stores nothing of this request)."""
+        request = _Insert(tenant_id, items, max_retries, ttls, caps)
         if len(items) >= _ALONE_MIN_ROWS:
             return await _alone(self._insert_many, request)
         return await self._inserts.submit(request)
@@ -105,11 +114,16 @@ class SharedStatements:
         """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""
 
         async def write(tenant_id: int, chosen: list[_Insert]) -> list[list[tuple[uuid.UUID, bool]]]:
+            caps = chosen[0].caps
+            for other in chosen[1:]:
+                if other.caps:
+                    caps = caps.merge(other.caps)
             stored = await self._store(
                 tenant_id,
                 [item for c in chosen for item in c.items],
                 [m for c in chosen for m in c.max_retries],
                 [t for c in chosen for t in c.ttls],
+                caps,
             )
             parts, start = [], 0
             for insert in chosen:
@@ -120,7 +134,12 @@ class SharedStatements:
         return await _per_group(inserts, lambda i: i.tenant_id, write)
 
     async def _store(
-        self, tenant_id: int, items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]
+        self,
+        tenant_id: int,
+        items: Sequence[EnqueueItem],
+        max_retries: Sequence[int],
+        ttls: Sequence[int],
+        caps: Caps,
     ) -> list[tuple[uuid.UUID, bool]]:
         """Insert in one statement; per input item, its message id and whether the row is new. Items sharing a
         (topic, key) fold into one row with the last one's content (ON CONFLICT cannot touch a row twice)."""
@@ -130,11 +149,13 @@ class SharedStatements:
             and all(item.key is None and item.delay_seconds <= 0 for item in items)
         ):
             ids = uuid7_batch(len(items))
-            await self.repository.copy_batch(tenant_id, ids, items, max_retries)
+            admit = caps.arguments(Counter(item.topic for item in items)) if caps else None
+            await self.repository.copy_batch(tenant_id, ids, items, max_retries, admit)
             return [(message_id, True) for message_id in ids]
         if _uniform(items, max_retries, ttls):
             ids = uuid7_batch(len(items))
-            await self.repository.insert_uniform(tenant_id, ids, items, max_retries[0], ttls[0])
+            admit = caps.arguments(Counter({items[0].topic: len(items)})) if caps else None
+            await self.repository.insert_uniform(tenant_id, ids, items, max_retries[0], ttls[0], admit)
             return [(message_id, True) for message_id in ids]
         rows: list[int] = []  # input positions that become rows
         row_of_key: dict[tuple[str, str], int] = {}
@@ -157,12 +178,16 @@ class SharedStatements:
         # Statements upsert keys in one global order, (topic, key), so that two of them racing over the same keys
         # wait for each other instead of deadlocking.
         order = sorted(range(len(rows)), key=lambda n: (items[rows[n]].topic, items[rows[n]].key or ""))
+        # Every row counts against the caps, even one that will update a pending twin: which rows are new is known
+        # only once they are written, after the gates.
+        admit = caps.arguments(Counter(items[p].topic for p in rows)) if caps else None
         result = await self.repository.insert_batch(
             tenant_id,
             [ids[n] for n in order],
             [folded[rows[n]] for n in order],
             [max_retries[rows[n]] for n in order],
             [ttls[rows[n]] for n in order],
+            admit,
         )
         # A keyed row may have been upserted into an existing message: its id is the stored one.
         by_key = {(r["topic"], r["key"]): (r["id"], r["inserted"]) for r in result if r["key"] is not None}

@@ -37,29 +37,61 @@ VALUES ($2, $1, $3, $4, $5, $6::jsonb, $7, $8, now() + make_interval(secs => $9)
 DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_at = now()
 RETURNING m.id, (m.xmax = 0) AS inserted"""
 
+
+# Capped tenants and topics (a tenant's max_messages or max_topics, a topic's max_depth) admit their rows through
+# `skiplock_admit` (migration 2026_11_22_admission) in the statement that inserts them: the function runs first,
+# as an InitPlan (plan: One-Time Filter on the insert's scan), takes the gates' row locks, and raises SKQ01-03 to
+# refuse, which undoes the whole statement. Statements of uncapped ones carry none of this.
+# Parameters after the statement's own: scopes text[] ('' = the tenant, then topics sorted), rows per scope,
+# caps per scope, max_topics (NULL: none), the statement's topics (checked against max_topics).
+def _admission(first: int) -> tuple[str, str]:
+    """(WITH clause, WHERE condition) that admit a statement's rows; parameters from `$first` on."""
+    p = [f"${first + n}" for n in range(5)]
+    call = f"skiplock_admit($1, {p[0]}::text[], {p[1]}::int8[], {p[2]}::int8[], {p[3]}::int4, {p[4]}::text[])"
+    return f"WITH admitted AS MATERIALIZED (SELECT {call} AS ok)\n", "WHERE (SELECT ok FROM admitted)"
+
+
+ADMIT = "SELECT skiplock_admit($1, $2::text[], $3::int8[], $4::int8[], $5::int4, $6::text[])"
+
+
 # Batch enqueue: one statement for up to `max_batch_size` rows, all or nothing. The caller folds items that share
 # a (topic, key) into one row first (ON CONFLICT cannot touch a row twice in one statement).
 # $2 ids, $3 topics, $4 keys, $5 payloads, $6 metadata, $7 priorities, $8 max_retries, $9 delays, $10 ttls
-MESSAGE_INSERT_BATCH = f"""
+def _insert_batch(admitted: bool) -> str:
+    with_clause, where = _admission(11) if admitted else ("", "")
+    return f"""{with_clause}
 INSERT INTO messages AS m (id, tenant_id, topic, key, payload, metadata, priority, max_retries, available_at,
                            expires_at)
 SELECT u.id, $1, u.topic, u.key, u.payload, u.metadata::jsonb, u.priority, u.max_retries,
        now() + make_interval(secs => u.delay), CASE WHEN u.ttl > 0 THEN now() + make_interval(secs => u.ttl) END
 FROM unnest($2::uuid[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::int2[], $8::int4[], $9::float8[],
             $10::int4[]) AS u(id, topic, key, payload, metadata, priority, max_retries, delay, ttl)
+{where}
 {_KEY_CONFLICT}
 DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_at = now()
 RETURNING m.id, m.topic, m.key, (m.xmax = 0) AS inserted"""
+
+
+MESSAGE_INSERT_BATCH = _insert_batch(admitted=False)
+MESSAGE_INSERT_BATCH_ADMITTED = _insert_batch(admitted=True)
+
 
 # Keyless messages sharing topic, priority, delay, max_retries and TTL (coalesced single enqueues, most batches):
 # three arrays instead of nine, and no conflict arbiter. For 8-row statements 13-23% more rows/s than
 # MESSAGE_INSERT_BATCH. $2 topic, $3 priority, $4 max_retries, $5 delay s, $6 ttl s, $7 ids, $8 payloads,
 # $9 metadata json
-MESSAGE_INSERT_UNIFORM = """
+def _insert_uniform(admitted: bool) -> str:
+    with_clause, where = _admission(10) if admitted else ("", "")
+    return f"""{with_clause}
 INSERT INTO messages (id, tenant_id, topic, payload, metadata, priority, max_retries, available_at, expires_at)
 SELECT u.id, $1, $2, u.payload, u.metadata::jsonb, $3, $4, now() + make_interval(secs => $5),
        CASE WHEN $6 > 0 THEN now() + make_interval(secs => $6) END
-FROM unnest($7::uuid[], $8::bytea[], $9::text[]) AS u(id, payload, metadata)"""
+FROM unnest($7::uuid[], $8::bytea[], $9::text[]) AS u(id, payload, metadata)
+{where}"""
+
+
+MESSAGE_INSERT_UNIFORM = _insert_uniform(admitted=False)
+MESSAGE_INSERT_UNIFORM_ADMITTED = _insert_uniform(admitted=True)
 
 # Batches of keyless messages with no delay and no TTL go in by binary COPY (asyncpg's copy_records_to_table):
 # no per-row executor, no conflict check, no arrays to encode. 15-30% more rows/s than MESSAGE_INSERT_BATCH.

@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from mq.db.models import Grant, Session, Tenant, User
+from mq.db.models import AdmissionGate, Grant, Session, Tenant, User
 from mq.ids import uuid7
 
 
@@ -112,6 +112,11 @@ class TenancyRepository:
                     update(Tenant).where(Tenant.slug == slug).values(**changes, updated_at=func.now()).returning(Tenant)
                 )
             ).scalar_one_or_none()
+            if tenant is not None and "quotas" in changes:
+                # The tenant's gate counted only while max_messages was set: the next capped enqueue recounts.
+                await session.execute(
+                    delete(AdmissionGate).where(AdmissionGate.tenant_id == tenant.id, AdmissionGate.scope == "")
+                )
             await session.commit()
         return None if tenant is None else _tenant_record(tenant)
 
@@ -123,6 +128,7 @@ class TenancyRepository:
         """The tenant and everything it holds, in one transaction (users, grants and configs cascade)."""
         async with self._sessions() as session:
             await session.execute(text("DELETE FROM messages WHERE tenant_id = :t"), {"t": tenant_id})
+            await session.execute(delete(AdmissionGate).where(AdmissionGate.tenant_id == tenant_id))
             await session.execute(delete(Tenant).where(Tenant.id == tenant_id))
             await session.commit()
 

@@ -58,7 +58,7 @@ class TenancyService:
         tenant = await self.repository.update_tenant(slug, changes) if changes else await self.get_tenant(slug)
         if tenant is None:
             raise errors.NotFound(f"no tenant {slug!r}")
-        if "status" in changes:
+        if "status" in changes or "quotas" in changes:
             await self.invalidation.changed()
         return tenant
 

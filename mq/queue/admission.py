@@ -1,0 +1,137 @@
+"""Exact caps on what an enqueue may add: a tenant's `max_messages` and `max_topics`, a topic's `max_depth`.
+
+The counting happens in Postgres, in the statement that inserts the rows (`skiplock_admit`, migration
+`2026_11_22_admission`; docs/semantics.md "Quotas and max_depth"). This module builds that function's arguments
+from the caps in force, turns its refusals into domain errors, and remembers recent refusals for a moment so that
+producers hammering a full queue are answered without a trip to the database.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import asyncpg
+
+from mq import errors
+
+#: A scope refused recently is refused again without asking Postgres for this long (its gate would recount the
+#: scope's live messages each time). Consumers freeing room are seen after at most this delay.
+REFUSAL_MEMO_SECONDS = 0.1
+#: Seconds a refused producer is told to wait (Retry-After).
+RETRY_AFTER_SECONDS = 1
+
+TENANT_SCOPE = ""  # the gate of the whole tenant (max_messages)
+
+#: `skiplock_admit`'s arguments after the tenant id (see `Caps.arguments`)
+AdmitArguments = tuple[list[str], list[int], list[int], int | None, list[str]]
+
+
+class Caps(NamedTuple):
+    """The caps an enqueue must pass. Empty (`NO_CAPS`) for uncapped tenants and topics: they pay nothing."""
+
+    max_messages: int | None = None
+    max_topics: int | None = None
+    #: (topic, max_depth) for the capped topics among those written
+    depths: tuple[tuple[str, int], ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.max_messages is not None or self.max_topics is not None or bool(self.depths)
+
+    def merge(self, other: Caps) -> Caps:
+        """The caps of two requests of one tenant sharing a statement: the tighter of each."""
+        return Caps(
+            _tighter(self.max_messages, other.max_messages),
+            _tighter(self.max_topics, other.max_topics),
+            tuple(sorted({**dict(other.depths), **dict(self.depths)}.items())),
+        )
+
+    def gates(self, rows_per_topic: Counter[str]) -> list[tuple[str, int, int]]:
+        """(scope, rows, cap) of each gate that rows written to these topics pass, in lock order: the tenant's
+        ('') first, then topics sorted."""
+        depth = dict(self.depths)
+        gates = (
+            [(TENANT_SCOPE, sum(rows_per_topic.values()), self.max_messages)] if self.max_messages is not None else []
+        )
+        gates.extend((topic, rows_per_topic[topic], depth[topic]) for topic in sorted(rows_per_topic) if topic in depth)
+        return gates
+
+    def arguments(self, rows_per_topic: Counter[str]) -> AdmitArguments:
+        """`skiplock_admit`'s arguments after the tenant: scopes, rows and cap per scope (see `gates`),
+        max_topics, and the statement's topics."""
+        gates = self.gates(rows_per_topic)
+        topics = sorted(rows_per_topic) if self.max_topics is not None else []
+        return [g[0] for g in gates], [g[1] for g in gates], [g[2] for g in gates], self.max_topics, topics
+
+
+NO_CAPS = Caps()
+
+
+def _tighter(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def refusal(exc: asyncpg.PostgresError) -> errors.SkiplockError | None:
+    """The domain error for a refusal raised by `skiplock_admit`, or None for any other database error."""
+    code = getattr(exc, "sqlstate", None)
+    if code not in ("SKQ01", "SKQ02", "SKQ03"):
+        return None
+    scope = getattr(exc, "detail", None) or ""
+    used_text, _, cap_text = (getattr(exc, "hint", None) or "0/0").partition("/")
+    used, cap = int(used_text), int(cap_text)
+    if code == "SKQ01":
+        return errors.QueueFull(
+            f"topic {scope!r} holds {used} messages and its max_depth is {cap}; retry when consumers made room",
+            details={"topic": scope, "max_depth": cap, "depth": used},
+            retry_after=RETRY_AFTER_SECONDS,
+        )
+    if code == "SKQ02":
+        return errors.QuotaExceeded(
+            f"the tenant holds {used} pending and processing messages and its max_messages quota is {cap}",
+            details={"quota": "max_messages", "limit": cap, "used": used},
+            retry_after=RETRY_AFTER_SECONDS,
+        )
+    return errors.QuotaExceeded(
+        f"the tenant has {used} topics, its max_topics quota; this would create another",
+        details={"quota": "max_topics", "limit": cap, "used": used},
+    )
+
+
+class RefusalMemo:
+    """Live-message refusals of the last `REFUSAL_MEMO_SECONDS`: (tenant, scope) -> what the gate counted then.
+    A request that would not have fitted then is refused again at once; one that would have is sent on."""
+
+    def __init__(self, seconds: float = REFUSAL_MEMO_SECONDS) -> None:
+        self._seconds = seconds
+        self._refused: dict[tuple[int, str], tuple[float, int, int, errors.QueueFull | errors.QuotaExceeded]] = {}
+
+    def check(self, tenant_id: int, gates: Iterable[tuple[str, int, int]]) -> None:
+        """Raise a remembered refusal for any (scope, rows, cap) of `gates` that would not fit."""
+        if not self._refused:
+            return
+        now = time.monotonic()
+        for scope, rows, cap in gates:
+            hit = self._refused.get((tenant_id, scope))
+            if hit is None:
+                continue
+            until, used, then_cap, error = hit
+            if until <= now:
+                del self._refused[(tenant_id, scope)]
+            elif used + rows > min(cap, then_cap):
+                raise copy.copy(error)  # a fresh exception each time: re-raising one object grows its traceback
+
+    def remember(self, tenant_id: int, error: errors.QueueFull | errors.QuotaExceeded) -> None:
+        """Remember a live-message refusal (max_depth, max_messages); max_topics refusals are not."""
+        details = error.details if isinstance(error.details, dict) else {}
+        if isinstance(error, errors.QueueFull):
+            scope, used, cap = str(details["topic"]), int(details["depth"]), int(details["max_depth"])
+        elif details.get("quota") == "max_messages":
+            scope, used, cap = TENANT_SCOPE, int(details["used"]), int(details["limit"])
+        else:
+            return
+        if len(self._refused) >= 10_000:
+            self._refused.clear()
+        self._refused[(tenant_id, scope)] = (time.monotonic() + self._seconds, used, cap, error)

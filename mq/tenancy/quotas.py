@@ -1,0 +1,53 @@
+"""A tenant's quotas as the data plane reads them: from Postgres, cached in process for a few seconds.
+
+A change (PATCH /api/tenants/{slug}) reaches every instance through the same Redis invalidation as credentials
+(`mq.tenancy.invalidation`); the short TTL heals a missed one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import asyncpg
+import msgspec
+
+
+class Quotas(msgspec.Struct, frozen=True, gc=False):
+    """Each quota is optional: None means no limit (see docs/semantics.md, "Quotas and max_depth")."""
+
+    max_topics: int | None = None
+    max_messages: int | None = None
+    max_payload_bytes: int | None = None
+    enqueue_rate: int | None = None
+
+
+NO_QUOTAS = Quotas()
+_TTL_SECONDS = 5.0
+_MAX_ENTRIES = 10_000
+_QUOTAS_OF_TENANT = "SELECT quotas::text FROM tenants WHERE id = $1"
+_DECODER = msgspec.json.Decoder(Quotas)
+
+
+class QuotaCache:
+    def __init__(self, pool: asyncpg.Pool[Any], ttl_seconds: float = _TTL_SECONDS) -> None:
+        self._pool = pool
+        self._ttl = ttl_seconds
+        self._cache: dict[int, tuple[float, Quotas]] = {}
+
+    async def of(self, tenant_id: int) -> Quotas:
+        now = time.monotonic()
+        hit = self._cache.get(tenant_id)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        stored = await self._pool.fetchval(_QUOTAS_OF_TENANT, tenant_id)
+        quotas = _DECODER.decode(stored) if stored else NO_QUOTAS
+        if quotas == NO_QUOTAS:
+            quotas = NO_QUOTAS  # one shared object: `is NO_QUOTAS` is the hot path's test
+        if len(self._cache) >= _MAX_ENTRIES:
+            self._cache.clear()
+        self._cache[tenant_id] = (now + self._ttl, quotas)
+        return quotas
+
+    def forget(self) -> None:
+        self._cache.clear()
