@@ -160,6 +160,21 @@ class StatsResponse(msgspec.Struct):
     topics: list[StatRow]
 
 
+# --- topic configs ------------------------------------------------------------------------------------------------
+
+
+class TopicConfigBody(Strict):
+    """PUT /api/topic-configs/{topic}: the whole config; null or omitted = the global default."""
+
+    max_retries: Annotated[int, Meta(ge=0, le=1000)] | None = None
+    message_ttl_seconds: Annotated[int, Meta(ge=0, le=31_536_000)] | None = None
+    max_depth: Annotated[int, Meta(ge=1, le=2_000_000_000)] | None = None
+    throughput_limit: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
+    visibility_timeout_seconds: Annotated[int, Meta(ge=1, le=43200)] | None = None
+    retry_backoff_seconds: Annotated[list[Annotated[int, Meta(ge=0, le=86400)]], Meta(max_length=32)] | None = None
+    dlq_enabled: bool | None = None
+
+
 # --- tenants and users ---------------------------------------------------------------------------------------------
 
 NonNegative = Annotated[int, Meta(ge=0)]

@@ -9,6 +9,7 @@ import asyncpg
 import redis.asyncio as aioredis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
 from mq.db.engine import create_engine, create_pool
 from mq.queue.configs import TopicConfigs
@@ -32,6 +33,7 @@ class Runtime:
     engine: AsyncEngine
     redis: aioredis.Redis | None
     wakeups: WakeupHub
+    broadcast: Broadcast
     queue: QueueService
     tenancy: TenancyRepository
     auth: Authenticator
@@ -52,10 +54,12 @@ class Runtime:
         )
         wakeups = WakeupHub(settings.database_url)
         await wakeups.start()
+        broadcast = Broadcast(redis, settings.redis_url, settings.database_url, pool)
         messages = MessageRepository(pool)
         quotas = QuotaCache(pool)
         buckets = TokenBuckets(redis, settings.api_instances)
-        queue = QueueService(messages, TopicConfigs(messages, settings), wakeups, settings, quotas, buckets)
+        configs = TopicConfigs(messages, settings, redis, broadcast)
+        queue = QueueService(messages, configs, wakeups, settings, quotas, buckets)
         tenancy = TenancyRepository(engine)
         limiter = LoginLimiter(
             redis,
@@ -69,14 +73,14 @@ class Runtime:
             auth.forget()
             quotas.forget()
 
-        invalidation = AuthInvalidation(redis, settings.redis_url, forget)
-        await invalidation.start()
+        invalidation = AuthInvalidation(broadcast, forget)
+        await broadcast.start()
         await bootstrap(tenancy, settings)
         tenants = TenancyService(tenancy, invalidation)
-        return cls(settings, pool, engine, redis, wakeups, queue, tenancy, auth, invalidation, tenants)
+        return cls(settings, pool, engine, redis, wakeups, broadcast, queue, tenancy, auth, invalidation, tenants)
 
     async def close(self) -> None:
-        await self.invalidation.close()
+        await self.broadcast.close()
         await self.wakeups.close()
         await self.pool.close()
         await self.engine.dispose()

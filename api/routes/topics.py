@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from litestar import Controller, Request, delete, get, post
-from litestar.status_codes import HTTP_200_OK
+from litestar import Controller, Request, delete, get, post, put
+from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.auth import tenant_for
-from api.body import json_post
-from api.schemas import PurgeBody, StatRow, StatsResponse, TopicsResponse
+from api.body import json_post, strict_body
+from api.schemas import PurgeBody, StatRow, StatsResponse, TopicConfigBody, TopicsResponse
 from mq.queue.service import QueueService
 from mq.queue.types import TopicConfig
 from mq.tenancy import grants
@@ -93,3 +93,18 @@ class TopicController(Controller):
     @get("/topic-configs/{topic:str}", summary="One topic's config")
     async def get_config(self, request: AnyRequest, topic: str) -> TopicConfig:
         return await _queue(request).topic_config(tenant_for(request.user, action="read", topic=topic), topic)
+
+    @put(
+        "/topic-configs/{topic:str}",
+        **strict_body(TopicConfigBody),
+        status_code=HTTP_200_OK,
+        summary="Set a topic's config (every field; null or omitted = the global default)",
+    )
+    async def put_config(self, request: AnyRequest, topic: str, data: TopicConfigBody) -> TopicConfig:
+        tenant = tenant_for(request.user, admin_only=True)
+        config = msgspec.convert(msgspec.structs.asdict(data), TopicConfig)
+        return await _queue(request).put_topic_config(tenant, topic, config)
+
+    @delete("/topic-configs/{topic:str}", status_code=HTTP_204_NO_CONTENT, summary="Remove a topic's config")
+    async def delete_config(self, request: AnyRequest, topic: str) -> None:
+        await _queue(request).delete_topic_config(tenant_for(request.user, admin_only=True), topic)

@@ -1,29 +1,70 @@
-"""Topic configuration lookups with an in-process cache; the global defaults fill what a topic leaves unset."""
+"""Topic configuration: two cache tiers in front of Postgres, invalidated on every instance when a config changes.
+
+Tier 1 is in process (at most `_MAX_ENTRIES`, `ttl_seconds`); tier 2 is Redis (`skiplock:topic-config:<tenant>:
+<topic>`, `redis_ttl_seconds`, with negative entries for topics without a config); then Postgres. The hot path
+(every enqueue and dequeue) normally stops at tier 1: a dict lookup.
+
+A write (`changed`, after the config is committed) drops both tiers' entries and broadcasts the (tenant, topic)
+(`mq.broadcast`: Redis pub/sub, Postgres NOTIFY without Redis); every instance drops its tier-1 entry on receipt.
+A missed broadcast (Redis restarting) is healed by the tier-1 TTL, so a config is never stale for long. Readers
+fill tier 2 only where it is empty (SET NX), so a reader that fetched the old row just before a write cannot
+overwrite what a later reader stored; one that does refill it with the old row after the write's delete leaves it
+stale for at most `redis_ttl_seconds`.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 
+import msgspec
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from mq.broadcast import Broadcast
 from mq.queue.repository import MessageRepository
 from mq.queue.types import EffectiveConfig, TopicConfig
 from mq.settings import Settings
 
+log = logging.getLogger(__name__)
+
+CHANNEL = "skiplock:config:invalidate"
 _MAX_ENTRIES = 10_000
+_REDIS_PREFIX = "skiplock:topic-config:"
+_NONE = b"null"  # tier 2's negative entry: the topic has no config
+_DECODER = msgspec.json.Decoder(TopicConfig | None)
 
 
 class TopicConfigs:
-    """Resolves a topic's effective settings. Entries live `ttl_seconds`; a miss costs one primary-key lookup."""
+    """Resolves a topic's own config and its effective settings (the global defaults fill what it leaves unset)."""
 
-    def __init__(self, repository: MessageRepository, settings: Settings, ttl_seconds: float = 5.0) -> None:
+    def __init__(
+        self,
+        repository: MessageRepository,
+        settings: Settings,
+        redis: aioredis.Redis | None = None,
+        broadcast: Broadcast | None = None,
+        ttl_seconds: float = 5.0,
+        redis_ttl_seconds: int = 30,
+    ) -> None:
         self._repository = repository
         self._settings = settings
+        self._redis = redis
+        self._broadcast = broadcast
         self._ttl = ttl_seconds
+        self._redis_ttl = redis_ttl_seconds
+        self._redis_warned = False
         # (tenant, topic) -> (expiry, the topic's own config, its effective config): merged once per fetch
         self._cache: dict[tuple[int, str], tuple[float, TopicConfig | None, EffectiveConfig]] = {}
+        if broadcast is not None:
+            broadcast.on(CHANNEL, self._on_broadcast)
 
     async def get(self, tenant_id: int, topic: str) -> TopicConfig | None:
         """The topic's own overrides, or None when it has no config."""
         return (await self._entry(tenant_id, topic))[1]
+
+    async def effective(self, tenant_id: int, topic: str) -> EffectiveConfig:
+        return (await self._entry(tenant_id, topic))[2]
 
     async def _entry(self, tenant_id: int, topic: str) -> tuple[float, TopicConfig | None, EffectiveConfig]:
         key = (tenant_id, topic)
@@ -31,18 +72,59 @@ class TopicConfigs:
         hit = self._cache.get(key)
         if hit is not None and hit[0] > now:
             return hit
-        row = await self._repository.topic_config(tenant_id, topic)
-        config = TopicConfig(**dict(row)) if row is not None else None
+        redis_key = f"{_REDIS_PREFIX}{tenant_id}:{topic}"
+        stored = await self._redis_get(redis_key)
+        if stored is not None:
+            config = _DECODER.decode(stored)
+        else:
+            row = await self._repository.topic_config(tenant_id, topic)
+            config = TopicConfig(**dict(row)) if row is not None else None
+            await self._redis_fill(redis_key, msgspec.json.encode(config) if config is not None else _NONE)
         if len(self._cache) >= _MAX_ENTRIES:
             self._cache.clear()
         entry = self._cache[key] = (now + self._ttl, config, self.merge(config))
         return entry
 
-    def invalidate(self, tenant_id: int, topic: str) -> None:
+    async def changed(self, tenant_id: int, topic: str) -> None:
+        """A topic's config was written or deleted (and committed): forget it here, in Redis and everywhere."""
         self._cache.pop((tenant_id, topic), None)
+        if self._redis is not None:
+            try:
+                await self._redis.delete(f"{_REDIS_PREFIX}{tenant_id}:{topic}")
+            except (RedisError, OSError) as exc:
+                self._redis_failed(exc)
+        if self._broadcast is not None:
+            await self._broadcast.publish(CHANNEL, f"{tenant_id}:{topic}".encode())
 
-    async def effective(self, tenant_id: int, topic: str) -> EffectiveConfig:
-        return (await self._entry(tenant_id, topic))[2]
+    def _on_broadcast(self, payload: bytes | None) -> None:
+        if payload is None:  # the listener reconnected: anything may have changed meanwhile
+            self._cache.clear()
+            return
+        tenant, _, topic = payload.decode().partition(":")  # topic names have no ':'
+        self._cache.pop((int(tenant), topic), None)
+
+    async def _redis_get(self, key: str) -> bytes | None:
+        if self._redis is None:
+            return None
+        try:
+            value = await self._redis.get(key)
+        except (RedisError, OSError) as exc:
+            self._redis_failed(exc)
+            return None
+        return value if isinstance(value, bytes) else None
+
+    async def _redis_fill(self, key: str, value: bytes) -> None:
+        if self._redis is None:
+            return
+        try:
+            await self._redis.set(key, value, ex=self._redis_ttl, nx=True)
+        except (RedisError, OSError) as exc:
+            self._redis_failed(exc)
+
+    def _redis_failed(self, exc: BaseException) -> None:
+        if not self._redis_warned:
+            log.warning("topic config cache: Redis unreachable (%s); reading configs from Postgres", exc)
+            self._redis_warned = True
 
     def merge(self, config: TopicConfig | None) -> EffectiveConfig:
         s = self._settings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +13,7 @@ import asyncpg
 from mq.ids import uuid7
 from mq.queue import admission, sql
 from mq.queue.admission import AdmitArguments
-from mq.queue.types import EnqueueItem
+from mq.queue.types import EnqueueItem, TopicConfig
 
 Record = asyncpg.Record
 
@@ -192,16 +192,29 @@ class MessageRepository:
         )
         return value
 
-    async def requeue(self, tenant_id: int, message_id: uuid.UUID, default_max_retries: int) -> str | None:
-        """The original topic the message went back to, or None when it is not a requeueable DLQ message.
+    async def requeue(
+        self, tenant_id: int, message_id: uuid.UUID, default_max_retries: int, depth_cap: DepthCap
+    ) -> str | None:
+        """The original topic the message went back to, or None when it is not a requeueable DLQ message. A
+        capped original topic must have room (QueueFull otherwise, and nothing moves).
 
         Raises asyncpg.UniqueViolationError when the original topic holds a pending twin of the same key.
         """
-        topic: str | None = await self.pool.fetchval(sql.MESSAGE_REQUEUE, tenant_id, message_id, default_max_retries)
-        return topic
+        async with self.pool.acquire() as conn, conn.transaction():
+            topic: str | None = await conn.fetchval(sql.MESSAGE_REQUEUE, tenant_id, message_id, default_max_retries)
+            if topic is not None:
+                await _admit_moved(conn, tenant_id, topic, 1, depth_cap)
+            return topic
 
-    async def requeue_topic(self, tenant_id: int, dlq_topic: str, default_max_retries: int) -> int:
-        return len(await self.pool.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, default_max_retries))
+    async def requeue_topic(
+        self, tenant_id: int, dlq_topic: str, topic: str, default_max_retries: int, depth_cap: DepthCap
+    ) -> int:
+        """Every pending message of `dlq_topic` back to `topic`, all or none when `topic` is capped."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            moved = len(await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, default_max_retries))
+            if moved:
+                await _admit_moved(conn, tenant_id, topic, moved, depth_cap)
+            return moved
 
     async def get(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_GET, tenant_id, message_id)
@@ -236,8 +249,52 @@ class MessageRepository:
     async def topic_config(self, tenant_id: int, topic: str) -> Record | None:
         return await self.pool.fetchrow(sql.TOPIC_CONFIG_GET, tenant_id, topic)
 
+    async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig, max_topics: int | None) -> Record:
+        """Create or replace; a topic new to the tenant must fit `max_topics` (QuotaExceeded otherwise)."""
+        try:
+            row = await self.pool.fetchrow(
+                sql.TOPIC_CONFIG_PUT,
+                tenant_id,
+                topic,
+                config.max_retries,
+                config.message_ttl_seconds,
+                config.max_depth,
+                config.throughput_limit,
+                config.visibility_timeout_seconds,
+                config.retry_backoff_seconds,
+                config.dlq_enabled,
+                max_topics,
+            )
+        except asyncpg.PostgresError as exc:
+            _raise_refusal(exc)
+            raise
+        assert row is not None
+        stored: Record = row
+        return stored
+
+    async def delete_topic_config(self, tenant_id: int, topic: str) -> bool:
+        return await self.pool.fetchval(sql.TOPIC_CONFIG_DELETE, tenant_id, topic) is not None
+
     async def topic_configs(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)
+
+
+#: A topic's max_depth, or None when it has none (the topic configs' cache answers it).
+DepthCap = Callable[[str], Awaitable[int | None]]
+
+
+async def _admit_moved(
+    conn: asyncpg.pool.PoolConnectionProxy[Any], tenant_id: int, topic: str, rows: int, depth_cap: DepthCap
+) -> None:
+    """Pass rows moved into `topic` (a DLQ requeue) through its max_depth gate, in the moving transaction."""
+    cap = await depth_cap(topic)
+    if cap is None:
+        return
+    try:
+        await conn.execute(sql.ADMIT, tenant_id, [topic], [rows], [cap], None, [])
+    except asyncpg.PostgresError as exc:
+        _raise_refusal(exc)
+        raise
 
 
 def _raise_refusal(exc: asyncpg.PostgresError) -> None:

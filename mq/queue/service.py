@@ -11,7 +11,7 @@ import contextlib
 import math
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import asyncpg
@@ -138,17 +138,21 @@ class QueueService:
         check_topic(topic, for_enqueue=False)
         config = await self.configs.effective(tenant_id, topic)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
+        rate = config.throughput_limit
         if wait_seconds <= 0:
-            return self._views(await self.shared.dequeue(tenant_id, topic, count, visibility))
+            return self._views((await self._lease(tenant_id, topic, count, visibility, rate))[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         with self.wakeups.waiter(tenant_id, topic) as woken:
             while True:
                 woken.clear()
-                rows = await self.shared.dequeue(tenant_id, topic, count, visibility)
+                rows, throttled_for = await self._lease(tenant_id, topic, count, visibility, rate)
                 remaining = deadline - loop.time()
                 if rows or remaining <= 0:
                     return self._views(rows)
+                if throttled_for > 0:  # the topic's throughput limit: wait for tokens, not for messages
+                    await asyncio.sleep(min(remaining, throttled_for))
+                    continue
                 until_next = await self.repository.seconds_until_next_available(tenant_id, topic)
                 timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
                 if until_next is not None:
@@ -157,6 +161,23 @@ class QueueService:
                     await asyncio.wait_for(woken.wait(), timeout)
                 if self.wakeups.closing:
                     return []
+
+    async def _lease(
+        self, tenant_id: int, topic: str, count: int, visibility: int, rate: int | None
+    ) -> tuple[list[Any], float]:
+        """Lease up to `count` messages, as many as the topic's throughput limit allows now (a Redis token
+        bucket shared by every instance; tokens not used are given back). Returns the rows and, when the limit
+        allowed none, the seconds until it will."""
+        if rate is None:
+            return await self.shared.dequeue(tenant_id, topic, count, visibility), 0.0
+        bucket = f"dequeue:{tenant_id}:{topic}"
+        granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
+        if not granted:
+            return [], wait
+        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility)
+        if len(rows) < granted:
+            await self.buckets.give_back(bucket, rate, granted - len(rows))
+        return rows, 0.0
 
     @staticmethod
     def _views(rows: Sequence[Any]) -> list[MessageView]:
@@ -253,12 +274,20 @@ class QueueService:
 
     # --- dead letters ------------------------------------------------------------------------------------------
 
+    def _depth_cap_of(self, tenant_id: int) -> Callable[[str], Awaitable[int | None]]:
+        async def depth_cap(topic: str) -> int | None:
+            return (await self.configs.effective(tenant_id, topic)).max_depth
+
+        return depth_cap
+
     async def requeue(self, tenant_id: int, message_id: str) -> None:
         mid, _ = _ids(message_id, None)
         if mid is None:
             raise errors.MessageNotFound()
         try:
-            topic = await self.repository.requeue(tenant_id, mid, self.settings.max_retries)
+            topic = await self.repository.requeue(
+                tenant_id, mid, self.settings.max_retries, self._depth_cap_of(tenant_id)
+            )
         except asyncpg.UniqueViolationError:
             raise errors.KeyConflict("the original topic holds a pending message with the same key") from None
         if topic is not None:
@@ -276,7 +305,9 @@ class QueueService:
         """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted."""
         check_topic(topic, for_enqueue=False)
         base = topic[: -len(DLQ_SUFFIX)] if topic.endswith(DLQ_SUFFIX) else topic
-        count = await self.repository.requeue_topic(tenant_id, base + DLQ_SUFFIX, self.settings.max_retries)
+        count = await self.repository.requeue_topic(
+            tenant_id, base + DLQ_SUFFIX, base, self.settings.max_retries, self._depth_cap_of(tenant_id)
+        )
         if count:
             self.wakeups.published(tenant_id, [base])
         return count
@@ -333,6 +364,21 @@ class QueueService:
         if config is None:
             raise errors.NotFound(f"topic {topic!r} has no config")
         return config
+
+    async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig) -> TopicConfig:
+        """Create or replace a topic's config; every instance uses it from its next operation on. A topic new to
+        the tenant must fit its max_topics quota. Dead-letter topics take their topic's config."""
+        check_topic(topic, for_enqueue=True)
+        quotas = await self.quotas.of(tenant_id) if self.quotas is not None else NO_QUOTAS
+        row = await self.repository.put_topic_config(tenant_id, topic, config, quotas.max_topics)
+        await self.configs.changed(tenant_id, topic)
+        return TopicConfig(**dict(row))
+
+    async def delete_topic_config(self, tenant_id: int, topic: str) -> None:
+        check_topic(topic, for_enqueue=False)
+        if not await self.repository.delete_topic_config(tenant_id, topic):
+            raise errors.NotFound(f"topic {topic!r} has no config")
+        await self.configs.changed(tenant_id, topic)
 
     async def topics(self, tenant_id: int) -> list[TopicSummary]:
         rows = await self.repository.topic_summaries(tenant_id)

@@ -344,6 +344,32 @@ SELECT max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility
        retry_backoff_seconds, dlq_enabled
 FROM topic_configs WHERE tenant_id = $1 AND topic = $2"""
 
+_CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
+    retry_backoff_seconds, dlq_enabled"""
+
+# Create or replace a topic's config (every field; NULL = the global default). A topic new to the tenant passes
+# max_topics first ($10, NULL: none; see `_admission`). The topic's max_depth gate is dropped: the next capped
+# enqueue recounts (a cap set after a time without one must not trust a bound nobody kept).
+# $2 topic, $3 max_retries, $4 ttl s, $5 max_depth, $6 throughput_limit, $7 visibility s, $8 backoff, $9 dlq
+TOPIC_CONFIG_PUT = f"""
+WITH admitted AS MATERIALIZED (
+    SELECT skiplock_admit($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
+), gate AS (
+    DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2 AND (SELECT ok FROM admitted)
+)
+INSERT INTO topic_configs AS tc (tenant_id, topic, {_CONFIG_COLUMNS})
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE (SELECT ok FROM admitted)
+ON CONFLICT (tenant_id, topic) DO UPDATE SET
+    max_retries = EXCLUDED.max_retries, message_ttl_seconds = EXCLUDED.message_ttl_seconds,
+    max_depth = EXCLUDED.max_depth, throughput_limit = EXCLUDED.throughput_limit,
+    visibility_timeout_seconds = EXCLUDED.visibility_timeout_seconds,
+    retry_backoff_seconds = EXCLUDED.retry_backoff_seconds, dlq_enabled = EXCLUDED.dlq_enabled, updated_at = now()
+RETURNING {_CONFIG_COLUMNS}"""
+
+TOPIC_CONFIG_DELETE = """
+WITH gate AS (DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2)
+DELETE FROM topic_configs WHERE tenant_id = $1 AND topic = $2 RETURNING topic"""
+
 TOPIC_CONFIG_LIST = """
 SELECT topic, max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
        retry_backoff_seconds, dlq_enabled

@@ -1,0 +1,147 @@
+"""Small messages to every instance: "drop what you cached about X".
+
+Published on Redis pub/sub; where no Redis is configured, or a publish to it fails, on Postgres NOTIFY instead.
+Every instance listens on both, so a message arrives whichever way it was sent (the publisher receives its own
+too). Handlers must be idempotent and cheap: they run on the event loop for each message, and once with `None`
+after a listener (re)connects, since messages may have been missed while it was away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from mq.db.engine import asyncpg_dsn
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[bytes | None], None]
+_RETRY_SECONDS = 1.0
+_NOTIFY = "SELECT pg_notify($1, $2)"
+
+
+def _pg_channel(channel: str) -> str:
+    """Postgres channel names are identifiers: `skiplock:config:invalidate` -> `skiplock_config_invalidate`."""
+    return channel.replace(":", "_").replace("-", "_")
+
+
+class Broadcast:
+    def __init__(
+        self, redis: aioredis.Redis | None, redis_url: str | None, database_url: str, pool: asyncpg.Pool[Any]
+    ) -> None:
+        """`redis` publishes; the Redis subscriber gets its own connection from `redis_url` (without the shared
+        client's read timeout: a quiet channel is not an error), the Postgres listener its own from
+        `database_url`; Postgres notifications are sent through `pool`."""
+        self._redis = redis
+        self._redis_url = redis_url
+        self._dsn = asyncpg_dsn(database_url)
+        self._pool = pool
+        self._handlers: dict[str, list[Handler]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subscriber: aioredis.Redis | None = None
+        self._pg: asyncpg.Connection[Any] | None = None
+        self._warned = False
+
+    def on(self, channel: str, handler: Handler) -> None:
+        """Call `handler(payload)` for each message on `channel` (register before `start`)."""
+        self._handlers.setdefault(channel, []).append(handler)
+
+    async def start(self) -> None:
+        if self._redis_url:
+            self._subscriber = aioredis.from_url(
+                self._redis_url, socket_timeout=None, socket_connect_timeout=2, health_check_interval=30
+            )
+            self._tasks.append(asyncio.create_task(self._listen_redis(self._subscriber), name="broadcast-redis"))
+        self._tasks.append(asyncio.create_task(self._listen_postgres(), name="broadcast-postgres"))
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._subscriber is not None:
+            await self._subscriber.aclose()
+        if self._pg is not None:
+            with contextlib.suppress(Exception):
+                await self._pg.close(timeout=2)
+
+    async def publish(self, channel: str, payload: bytes) -> None:
+        """Send to every instance; never raises (a lost message is healed by the receivers' cache TTLs)."""
+        if self._redis is not None:
+            try:
+                await self._redis.publish(channel, payload)
+            except (RedisError, OSError) as exc:
+                if not self._warned:
+                    log.warning("cannot publish on Redis (%s); sending invalidations through Postgres", exc)
+                    self._warned = True
+            else:
+                return
+        try:
+            await self._pool.execute(_NOTIFY, _pg_channel(channel), payload.decode())
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.warning("cannot publish an invalidation on %s: %s; caches catch up within their TTL", channel, exc)
+
+    def _dispatch(self, channel: str, payload: bytes | None) -> None:
+        for handler in self._handlers.get(channel, ()):
+            try:
+                handler(payload)
+            except Exception:
+                log.exception("broadcast handler for %s failed", channel)
+
+    def _dispatch_all(self) -> None:
+        for channel in self._handlers:
+            self._dispatch(channel, None)
+
+    async def _listen_redis(self, redis: aioredis.Redis) -> None:
+        first = True
+        while True:
+            pubsub = redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(*self._handlers)
+                if not first:
+                    self._dispatch_all()  # something may have been published while we were not listening
+                first = False
+                async for message in pubsub.listen():
+                    if message and message.get("type") == "message":
+                        channel = message["channel"]
+                        self._dispatch(channel.decode() if isinstance(channel, bytes) else channel, message["data"])
+            except (RedisError, OSError) as exc:
+                log.debug("broadcast: Redis subscriber %s; resubscribing", exc)
+                await asyncio.sleep(_RETRY_SECONDS)
+            finally:
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _listen_postgres(self) -> None:
+        by_pg_channel = {_pg_channel(c): c for c in self._handlers}
+
+        def received(_conn: object, _pid: int, pg_channel: str, payload: object) -> None:
+            self._dispatch(by_pg_channel[pg_channel], str(payload).encode())
+
+        first = True
+        while True:
+            try:
+                conn = await asyncpg.connect(self._dsn)
+                for pg_channel in by_pg_channel:
+                    await conn.add_listener(pg_channel, received)
+                self._pg = conn
+                if not first:
+                    self._dispatch_all()
+                first = False
+                while True:  # notifications arrive by themselves; a query now and then finds a dead connection
+                    await asyncio.sleep(_RETRY_SECONDS * 5)
+                    await conn.execute("SELECT 1", timeout=5)
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.debug("broadcast: Postgres listener %s; reconnecting", exc)
+            if self._pg is not None:
+                with contextlib.suppress(Exception):
+                    self._pg.terminate()
+            self._pg = None
+            await asyncio.sleep(_RETRY_SECONDS)
