@@ -6,11 +6,13 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3),
-SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth). Raw and API rounds alternate, so both see the
-same machine weather; the ratio is the median of the per-round ratios.
+SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs). Raw and API rounds alternate, so
+both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
-replaced by a fixed caller (`bench.noauth`, a second server on the same database), request for request.
+replaced by a fixed caller (`bench.noauth`, a second server on the same database), request for request. The
+configs part compares requests on a capped (max_depth) or throughput-limited topic with the same requests on an
+unconfigured topic of the same server.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ ROUNDS = int(os.environ.get("SKIPLOCK_BENCH_ROUNDS", "3"))
 PAYLOAD = os.urandom(int(os.environ.get("SKIPLOCK_BENCH_PAYLOAD_BYTES", "100")))
 PAYLOAD_B64 = base64.b64encode(PAYLOAD).decode()
 ADMIN = ("bench-admin", "bench-admin-password")
-# Which comparisons to run: "sql" (the API against raw SQL), "auth" (Basic auth against no check at all).
-PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth").split(","))
+# Which comparisons to run: "sql" (the API against raw SQL), "auth" (Basic auth against no check at all),
+# "configs" (a capped or throughput-limited topic against an unconfigured one).
+PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs").split(","))
 TENANT = "bench"
 
 RAW_SCHEMA = """
@@ -383,6 +386,114 @@ async def measure_auth(
     return rows
 
 
+async def measure_topic_configs(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int) -> list[dict[str, Any]]:
+    """What a topic config costs: the same requests on a topic with a max_depth (never reached) or a
+    throughput_limit (far above the achievable rate) and on an unconfigured topic, in interleaved rounds."""
+    host, port = base_url.removeprefix("http://").split(":")
+    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
+    for c in http:
+        await c.connect()
+    for topic, config in (
+        ("bench-capped", {"max_depth": 1_000_000_000}),
+        ("bench-limited", {"throughput_limit": 1_000_000}),
+    ):
+        status, _ = await http[0].request("PUT", f"/api/topic-configs/{topic}", config)
+        assert status == 200, status
+
+    def enqueue_one(topic: str) -> Callable[[HttpConnection], Awaitable[int]]:
+        body = msgspec.json.encode({"topic": topic, "payload": PAYLOAD_B64})
+
+        async def op(c: HttpConnection) -> int:
+            status, _ = await c.request("POST", "/api/messages", body)
+            assert status == 201, status
+            return 1
+
+        return op
+
+    def enqueue_100(topic: str) -> Callable[[HttpConnection], Awaitable[int]]:
+        body = msgspec.json.encode({"topic": topic, "messages": [{"payload": PAYLOAD_B64}] * 100})
+
+        async def op(c: HttpConnection) -> int:
+            status, _ = await c.request("POST", "/api/messages/batch", body)
+            assert status == 201, status
+            return 100
+
+        return op
+
+    def dequeue_100_ack(topic: str) -> Callable[[HttpConnection], Awaitable[int]]:
+        body = msgspec.json.encode({"topic": topic, "count": 100})
+
+        async def op(c: HttpConnection) -> int:
+            status, answer = await c.request("POST", "/api/messages/dequeue", body)
+            assert status == 200, status
+            if not answer["messages"]:
+                return 0
+            acks = [{"id": m["id"], "receipt": m["receipt"]} for m in answer["messages"]]
+            status, _ = await c.request("POST", "/api/messages/ack", {"acks": acks})
+            assert status == 200, status
+            return len(acks)
+
+        return op
+
+    async def empty() -> None:
+        await pool.execute("TRUNCATE messages")
+
+    def prefilled(topic: str) -> Callable[[], Awaitable[None]]:
+        async def setup() -> None:
+            await empty()
+            n = int(30_000 * SECONDS)
+            for start in range(0, n, 10_000):
+                await pool.execute(
+                    """INSERT INTO messages (id, tenant_id, topic, payload, max_retries)
+                       SELECT u, $1, $2, $3, 3 FROM unnest($4::uuid[]) AS u""",
+                    tenant_id,
+                    topic,
+                    PAYLOAD,
+                    uuid7_batch(min(10_000, n - start)),
+                )
+            await pool.execute("VACUUM ANALYZE messages")
+
+        return setup
+
+    pairs = [
+        ("capped_single_enqueue", empty, enqueue_one("bench-plain"), empty, enqueue_one("bench-capped")),
+        ("capped_batch_enqueue_100", empty, enqueue_100("bench-plain"), empty, enqueue_100("bench-capped")),
+        (
+            "limited_dequeue_100_ack",
+            prefilled("bench-plain"),
+            dequeue_100_ack("bench-plain"),
+            prefilled("bench-limited"),
+            dequeue_100_ack("bench-limited"),
+        ),
+    ]
+    rows = []
+    try:
+        for key, base_setup, base_op, setup, op in pairs:
+            bases, apis, ratios = [], [], []
+            for _ in range(ROUNDS):
+                await base_setup()
+                bases.append(await run_clients(f"unconfigured {key}", http, base_op))
+                await setup()
+                apis.append(await run_clients(f"configured {key}", http, op))
+                ratios.append(apis[-1].rate / bases[-1].rate if bases[-1].rate else 0.0)
+            rows.append(
+                {
+                    "workload": key,
+                    "target": 0.9,
+                    "baseline": "the same requests on an unconfigured topic",
+                    "raw": merged(bases),
+                    "api": merged(apis),
+                    "ratio": round(statistics.median(ratios), 3),
+                    "ratios": [round(r, 3) for r in ratios],
+                }
+            )
+            print(f"  {key}: ratios {rows[-1]['ratios']}", flush=True)
+    finally:
+        for c in http:
+            await c.close()
+    return rows
+
+
 def merged(results: list[Result]) -> Result:
     out = Result(results[0].name)
     for r in results:
@@ -462,6 +573,8 @@ async def main() -> None:
         rows = await measure(pool, base, tenant_id) if "sql" in PARTS else []
         if "auth" in PARTS:
             rows += await measure_auth(pool, base, noauth_base, (proc.pid, noauth_proc.pid))
+        if "configs" in PARTS:
+            rows += await measure_topic_configs(pool, base, tenant_id)
     finally:
         await pool.close()
         for p in (proc, noauth_proc):
@@ -494,8 +607,9 @@ def report(rows: list[dict[str, Any]]) -> None:
             f"{row['target']:>6.2f} {mark}"
         )
     print(
-        "\nratio: median over the rounds of API msg/s / raw msg/s (auth_*: Basic auth / the same API without the "
-        "auth check; req/s); msg/s and latencies pool all rounds"
+        "\nratio: median over the rounds of API msg/s / raw msg/s; for auth_*, Basic auth / the same API without "
+        "the auth check (raw columns: without); for capped_* and limited_*, configured / unconfigured topic (raw "
+        "columns: unconfigured). msg/s and latencies pool all rounds"
     )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)

@@ -6,12 +6,17 @@ Revises: 2026_11_22_sessions
 Create Date: 2026-11-22
 
 How a cap stays exact without counting on every enqueue (docs/semantics.md, "Quotas and max_depth"): each capped
-scope (a topic, or '' for the whole tenant) has one `admission_gates` row whose `bound` is never below the scope's
-live (pending + processing) messages. An enqueue adds its rows to the bound in the same statement that inserts
-them, while the bound stays within the cap: one primary-key update, whose row lock orders concurrent enqueues of
-the scope. Acks, nacks and reapers never touch the gate, so the bound only overestimates; when an enqueue would
-push it past the cap, the gate recounts the scope's live messages under its lock (the only time anything is
-counted) and either admits with the exact count or refuses. Enqueues of uncapped scopes never reach this code.
+scope (a topic, or '' for the whole tenant) has 32 rows (stripes) in `admission_gates`. Each stripe has an allowance
+(`alloc`), and the allowances add up to the cap; each stripe's `bound` counts the rows admitted through it and
+stays within its allowance, so the bounds add up to at most the cap, and never to less than the scope's live
+(pending + processing) messages. An enqueue adds its rows to the bound of one stripe (its connection's) in the
+same statement that inserts them: one primary-key update, whose row lock is held to commit, so concurrent
+enqueues on different connections rarely wait for each other (one row for the whole scope serialised them, and
+their commits: batch enqueue into a capped topic ran at half the uncapped rate). Acks, nacks and reapers never
+touch the gates, so the bounds only overestimate. When a stripe's allowance runs out, the enqueue locks every
+stripe of the scope, counts its live messages (the only time anything is counted), and either refuses or
+rebalances: its own stripe's bound becomes the count plus its rows, the others' zero, and the room left is split
+evenly between the allowances. Enqueues of uncapped scopes never reach this code.
 """
 
 from alembic import op
@@ -28,9 +33,12 @@ CREATE FUNCTION skiplock_admit(p_tenant bigint, p_scopes text[], p_counts bigint
                                p_max_topics integer, p_topics text[])
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
+    stripes constant integer := 32;
+    mine constant integer := pg_backend_pid() % stripes;
     i integer;
-    bound_now bigint;
+    n bigint;
     live bigint;
+    room bigint;
     fresh integer;
     existing bigint;
 BEGIN
@@ -38,7 +46,8 @@ BEGIN
     -- and only when a topic of this statement is new to the tenant.
     IF p_max_topics IS NOT NULL
        AND EXISTS (SELECT FROM unnest(p_topics) AS t(topic) WHERE NOT skiplock_topic_exists(p_tenant, t.topic)) THEN
-        INSERT INTO admission_gates (tenant_id, scope, bound) VALUES (p_tenant, '#topics', 0) ON CONFLICT DO NOTHING;
+        INSERT INTO admission_gates (tenant_id, scope, stripe, bound, alloc) VALUES (p_tenant, '#topics', 0, 0, 0)
+        ON CONFLICT DO NOTHING;
         PERFORM FROM admission_gates WHERE tenant_id = p_tenant AND scope = '#topics' FOR UPDATE;
         -- Under the lock, every statement that created a topic before us has committed: look again.
         SELECT count(*) INTO fresh FROM unnest(p_topics) AS t(topic)
@@ -52,36 +61,34 @@ BEGIN
         END IF;
     END IF;
 
-    -- Live-message caps, in the caller's order ('' first, then topics sorted).
+    -- Live-message caps, in the caller's order ('' first, then topics sorted; stripes in order within a scope).
     FOR i IN 1 .. coalesce(array_length(p_scopes, 1), 0) LOOP
-        LOOP
-            UPDATE admission_gates SET bound = bound + p_counts[i]
-            WHERE tenant_id = p_tenant AND scope = p_scopes[i] AND bound + p_counts[i] <= p_caps[i];
-            EXIT WHEN FOUND;
-            SELECT bound INTO bound_now FROM admission_gates
-            WHERE tenant_id = p_tenant AND scope = p_scopes[i] FOR UPDATE;
-            IF p_scopes[i] = '' THEN
-                SELECT count(*) INTO live FROM messages
-                WHERE tenant_id = p_tenant AND status IN ('pending', 'processing');
-            ELSE
-                SELECT count(*) INTO live FROM messages
-                WHERE tenant_id = p_tenant AND topic = p_scopes[i] AND status IN ('pending', 'processing');
-            END IF;
-            IF live + p_counts[i] > p_caps[i] THEN
-                RAISE EXCEPTION USING ERRCODE = CASE WHEN p_scopes[i] = '' THEN 'SKQ02' ELSE 'SKQ01' END,
-                    MESSAGE = 'cap reached', DETAIL = p_scopes[i], HINT = live || '/' || p_caps[i];
-            END IF;
-            IF bound_now IS NOT NULL THEN
-                UPDATE admission_gates SET bound = live + p_counts[i]
-                WHERE tenant_id = p_tenant AND scope = p_scopes[i];
-                EXIT;
-            END IF;
-            -- No gate yet: create it with the count just taken. A statement that created it meanwhile has
-            -- committed its rows by the time ON CONFLICT gives up; start over through its gate.
-            INSERT INTO admission_gates (tenant_id, scope, bound) VALUES (p_tenant, p_scopes[i], live + p_counts[i])
-            ON CONFLICT DO NOTHING;
-            EXIT WHEN FOUND;
-        END LOOP;
+        n := p_counts[i];
+        UPDATE admission_gates SET bound = bound + n
+        WHERE tenant_id = p_tenant AND scope = p_scopes[i] AND stripe = mine AND bound + n <= alloc;
+        CONTINUE WHEN FOUND;
+        -- This stripe's allowance is used up (or the gate is new): take every stripe, count, rebalance.
+        INSERT INTO admission_gates (tenant_id, scope, stripe, bound, alloc)
+        SELECT p_tenant, p_scopes[i], s, 0, 0 FROM generate_series(0, stripes - 1) AS s
+        ON CONFLICT DO NOTHING;
+        PERFORM FROM admission_gates WHERE tenant_id = p_tenant AND scope = p_scopes[i] ORDER BY stripe FOR UPDATE;
+        IF p_scopes[i] = '' THEN
+            SELECT count(*) INTO live FROM messages
+            WHERE tenant_id = p_tenant AND status IN ('pending', 'processing');
+        ELSE
+            SELECT count(*) INTO live FROM messages
+            WHERE tenant_id = p_tenant AND topic = p_scopes[i] AND status IN ('pending', 'processing');
+        END IF;
+        IF live + n > p_caps[i] THEN
+            RAISE EXCEPTION USING ERRCODE = CASE WHEN p_scopes[i] = '' THEN 'SKQ02' ELSE 'SKQ01' END,
+                MESSAGE = 'cap reached', DETAIL = p_scopes[i], HINT = live || '/' || p_caps[i];
+        END IF;
+        room := p_caps[i] - live - n;
+        UPDATE admission_gates AS g
+        SET bound = CASE WHEN g.stripe = mine THEN live + n ELSE 0 END,
+            alloc = CASE WHEN g.stripe = mine THEN live + n ELSE 0 END + room / stripes
+                    + CASE WHEN g.stripe < room % stripes THEN 1 ELSE 0 END
+        WHERE g.tenant_id = p_tenant AND g.scope = p_scopes[i];
     END LOOP;
     RETURN true;
 END $$"""
@@ -132,8 +139,10 @@ def upgrade() -> None:
     CREATE TABLE admission_gates (
         tenant_id  bigint NOT NULL,
         scope      text NOT NULL,
+        stripe     smallint NOT NULL,
         bound      bigint NOT NULL,
-        PRIMARY KEY (tenant_id, scope)
+        alloc      bigint NOT NULL,
+        PRIMARY KEY (tenant_id, scope, stripe)
     )""")
     op.execute(TOPIC_EXISTS)
     op.execute(TOPIC_COUNT)

@@ -119,15 +119,17 @@ class TopicConfig(Base):
 
 
 class AdmissionGate(Base):
-    """An exact cap's gate (migration `2026_11_22_admission`): `bound` is never below the live messages of
-    `scope`, a topic or '' for the whole tenant; '#topics' is the lock that orders the creation of new topics.
-    Only the SQL function `skiplock_admit` reads and writes it."""
+    """One stripe of an exact cap's gate (migration `2026_11_22_admission`): the rows admitted through it
+    (`bound`) and its share of the cap (`alloc`). `scope` is a topic, '' for the whole tenant, or '#topics', the
+    lock that orders the creation of new topics. Only the SQL function `skiplock_admit` reads and writes it."""
 
     __tablename__ = "admission_gates"
 
     tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    stripe: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
     bound: Mapped[int] = mapped_column(BigInteger)
+    alloc: Mapped[int] = mapped_column(BigInteger)
 
 
 class Message(Base):

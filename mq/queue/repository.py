@@ -201,9 +201,12 @@ class MessageRepository:
         Raises asyncpg.UniqueViolationError when the original topic holds a pending twin of the same key.
         """
         async with self.pool.acquire() as conn, conn.transaction():
+            # The gate first, as an enqueue takes it: after the row it would wait in a cycle with an enqueue
+            # that holds the gate and upserts the same key.
+            original = await conn.fetchval(sql.MESSAGE_ORIGINAL_TOPIC, tenant_id, message_id)
+            if original is not None:
+                await _admit_moved(conn, tenant_id, original, 1, depth_cap)
             topic: str | None = await conn.fetchval(sql.MESSAGE_REQUEUE, tenant_id, message_id, default_max_retries)
-            if topic is not None:
-                await _admit_moved(conn, tenant_id, topic, 1, depth_cap)
             return topic
 
     async def requeue_topic(
@@ -211,10 +214,11 @@ class MessageRepository:
     ) -> int:
         """Every pending message of `dlq_topic` back to `topic`, all or none when `topic` is capped."""
         async with self.pool.acquire() as conn, conn.transaction():
-            moved = len(await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, default_max_retries))
-            if moved:
-                await _admit_moved(conn, tenant_id, topic, moved, depth_cap)
-            return moved
+            if await depth_cap(topic) is not None:
+                waiting = await conn.fetchval(sql.MESSAGE_DLQ_PENDING, tenant_id, dlq_topic)
+                if waiting:
+                    await _admit_moved(conn, tenant_id, topic, waiting, depth_cap)
+            return len(await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, default_max_retries))
 
     async def get(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_GET, tenant_id, message_id)
@@ -286,7 +290,8 @@ DepthCap = Callable[[str], Awaitable[int | None]]
 async def _admit_moved(
     conn: asyncpg.pool.PoolConnectionProxy[Any], tenant_id: int, topic: str, rows: int, depth_cap: DepthCap
 ) -> None:
-    """Pass rows moved into `topic` (a DLQ requeue) through its max_depth gate, in the moving transaction."""
+    """Pass rows about to move into `topic` (a DLQ requeue) through its max_depth gate, in the moving
+    transaction. Counting rows that then do not move only makes the gate's bound overestimate."""
     cap = await depth_cap(topic)
     if cap is None:
         return

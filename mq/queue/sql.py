@@ -231,6 +231,12 @@ UPDATE messages AS m SET {_RESTORE_FROM_DLQ}
 WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL AND m.status IN ('pending', 'failed')
 RETURNING m.topic"""
 
+# Before a requeue into a capped topic: the topic it would go to, and how many messages a DLQ holds pending.
+MESSAGE_ORIGINAL_TOPIC = "SELECT original_topic FROM messages WHERE tenant_id = $1 AND id = $2"
+MESSAGE_DLQ_PENDING = """
+SELECT count(*) FROM messages
+WHERE tenant_id = $1 AND topic = $2 AND status = 'pending' AND original_topic IS NOT NULL"""
+
 # Requeue every pending message of a DLQ. Messages whose key has a pending twin in the original topic stay in the
 # DLQ (requeueing would break the one-pending-per-key rule); among DLQ messages sharing a key the newest goes.
 # $2 dlq topic, $3 default max_retries
