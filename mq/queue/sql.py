@@ -39,16 +39,30 @@ RETURNING m.id, (m.xmax = 0) AS inserted"""
 
 
 # Capped tenants and topics (a tenant's max_messages or max_topics, a topic's max_depth) admit their rows through
-# `skiplock_admit` (migration 2026_11_22_admission) in the statement that inserts them: the function runs first,
-# as an InitPlan (plan: One-Time Filter on the insert's scan), takes the gates' row locks, and raises SKQ01-03 to
-# refuse, which undoes the whole statement. Statements of uncapped ones carry none of this.
+# their gates (migration 2026_11_22_admission) in the statement that inserts them, first, as an InitPlan (plan:
+# One-Time Filter on the insert's scan). The common case, one gate and no max_topics, is tried right here: one
+# update of this connection's stripe (32 stripes, as in `skiplock_admit`). Anything else, or a stripe without
+# room, goes to `skiplock_admit`, which takes the gates' row locks and raises SKQ01-03 to refuse, undoing the
+# whole statement. The plpgsql call cost 50 µs per statement, the update alone 27 (one connection, 1-row inserts).
+# Statements of uncapped ones carry none of this.
 # Parameters after the statement's own: scopes text[] ('' = the tenant, then topics sorted), rows per scope,
 # caps per scope, max_topics (NULL: none), the statement's topics (checked against max_topics).
 def _admission(first: int) -> tuple[str, str]:
     """(WITH clause, WHERE condition) that admit a statement's rows; parameters from `$first` on."""
-    p = [f"${first + n}" for n in range(5)]
-    call = f"skiplock_admit($1, {p[0]}::text[], {p[1]}::int8[], {p[2]}::int8[], {p[3]}::int4, {p[4]}::text[])"
-    return f"WITH admitted AS MATERIALIZED (SELECT {call} AS ok)\n", "WHERE (SELECT ok FROM admitted)"
+    scopes, rows, caps, max_topics, topics = (f"${first + n}" for n in range(5))
+    call = f"skiplock_admit($1, {scopes}::text[], {rows}::int8[], {caps}::int8[], {max_topics}::int4, {topics}::text[])"
+    return (
+        f"""WITH fast AS (
+    UPDATE admission_gates SET bound = bound + ({rows}::int8[])[1]
+    WHERE cardinality({scopes}::text[]) = 1 AND {max_topics}::int4 IS NULL AND tenant_id = $1
+      AND scope = ({scopes}::text[])[1] AND stripe = pg_backend_pid() % 32 AND bound + ({rows}::int8[])[1] <= alloc
+    RETURNING 1
+), admitted AS MATERIALIZED (
+    SELECT CASE WHEN EXISTS (SELECT FROM fast) THEN true ELSE {call} END AS ok
+)
+""",
+        "WHERE (SELECT ok FROM admitted)",
+    )
 
 
 ADMIT = "SELECT skiplock_admit($1, $2::text[], $3::int8[], $4::int8[], $5::int4, $6::text[])"
