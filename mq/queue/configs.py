@@ -54,6 +54,7 @@ class TopicConfigs:
         self._ttl = ttl_seconds
         self._redis_ttl = redis_ttl_seconds
         self._redis_warned = False
+        self._redis_away_until = 0.0  # after a failure, Postgres only for a second: no timeout per lookup
         # (tenant, topic) -> (expiry, the topic's own config, its effective config): merged once per fetch
         self._cache: dict[tuple[int, str], tuple[float, TopicConfig | None, EffectiveConfig]] = {}
         if broadcast is not None:
@@ -103,8 +104,11 @@ class TopicConfigs:
         tenant, _, topic = payload.decode().partition(":")  # topic names have no ':'
         self._cache.pop((int(tenant), topic), None)
 
+    def _redis_usable(self) -> bool:
+        return self._redis is not None and time.monotonic() >= self._redis_away_until
+
     async def _redis_get(self, key: str) -> bytes | None:
-        if self._redis is None:
+        if self._redis is None or not self._redis_usable():
             return None
         try:
             value = await self._redis.get(key)
@@ -114,7 +118,7 @@ class TopicConfigs:
         return value if isinstance(value, bytes) else None
 
     async def _redis_fill(self, key: str, value: bytes) -> None:
-        if self._redis is None:
+        if self._redis is None or not self._redis_usable():
             return
         try:
             await self._redis.set(key, value, ex=self._redis_ttl, nx=True)
@@ -122,6 +126,7 @@ class TopicConfigs:
             self._redis_failed(exc)
 
     def _redis_failed(self, exc: BaseException) -> None:
+        self._redis_away_until = time.monotonic() + 1.0
         if not self._redis_warned:
             log.warning("topic config cache: Redis unreachable (%s); reading configs from Postgres", exc)
             self._redis_warned = True
