@@ -104,7 +104,9 @@ class QueueService:
     ) -> list[tuple[uuid.UUID, bool]]:
         """Store after the tenant's quotas and the topics' max_depth (docs/semantics.md, "Quotas and
         max_depth"); a tenant without quotas writing to uncapped topics goes straight to the shared statement."""
-        quotas = await self.quotas.of(tenant_id) if self.quotas is not None else NO_QUOTAS
+        quotas = NO_QUOTAS
+        if self.quotas is not None:
+            quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
         if quotas is NO_QUOTAS and all(c.max_depth is None for c in configs.values()):
             return await self.shared.insert(tenant_id, items, max_retries, ttls)
         depths = tuple(sorted((t, c.max_depth) for t, c in configs.items() if c.max_depth is not None))

@@ -35,11 +35,16 @@ class QuotaCache:
         self._ttl = ttl_seconds
         self._cache: dict[int, tuple[float, Quotas]] = {}
 
-    async def of(self, tenant_id: int) -> Quotas:
-        now = time.monotonic()
+    def cached(self, tenant_id: int) -> Quotas | None:
+        """The tenant's quotas if cached and fresh (the hot path: no coroutine), else None."""
         hit = self._cache.get(tenant_id)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+    async def of(self, tenant_id: int) -> Quotas:
+        hit = self.cached(tenant_id)
+        if hit is not None:
+            return hit
+        now = time.monotonic()
         stored = await self._pool.fetchval(_QUOTAS_OF_TENANT, tenant_id)
         quotas = _DECODER.decode(stored) if stored else NO_QUOTAS
         if quotas == NO_QUOTAS:
