@@ -267,6 +267,52 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
     ]
 
 
+@dataclass
+class Side:
+    """One side of a comparison: what runs before each round, the clients, and what each client repeats."""
+
+    setup: Callable[[], Awaitable[None]]
+    clients: list[Any]
+    op: Callable[[Any], Awaitable[int]]
+    #: The server's CPU seconds so far, when the side is an API server worth measuring (psutil).
+    cpu: Callable[[], float] | None = None
+
+
+async def compare(key: str, target: float, base: Side, measured: Side, baseline: str | None = None) -> dict[str, Any]:
+    """ROUNDS interleaved rounds of `base` then `measured`; the ratio is the median of measured/base per round."""
+    results: tuple[list[Result], list[Result]] = ([], [])
+    cpu_us = [0.0, 0.0]
+    ratios = []
+    for _ in range(ROUNDS):
+        for n, side in enumerate((base, measured)):
+            await side.setup()
+            before = side.cpu() if side.cpu else 0.0
+            results[n].append(await run_clients(key, side.clients, side.op))
+            cpu_us[n] += ((side.cpu() - before) * 1e6) if side.cpu else 0.0
+        ratios.append(results[1][-1].rate / results[0][-1].rate if results[0][-1].rate else 0.0)
+    row: dict[str, Any] = {
+        "workload": key,
+        "target": target,
+        "raw": merged(results[0]),
+        "api": merged(results[1]),
+        "ratio": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+    }
+    if baseline:
+        row["baseline"] = baseline
+    if base.cpu and measured.cpu:
+        per_request = [cpu_us[n] / max(1, sum(r.requests for r in results[n])) for n in (0, 1)]
+        row["server_cpu_us_per_request"] = {
+            "measured": round(per_request[1], 1),
+            "baseline": round(per_request[0], 1),
+            "ratio": round(per_request[0] / per_request[1], 3),
+        }
+    print(
+        f"  {key}: ratios {row['ratios']}" + (f", CPU/request {row['server_cpu_us_per_request']}" if base.cpu else "")
+    )
+    return row
+
+
 async def measure(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int) -> list[dict[str, Any]]:
     """Every workload in ROUNDS interleaved raw/API rounds: both sides see the same machine weather."""
     await pool.execute(RAW_SCHEMA)
@@ -278,24 +324,9 @@ async def measure(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int) -> lis
     rows = []
     try:
         for w in workloads(pool, tenant_id):
-            raws, apis, ratios = [], [], []
-            for _ in range(ROUNDS):
-                await w.raw_setup()
-                raws.append(await run_clients(f"raw {w.key}", sql, w.raw_op))
-                await w.api_setup()
-                apis.append(await run_clients(f"api {w.key}", http, w.api_op))
-                ratios.append(apis[-1].rate / raws[-1].rate if raws[-1].rate else 0.0)
             rows.append(
-                {
-                    "workload": w.key,
-                    "target": w.target,
-                    "raw": merged(raws),
-                    "api": merged(apis),
-                    "ratio": round(statistics.median(ratios), 3),
-                    "ratios": [round(r, 3) for r in ratios],
-                }
+                await compare(w.key, w.target, Side(w.raw_setup, sql, w.raw_op), Side(w.api_setup, http, w.api_op))
             )
-            print(f"  {w.key}: ratios {rows[-1]['ratios']}", flush=True)
     finally:
         for c in sql:
             await pool.release(c)
@@ -344,42 +375,16 @@ async def measure_auth(
 
     for c in basic + unchecked:  # each credential is verified once (argon2), then served from the cache
         await dequeue_empty(c)
+
+    async def truncate() -> None:
+        await pool.execute("TRUNCATE messages")
+
     rows = []
     try:
         for key, op in (("auth_single_enqueue", enqueue_one), ("auth_dequeue_empty", dequeue_empty)):
-            bases, apis, ratios = [], [], []
-            cpu_us = [0.0, 0.0]  # server CPU per request: basic, no auth
-            for _ in range(ROUNDS):
-                await pool.execute("TRUNCATE messages")
-                before = cpu(1)
-                bases.append(await run_clients(f"no auth {key}", unchecked, op))
-                cpu_us[1] += (cpu(1) - before) * 1e6
-                await pool.execute("TRUNCATE messages")
-                before = cpu(0)
-                apis.append(await run_clients(f"basic {key}", basic, op))
-                cpu_us[0] += (cpu(0) - before) * 1e6
-                ratios.append(apis[-1].rate / bases[-1].rate if bases[-1].rate else 0.0)
-            per_request = [
-                cpu_us[0] / max(1, sum(a.requests for a in apis)),
-                cpu_us[1] / max(1, sum(b.requests for b in bases)),
-            ]
-            rows.append(
-                {
-                    "workload": key,
-                    "target": 0.9,
-                    "baseline": "the same API without the auth check",
-                    "raw": merged(bases),
-                    "api": merged(apis),
-                    "ratio": round(statistics.median(ratios), 3),
-                    "ratios": [round(r, 3) for r in ratios],
-                    "server_cpu_us_per_request": {
-                        "basic": round(per_request[0], 1),
-                        "no_auth": round(per_request[1], 1),
-                        "ratio": round(per_request[1] / per_request[0], 3),
-                    },
-                }
-            )
-            print(f"  {key}: ratios {rows[-1]['ratios']}, server CPU/request {rows[-1]['server_cpu_us_per_request']}")
+            unchecked_side = Side(truncate, unchecked, op, lambda: cpu(1))
+            basic_side = Side(truncate, basic, op, lambda: cpu(0))
+            rows.append(await compare(key, 0.9, unchecked_side, basic_side, "the same API without the auth check"))
     finally:
         for c in basic + unchecked:
             await c.close()
@@ -469,25 +474,8 @@ async def measure_topic_configs(pool: asyncpg.Pool[Any], base_url: str, tenant_i
     rows = []
     try:
         for key, base_setup, base_op, setup, op in pairs:
-            bases, apis, ratios = [], [], []
-            for _ in range(ROUNDS):
-                await base_setup()
-                bases.append(await run_clients(f"unconfigured {key}", http, base_op))
-                await setup()
-                apis.append(await run_clients(f"configured {key}", http, op))
-                ratios.append(apis[-1].rate / bases[-1].rate if bases[-1].rate else 0.0)
-            rows.append(
-                {
-                    "workload": key,
-                    "target": 0.9,
-                    "baseline": "the same requests on an unconfigured topic",
-                    "raw": merged(bases),
-                    "api": merged(apis),
-                    "ratio": round(statistics.median(ratios), 3),
-                    "ratios": [round(r, 3) for r in ratios],
-                }
-            )
-            print(f"  {key}: ratios {rows[-1]['ratios']}", flush=True)
+            baseline = "the same requests on an unconfigured topic"
+            rows.append(await compare(key, 0.9, Side(base_setup, http, base_op), Side(setup, http, op), baseline))
     finally:
         for c in http:
             await c.close()

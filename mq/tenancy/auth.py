@@ -13,6 +13,7 @@ request.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import secrets
@@ -62,6 +63,7 @@ class Authenticator:
         # verified against: None for sessions). Entries of an older generation than `_generation` are stale.
         self._verified: dict[bytes, tuple[float, int, Principal, str | None, str | None]] = {}
         self._generation = 0
+        self._checking: dict[bytes, asyncio.Lock] = {}  # credentials being checked now
         self._tenants: dict[str, tuple[float, int, str]] = {}
         self._csrf: dict[bytes, str] = {}  # session digest -> its CSRF token
 
@@ -79,33 +81,47 @@ class Authenticator:
         when it is missing or malformed. Failed checks count against `address` and the username (429 past the
         limit, see `LoginLimiter`)."""
         if header is None:
-            username, password = parse(header)  # raises: no credentials
+            parse(header)  # raises: no credentials
         digest = self._mac(header or b"")
         hit = self._cached(digest)
-        if hit is not None:
-            principal, tenant_status = hit
-        else:
-            username, password = parse(header)
-            await self._limiter.check(address, username)
-            user = await self._repository.user_by_username(username)
-            stale = self._verified.get(digest)
-            verified_hash = stale[4] if stale is not None else None
-            still_valid = (
-                user is not None
-                and verified_hash is not None
-                and hmac.compare_digest(user.password_hash.encode(), verified_hash.encode())
-            )
-            if not still_valid and (
-                not await verify_password_async(user.password_hash if user else None, password) or user is None
-            ):
-                await self._limiter.failed(address, username)
-                raise errors.Unauthorized("invalid username or password")
-            assert user is not None
-            principal, tenant_status = await self._principal(user), user.tenant_status
-            self._remember(digest, principal, tenant_status, user.password_hash)
+        if hit is None:
+            # One check per credential at a time: a burst of requests with a credential not yet cached (a client
+            # opening its connections) waits for the first one's argon2 instead of running one each.
+            lock = self._checking.setdefault(digest, asyncio.Lock())
+            try:
+                async with lock:
+                    hit = self._cached(digest) or await self._check(digest, header, parse, address)
+            finally:
+                if not lock.locked():
+                    self._checking.pop(digest, None)
+        principal, tenant_status = hit
         if tenant_status == "suspended":
             raise errors.Forbidden("this tenant is suspended")
         return principal
+
+    async def _check(
+        self, digest: bytes, header: bytes | None, parse: Callable[[bytes | None], tuple[str, str]], address: str | None
+    ) -> tuple[Principal, str | None]:
+        """Check a credential that missed the cache, and cache it."""
+        username, password = parse(header)
+        await self._limiter.check(address, username)
+        user = await self._repository.user_by_username(username)
+        stale = self._verified.get(digest)
+        verified_hash = stale[4] if stale is not None else None
+        still_valid = (
+            user is not None
+            and verified_hash is not None
+            and hmac.compare_digest(user.password_hash.encode(), verified_hash.encode())
+        )
+        if not still_valid and (
+            not await verify_password_async(user.password_hash if user else None, password) or user is None
+        ):
+            await self._limiter.failed(address, username)
+            raise errors.Unauthorized("invalid username or password")
+        assert user is not None
+        principal = await self._principal(user)
+        self._remember(digest, principal, user.tenant_status, user.password_hash)
+        return principal, user.tenant_status
 
     async def authenticate_session(self, token: str) -> tuple[Principal, str]:
         """The caller of an admin UI session cookie and the session's CSRF token."""

@@ -3,6 +3,7 @@ password, a stale entry is renewed from the stored hash, a changed password is v
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -84,3 +85,18 @@ async def test_a_deleted_user_is_refused_after_the_invalidation(verifications: A
     authenticator.forget()
     with pytest.raises(errors.Unauthorized):
         await authenticator.authenticate("alice", "correct horse battery")
+
+
+async def test_a_burst_with_a_new_credential_verifies_it_once(verifications: list[str]) -> None:
+    authenticator, users = make()
+    principals = await asyncio.gather(*(authenticator.authenticate("alice", "correct horse battery") for _ in range(8)))
+    assert {p.username for p in principals} == {"alice"}
+    assert len(verifications) == 1 and users.lookups == 1
+
+
+async def test_a_burst_with_a_wrong_password_fails_every_request(verifications: list[str]) -> None:
+    authenticator, _ = make()
+    results = await asyncio.gather(
+        *(authenticator.authenticate("alice", "wrong password!!") for _ in range(3)), return_exceptions=True
+    )
+    assert all(isinstance(r, errors.Unauthorized) for r in results)
