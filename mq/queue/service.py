@@ -154,6 +154,8 @@ class QueueService:
                     return self._views(rows)
                 if throttled_for > 0:  # the topic's throughput limit: wait for tokens, not for messages
                     await asyncio.sleep(min(remaining, throttled_for))
+                    if self.wakeups.closing:
+                        return []
                     continue
                 until_next = await self.repository.seconds_until_next_available(tenant_id, topic)
                 timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
