@@ -117,18 +117,16 @@ class MessageRepository:
     ) -> None:
         """Insert keyless, undelayed messages without TTL by binary COPY: the fastest way into the table.
         `available_at`, `created_at` and `updated_at` take their defaults, now() on the database's clock. With
-        `admit`, the gates are passed first in the same transaction (COPY cannot call a function)."""
+        `admit`, the COPY passes the gates first, in its own statement (see `sql.copy_admission`)."""
         records = [
             (message_id, tenant_id, item.topic, item.payload, item.metadata_json, item.priority, retries)
             for message_id, item, retries in zip(ids, items, max_retries, strict=True)
         ]
-        if admit is None:
-            await self.pool.copy_records_to_table("messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS)
-            return
+        where = None if admit is None else sql.copy_admission(tenant_id, admit)
         try:
-            async with self.pool.acquire() as conn, conn.transaction():
-                await conn.execute(sql.ADMIT, tenant_id, *admit)
-                await conn.copy_records_to_table("messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS)
+            await self.pool.copy_records_to_table(
+                "messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS, where=where
+            )
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)
             raise

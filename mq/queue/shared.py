@@ -145,12 +145,12 @@ class SharedStatements:
         (topic, key) fold into one row with the last one's content (ON CONFLICT cannot touch a row twice)."""
         if (
             len(items) >= _COPY_MIN_ROWS
-            and not caps  # COPY cannot pass a gate in its own statement: capped rows take one statement below
             and not any(ttls)
             and all(item.key is None and item.delay_seconds <= 0 for item in items)
         ):
             ids = uuid7_batch(len(items))
-            await self.repository.copy_batch(tenant_id, ids, items, max_retries)
+            admit = caps.arguments(Counter(item.topic for item in items)) if caps else None
+            await self.repository.copy_batch(tenant_id, ids, items, max_retries, admit)
             return [(message_id, True) for message_id in ids]
         if _uniform(items, max_retries, ttls):
             ids = uuid7_batch(len(items))

@@ -103,6 +103,27 @@ async def test_a_config_for_a_new_topic_counts_against_max_topics(client: httpx.
     assert_error(await client.put("/api/topic-configs/second", json={}), 403, "quota_exceeded")
 
 
+async def test_a_capped_copy_batch_fills_the_topic_exactly_and_passes_its_gate_once(  # type: ignore[no-untyped-def]
+    client, db, tenant
+) -> None:
+    """Keyless batches of 16+ rows go in by COPY, capped or not; the gate runs once per COPY, not per row."""
+    await put_config(client, "copied", max_depth=100)
+    batch = {"topic": "copied", "messages": [{"payload": b64(str(k))} for k in range(60)]}
+    assert (await client.post("/api/messages/batch", json=batch)).status_code == 201
+    bound = "SELECT sum(bound) FROM admission_gates WHERE tenant_id = $1 AND scope = 'copied'"
+    assert await db.fetchval(bound, tenant.id) == 60
+    r = await client.post("/api/messages/batch", json=batch)  # 120 > 100: refused whole
+    assert_error(r, 429, "queue_full")
+    assert r.json()["details"]["max_depth"] == 100
+    batch["messages"] = batch["messages"][:40]
+    assert (await client.post("/api/messages/batch", json=batch)).status_code == 201  # exactly 100
+    live = "SELECT count(*) FROM messages WHERE tenant_id = $1 AND topic = 'copied'"
+    assert await db.fetchval(live, tenant.id) == 100
+    batch["messages"] = batch["messages"][:16]
+    assert_error(await client.post("/api/messages/batch", json=batch), 429, "queue_full")
+    assert await db.fetchval(live, tenant.id) == 100
+
+
 async def test_a_change_on_one_instance_is_used_by_another_within_a_second(  # type: ignore[no-untyped-def]
     server: Server, second_server: Server, tenant: Tenant
 ) -> None:
