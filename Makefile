@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-fast lint format bench explain clean
+.PHONY: help install run worker test test-fast lint format bench explain clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ install: $(STAMP) ## Create .venv and install Skiplock with its dev tools
 
 run: $(STAMP) ## Serve Skiplock (embedded Postgres and Redis unless SKIPLOCK_DATABASE_URL / SKIPLOCK_REDIS_URL are set)
 	$(BIN)/python -m api
+
+worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `make run` runs them itself)
+	$(BIN)/python -m workers
 
 test: $(STAMP) ## Run the whole test suite against real Postgres and Redis
 	$(BIN)/python -m pytest

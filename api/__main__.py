@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -21,6 +22,7 @@ from litestar import Litestar
 from api.app import create_app
 from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis
 from mq.db.engine import migrate
+from mq.logs import configure_logging
 from mq.settings import Settings, get_settings
 
 log = logging.getLogger("skiplock")
@@ -41,10 +43,18 @@ class _Server(uvicorn.Server):
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Stop accepting; and from the first signal on, long polls answer at once (empty), so that in-flight
+        requests finish within the graceful shutdown instead of holding it for up to 20 s."""
+        super().handle_exit(sig, frame)
+        runtime = getattr(getattr(self.config.app, "state", None), "runtime", None)
+        if runtime is not None:
+            runtime.wakeups.stop_waiting()
+
 
 def main() -> None:
     settings = get_settings()
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_level, settings.log_format)
     embedded: list[EmbeddedPostgres | EmbeddedRedis] = []
     try:
         settings = _with_embedded_servers(settings, embedded)

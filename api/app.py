@@ -13,24 +13,31 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 
 from api.auth import AuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
+from api.observability import ObservabilityMiddleware
+from api.routes.admin import AdminController
 from api.routes.messages import MessageController
 from api.routes.session import login, logout, me
-from api.routes.system import auth_status, healthz, readyz, version
+from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
 from api.routes.topics import TopicController
 from mq import __version__
 from mq.runtime import Runtime
 from mq.settings import Settings, get_settings
+from workers.scheduler import Workers
 
 
 def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] = AuthMiddleware) -> Litestar:
-    """An app that opens its `Runtime` on startup (the database must be reachable and migrated).
+    """An app that opens its `Runtime` on startup (the database must be reachable and migrated), and runs the
+    scheduled jobs unless `settings.run_workers` is off.
     `auth_middleware` is replaced only by the benchmark, to measure what authentication costs."""
     settings = settings or get_settings()
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        app.state.runtime = await Runtime.open(settings)
+        app.state.runtime = runtime = await Runtime.open(settings)
+        workers = Workers(runtime.jobs) if settings.run_workers else None
+        if workers is not None:
+            await workers.start()
         # Everything alive now (the framework, the routes, the pools) lives as long as the process: keep it out of
         # the collector's full passes, which otherwise walk it all again every few thousand requests.
         gc.collect()
@@ -38,7 +45,9 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
         try:
             yield
         finally:
-            await app.state.runtime.close()
+            if workers is not None:
+                workers.shutdown()
+            await runtime.close()
 
     return Litestar(
         route_handlers=[
@@ -46,8 +55,10 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
             TopicController,
             TenantController,
             UserController,
+            AdminController,
             healthz,
             readyz,
+            metrics,
             version,
             auth_status,
             login,
@@ -55,7 +66,7 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
             me,
         ],
         lifespan=[lifespan],
-        middleware=[auth_middleware],
+        middleware=[ObservabilityMiddleware, auth_middleware],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -173,6 +173,18 @@ class TopicConfigBody(Strict):
     visibility_timeout_seconds: Annotated[int, Meta(ge=1, le=43200)] | None = None
     retry_backoff_seconds: Annotated[list[Annotated[int, Meta(ge=0, le=86400)]], Meta(max_length=32)] | None = None
     dlq_enabled: bool | None = None
+    expire_to_dlq: bool | None = None
+
+
+class ScheduleBody(Strict):
+    """PUT /api/admin/delete-reaper/schedule: a 5-field cron in UTC, "" = off."""
+
+    schedule: Annotated[str, Meta(max_length=200)]
+
+
+class ScheduleView(msgspec.Struct):
+    schedule: str
+    active: bool
 
 
 # --- tenants and users ---------------------------------------------------------------------------------------------

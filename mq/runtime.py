@@ -12,6 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
 from mq.db.engine import create_engine, create_pool
+from mq.jobs import SCHEDULE_CHANNEL, Jobs
+from mq.metrics import Metrics
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.queue.service import QueueService
@@ -39,6 +41,8 @@ class Runtime:
     auth: Authenticator
     invalidation: AuthInvalidation
     tenants: TenancyService
+    metrics: Metrics
+    jobs: Jobs
 
     @classmethod
     async def open(cls, settings: Settings) -> Runtime:
@@ -59,7 +63,8 @@ class Runtime:
         quotas = QuotaCache(pool)
         buckets = TokenBuckets(redis, settings.api_instances)
         configs = TopicConfigs(messages, settings, redis, broadcast)
-        queue = QueueService(messages, configs, wakeups, settings, quotas, buckets)
+        metrics = Metrics(settings.metrics_max_topics_per_tenant)
+        queue = QueueService(messages, configs, wakeups, settings, quotas, buckets, metrics)
         tenancy = TenancyRepository(engine)
         limiter = LoginLimiter(
             redis,
@@ -74,10 +79,26 @@ class Runtime:
             quotas.forget()
 
         invalidation = AuthInvalidation(broadcast, forget)
+        jobs = Jobs(pool, settings, broadcast.publish, metrics)
+        broadcast.on(SCHEDULE_CHANNEL, jobs.schedule_changed)
         await broadcast.start()
         await bootstrap(tenancy, settings)
         tenants = TenancyService(tenancy, invalidation)
-        return cls(settings, pool, engine, redis, wakeups, broadcast, queue, tenancy, auth, invalidation, tenants)
+        return cls(
+            settings=settings,
+            pool=pool,
+            engine=engine,
+            redis=redis,
+            wakeups=wakeups,
+            broadcast=broadcast,
+            queue=queue,
+            tenancy=tenancy,
+            auth=auth,
+            invalidation=invalidation,
+            tenants=tenants,
+            metrics=metrics,
+            jobs=jobs,
+        )
 
     async def close(self) -> None:
         await self.broadcast.close()

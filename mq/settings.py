@@ -76,6 +76,34 @@ class Settings(BaseSettings):
     """Time to live of new messages; 0 keeps them until consumed."""
     retry_backoff_seconds: list[int] = Field(default_factory=list)
     """Delay before retry n after a nack without `delay_seconds`; the last value repeats; empty: retry at once."""
+    expire_to_dlq: bool = False
+    """Route messages past their TTL to `<topic>.dlq` (as pending) instead of marking them `expired`; a topic
+    config overrides it. Needs the DLQ enabled for the topic; messages already in a DLQ just expire."""
+
+    # --- workers (docs/operations.md) -------------------------------------------------------------------------
+    run_workers: bool = True
+    """Run the scheduled jobs (reapers, gauges) in this API process too, as `make run` does. Any number of
+    processes may run them: each job runs on one at a time (a Postgres advisory lock). Off where a separate
+    `python -m workers` deployment runs them."""
+    expiry_reaper_interval_seconds: float = Field(default=60, gt=0)
+    """How often messages past their TTL are marked `expired` (or moved to their DLQ)."""
+    delete_reaper_schedule: str = ""
+    """5-field cron of the delete reaper, e.g. `0 3 * * *`; empty: off. `PUT /api/admin/delete-reaper/schedule`
+    overrides it at runtime for every instance."""
+    failed_retention_seconds: int = Field(default=7 * 86400, ge=0)
+    """The delete reaper deletes `failed` messages this long after their last change (`expired` ones at once)."""
+    reaper_batch_size: int = Field(default=5000, ge=1, le=100_000)
+    """Rows per reaper statement: each batch is its own short transaction."""
+    gauges_interval_seconds: float = Field(default=15, gt=0)
+    """How often the leader recounts messages by tenant, topic and status for /metrics (one GROUP BY)."""
+
+    # --- observability ----------------------------------------------------------------------------------------
+    metrics_token: SecretStr | None = None
+    """Bearer token `GET /metrics` requires; unset: /metrics is open (keep it on an internal network)."""
+    metrics_max_topics_per_tenant: int = Field(default=50, ge=1)
+    """Topic labels per tenant in metrics; further topics are counted under `topic="other"`."""
+    log_format: str = Field(default="json", pattern="^(json|text)$")
+    """`json`: one JSON object per line (request id, route, status, duration); `text` for reading by eye."""
 
     # --- auth -----------------------------------------------------------------------------------------------
     auth_cache_ttl_seconds: float = Field(default=30.0, ge=0)

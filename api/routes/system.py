@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 from typing import Any
 
 from litestar import Request, Response, get
+from prometheus_client import CONTENT_TYPE_LATEST
 
-from mq import __version__
+from mq import __version__, errors
 from mq.runtime import Runtime
 
 READY_TIMEOUT_SECONDS = 2.0
@@ -39,6 +41,19 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     if not ready:
         body.update(code="unavailable", error="a dependency is not answering")
     return Response(body, status_code=200 if ready else 503)
+
+
+@get("/metrics", summary="Prometheus metrics (a bearer token when SKIPLOCK_METRICS_TOKEN is set)")
+async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
+    runtime: Runtime = request.app.state.runtime
+    token = runtime.settings.metrics_token
+    if token is not None:
+        given = request.headers.get("authorization", "")
+        expected = f"Bearer {token.get_secret_value()}"
+        if not hmac.compare_digest(given.encode(), expected.encode()):
+            raise errors.Unauthorized("/metrics needs the metrics bearer token")
+    await runtime.metrics.read_gauges(runtime.pool)
+    return Response(runtime.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 @get("/api/version", summary="Server version")

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Double,
     ForeignKey,
     Identity,
     Index,
@@ -114,6 +115,7 @@ class TopicConfig(Base):
     visibility_timeout_seconds: Mapped[int | None] = mapped_column(Integer)
     retry_backoff_seconds: Mapped[list[int] | None] = mapped_column(ARRAY(Integer))
     dlq_enabled: Mapped[bool | None] = mapped_column(Boolean)
+    expire_to_dlq: Mapped[bool | None] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
@@ -200,3 +202,36 @@ class Message(Base):
             postgresql_where=text("expires_at IS NOT NULL AND status IN ('pending', 'processing')"),
         ),
     )
+
+
+class WorkerSetting(Base):
+    """A runtime override of a setting, shared by every instance (the delete reaper's schedule)."""
+
+    __tablename__ = "worker_settings"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class JobRun(Base):
+    """The last run of a job (`mq.jobs`), whichever replica ran it."""
+
+    __tablename__ = "job_runs"
+
+    job: Mapped[str] = mapped_column(Text, primary_key=True)
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    duration_seconds: Mapped[float] = mapped_column(Double)
+    rows: Mapped[int] = mapped_column(BigInteger)
+
+
+class QueueGauge(Base):
+    """Messages by tenant (slug), topic and status, as the leader last counted them for /metrics."""
+
+    __tablename__ = "queue_gauges"
+
+    tenant: Mapped[str] = mapped_column(Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    status: Mapped[str] = mapped_column(Text, primary_key=True)
+    messages: Mapped[int] = mapped_column(BigInteger)
+    oldest_pending_age_seconds: Mapped[float | None] = mapped_column(Double)

@@ -144,4 +144,5 @@ class TopicConfigs:
                 c.retry_backoff_seconds if c.retry_backoff_seconds is not None else s.retry_backoff_seconds
             ),
             dlq_enabled=c.dlq_enabled if c.dlq_enabled is not None else s.dlq_enabled,
+            expire_to_dlq=c.expire_to_dlq if c.expire_to_dlq is not None else s.expire_to_dlq,
         )

@@ -144,10 +144,10 @@ class MessageRepository:
 
     async def ack_batch(
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
-    ) -> set[uuid.UUID]:
-        """The ids that were acknowledged (deleted)."""
+    ) -> dict[uuid.UUID, str]:
+        """The messages that were acknowledged (deleted): id -> topic."""
         rows = await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, _id_list(ids), _id_list(receipts))
-        return {r["id"] for r in rows}
+        return {r["id"]: r["topic"] for r in rows}
 
     async def statuses(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
         rows = await self.pool.fetch(sql.MESSAGE_LEASE_PROBE_MANY, tenant_id, _id_list(ids))
@@ -266,6 +266,7 @@ class MessageRepository:
                 config.retry_backoff_seconds,
                 config.dlq_enabled,
                 max_topics,
+                config.expire_to_dlq,
             )
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)

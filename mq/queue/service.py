@@ -18,6 +18,7 @@ import asyncpg
 
 from mq import errors
 from mq.buckets import TokenBuckets
+from mq.metrics import Metrics
 from mq.queue.admission import Caps, RefusalMemo
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
@@ -58,6 +59,7 @@ class QueueService:
         settings: Settings,
         quotas: QuotaCache | None = None,
         buckets: TokenBuckets | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.repository = repository
         self.configs = configs
@@ -66,6 +68,7 @@ class QueueService:
         self.shared = SharedStatements(repository, settings)
         self.quotas = quotas
         self.buckets = buckets or TokenBuckets(None, settings.api_instances)
+        self.metrics = metrics or Metrics()
         self._refusals = RefusalMemo()
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
@@ -75,6 +78,8 @@ class QueueService:
         [(message_id, inserted)] = await self._store(
             tenant_id, [item], [config.max_retries], [config.message_ttl_seconds], {item.topic: config}
         )
+        metrics = self.metrics
+        metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, item.topic)
         if item.delay_seconds <= 0:
             self.wakeups.published(tenant_id, [item.topic])
         return message_id, inserted
@@ -92,6 +97,13 @@ class QueueService:
             ttls = [configs[i.topic].message_ttl_seconds for i in items]
         stored = await self._store(tenant_id, items, max_retries, ttls, configs)
         self.wakeups.published(tenant_id, {i.topic for i in items if i.delay_seconds <= 0})
+        metrics = self.metrics
+        if len(configs) == 1 and all(inserted for _, inserted in stored):
+            metrics.count(metrics.enqueued, tenant_id, items[0].topic, len(items))
+        else:
+            outcomes = Counter((i.topic, new) for i, (_, new) in zip(items, stored, strict=True))
+            for (topic, inserted), n in outcomes.items():
+                metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, topic, n)
         return [message_id for message_id, _ in stored]
 
     async def _store(
@@ -104,6 +116,23 @@ class QueueService:
     ) -> list[tuple[uuid.UUID, bool]]:
         """Store after the tenant's quotas and the topics' max_depth (docs/semantics.md, "Quotas and
         max_depth"); a tenant without quotas writing to uncapped topics goes straight to the shared statement."""
+        try:
+            return await self._admitted_store(tenant_id, items, max_retries, ttls, configs)
+        except errors.SkiplockError as refused:
+            reason = _REJECTIONS.get(type(refused))
+            if reason is not None:
+                for topic, n in Counter(i.topic for i in items).items():
+                    self.metrics.count(self.metrics.rejected, tenant_id, topic, n, reason)
+            raise
+
+    async def _admitted_store(
+        self,
+        tenant_id: int,
+        items: Sequence[EnqueueItem],
+        max_retries: Sequence[int],
+        ttls: Sequence[int],
+        configs: dict[str, EffectiveConfig],
+    ) -> list[tuple[uuid.UUID, bool]]:
         quotas = NO_QUOTAS
         if self.quotas is not None:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
@@ -173,15 +202,25 @@ class QueueService:
         bucket shared by every instance; tokens not used are given back). Returns the rows and, when the limit
         allowed none, the seconds until it will."""
         if rate is None:
-            return await self.shared.dequeue(tenant_id, topic, count, visibility), 0.0
+            rows = await self.shared.dequeue(tenant_id, topic, count, visibility)
+            return self._delivered(tenant_id, topic, rows), 0.0
         bucket = f"dequeue:{tenant_id}:{topic}"
         granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
+        if granted < count:
+            self.metrics.count(self.metrics.throttled, tenant_id, topic)
         if not granted:
             return [], wait
         rows = await self.shared.dequeue(tenant_id, topic, granted, visibility)
         if len(rows) < granted:
             await self.buckets.give_back(bucket, rate, granted - len(rows))
-        return rows, 0.0
+        return self._delivered(tenant_id, topic, rows), 0.0
+
+    def _delivered(self, tenant_id: int, topic: str, rows: list[Any]) -> list[Any]:
+        if rows:
+            metrics = self.metrics
+            metrics.count(metrics.dequeued, tenant_id, topic, len(rows))
+            metrics.waited(tenant_id, topic, [w for w in (r["waited"] for r in rows) if w is not None])
+        return rows
 
     @staticmethod
     def _views(rows: Sequence[Any]) -> list[MessageView]:
@@ -190,8 +229,11 @@ class QueueService:
     async def ack(self, tenant_id: int, message_id: str, receipt: str | None) -> None:
         """Delete a processing message. Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
-        if mid is not None and (await self.shared.ack(tenant_id, [mid], [rec]))[0]:
-            return
+        if mid is not None:
+            [topic] = await self.shared.ack(tenant_id, [mid], [rec])
+            if topic is not None:
+                self.metrics.count(self.metrics.acked, tenant_id, topic)
+                return
         await self._raise_lease_error(tenant_id, mid, receipt)
 
     async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None]]) -> BatchAckOutcome:
@@ -209,8 +251,11 @@ class QueueService:
                 ids.append(mid)
                 receipts.append(rec)
         claimed = await self.shared.ack(tenant_id, ids, receipts) if ids else []
-        acked = sum(claimed)
-        missed = [(mid, rec) for mid, rec, ok in zip(ids, receipts, claimed, strict=True) if not ok]
+        acked = 0
+        for topic, n in Counter(t for t in claimed if t is not None).items():
+            self.metrics.count(self.metrics.acked, tenant_id, topic, n)
+            acked += n
+        missed = [(mid, rec) for mid, rec, topic in zip(ids, receipts, claimed, strict=True) if topic is None]
         if missed:  # a second round trip only to explain failures
             statuses = await self.repository.statuses(tenant_id, [mid for mid, _ in missed])
             for mid, rec in missed:
@@ -247,6 +292,8 @@ class QueueService:
             await self._raise_lease_error(tenant_id, mid, receipt)
             raise AssertionError  # unreachable: the call above always raises
         outcome: str = row["outcome"]
+        topic = row["topic"][: -len(DLQ_SUFFIX)] if outcome == "dlq" else row["topic"]
+        self.metrics.count(self.metrics.nacked, tenant_id, topic, 1, outcome)
         if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
             self.wakeups.published(tenant_id, [row["topic"]])
         return outcome
@@ -295,6 +342,7 @@ class QueueService:
         except asyncpg.UniqueViolationError:
             raise errors.KeyConflict("the original topic holds a pending message with the same key") from None
         if topic is not None:
+            self.metrics.count(self.metrics.requeued, tenant_id, topic)
             self.wakeups.published(tenant_id, [topic])
             return
         probe = await self.repository.lease_probe(tenant_id, mid)
@@ -313,6 +361,7 @@ class QueueService:
             tenant_id, base + DLQ_SUFFIX, base, self.settings.max_retries, self._depth_cap_of(tenant_id)
         )
         if count:
+            self.metrics.count(self.metrics.requeued, tenant_id, base, count)
             self.wakeups.published(tenant_id, [base])
         return count
 
@@ -411,6 +460,14 @@ def _check_payloads(items: Sequence[EnqueueItem], limit: int) -> None:
         ],
     )
 
+
+# Refused enqueues by error, as `skiplock_enqueue_rejected_total`'s reason label.
+_REJECTIONS: dict[type[errors.SkiplockError], str] = {
+    errors.QueueFull: "queue_full",
+    errors.RateLimited: "rate_limited",
+    errors.QuotaExceeded: "quota",
+    errors.PayloadTooLarge: "payload_too_large",
+}
 
 _NO_RECEIPT_MATCHES = uuid.UUID(int=0)  # stands for a receipt that is not a UUID: it matches no lease
 

@@ -96,8 +96,10 @@ class SharedStatements:
             return await _alone(self._insert_many, request)
         return await self._inserts.submit(request)
 
-    async def ack(self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]) -> list[bool]:
-        """Delete processing messages; per id, whether this request deleted it."""
+    async def ack(
+        self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
+    ) -> list[str | None]:
+        """Delete processing messages; per id, the topic of the message this request deleted, or None."""
         request = _Ack(tenant_id, ids, receipts)
         if len(ids) >= _ALONE_MIN_ROWS:
             return await _alone(self._ack_many, request)
@@ -220,22 +222,16 @@ class SharedStatements:
 
         return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility), lease)
 
-    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[bool] | BaseException]:
-        """Coalesced ack requests: one statement per tenant; per requested id, whether it deleted its message. Of
-        two acks of one message, only the first succeeds, as if they had run one after the other."""
+    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[str | None] | BaseException]:
+        """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it
+        deleted, or None. Of two acks of one message, only the first succeeds, as if they had run one after the
+        other."""
 
-        async def delete(tenant_id: int, chosen: list[_Ack]) -> list[list[bool]]:
+        async def delete(tenant_id: int, chosen: list[_Ack]) -> list[list[str | None]]:
             deleted = await self.repository.ack_batch(
                 tenant_id, [m for a in chosen for m in a.ids], [r for a in chosen for r in a.receipts]
             )
-            parts = []
-            for ack in chosen:
-                claimed = []
-                for mid in ack.ids:
-                    claimed.append(mid in deleted)
-                    deleted.discard(mid)
-                parts.append(claimed)
-            return parts
+            return [[deleted.pop(mid, None) for mid in ack.ids] for ack in chosen]
 
         return await _per_group(acks, lambda a: a.tenant_id, delete)
 

@@ -144,6 +144,7 @@ MESSAGE_COPY_COLUMNS = ["id", "tenant_id", "topic", "payload", "metadata", "prio
 # A receipt is md5(a random secret of this statement || the message id): unique per message and delivery, not
 # guessable without the secret, and about 0.5 µs of Postgres time where gen_random_uuid() costs 4 µs per row
 # (dequeue 100 + ack: +10-15% messages/s, SQL alone).
+# `waited`, after the message's columns: seconds from enqueue to this delivery if it is the first (for metrics).
 # $2 topic, $3 count, $4 visibility timeout s, $5 the statement's secret (32 hex digits)
 MESSAGE_DEQUEUE = f"""
 WITH picked AS (
@@ -158,7 +159,8 @@ UPDATE messages AS m
 SET status = 'processing', available_at = now() + make_interval(secs => $4), receipt = md5($5 || m.id::text)::uuid,
     first_dequeued_at = coalesce(m.first_dequeued_at, now()), updated_at = now()
 FROM picked WHERE m.id = picked.id
-RETURNING {MESSAGE_COLUMNS}"""
+RETURNING {MESSAGE_COLUMNS},
+    CASE WHEN m.first_dequeued_at = now() THEN extract(epoch FROM now() - m.created_at)::float8 END AS waited"""
 
 # Seconds until the next live message of a topic becomes available (a delay or a lease ending): how long a long
 # poll that found nothing may sleep before it looks again, on the database's clock. Runs only on the empty
@@ -200,7 +202,7 @@ DELETE FROM messages AS m
 WHERE m.tenant_id = $1 AND m.id = ANY({_uuid_list("$2")}) AND m.status = 'processing'
   AND EXISTS (SELECT FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
               WHERE w.id = m.id AND (w.receipt IS NULL OR w.receipt = m.receipt))
-RETURNING m.id"""
+RETURNING m.id, m.topic"""
 
 # Why an ack, nack or extend of one message matched nothing: missing (404) or leased by someone else (409).
 MESSAGE_LEASE_PROBE = "SELECT status, receipt FROM messages WHERE tenant_id = $1 AND id = $2"
@@ -384,16 +386,17 @@ ORDER BY 1"""
 
 TOPIC_CONFIG_GET = """
 SELECT max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-       retry_backoff_seconds, dlq_enabled
+       retry_backoff_seconds, dlq_enabled, expire_to_dlq
 FROM topic_configs WHERE tenant_id = $1 AND topic = $2"""
 
 _CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-    retry_backoff_seconds, dlq_enabled"""
+    retry_backoff_seconds, dlq_enabled, expire_to_dlq"""
 
 # Create or replace a topic's config (every field; NULL = the global default). A topic new to the tenant passes
 # max_topics first ($10, NULL: none; see `_admission`). The topic's max_depth gate is dropped: the next capped
 # enqueue recounts (a cap set after a time without one must not trust a bound nobody kept).
-# $2 topic, $3 max_retries, $4 ttl s, $5 max_depth, $6 throughput_limit, $7 visibility s, $8 backoff, $9 dlq
+# $2 topic, $3 max_retries, $4 ttl s, $5 max_depth, $6 throughput_limit, $7 visibility s, $8 backoff, $9 dlq,
+# $11 expire_to_dlq
 TOPIC_CONFIG_PUT = f"""
 WITH admitted AS MATERIALIZED (
     SELECT skiplock_admit($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
@@ -401,12 +404,13 @@ WITH admitted AS MATERIALIZED (
     DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2 AND (SELECT ok FROM admitted)
 )
 INSERT INTO topic_configs AS tc (tenant_id, topic, {_CONFIG_COLUMNS})
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE (SELECT ok FROM admitted)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11 WHERE (SELECT ok FROM admitted)
 ON CONFLICT (tenant_id, topic) DO UPDATE SET
     max_retries = EXCLUDED.max_retries, message_ttl_seconds = EXCLUDED.message_ttl_seconds,
     max_depth = EXCLUDED.max_depth, throughput_limit = EXCLUDED.throughput_limit,
     visibility_timeout_seconds = EXCLUDED.visibility_timeout_seconds,
-    retry_backoff_seconds = EXCLUDED.retry_backoff_seconds, dlq_enabled = EXCLUDED.dlq_enabled, updated_at = now()
+    retry_backoff_seconds = EXCLUDED.retry_backoff_seconds, dlq_enabled = EXCLUDED.dlq_enabled,
+    expire_to_dlq = EXCLUDED.expire_to_dlq, updated_at = now()
 RETURNING {_CONFIG_COLUMNS}"""
 
 TOPIC_CONFIG_DELETE = """
@@ -415,7 +419,7 @@ DELETE FROM topic_configs WHERE tenant_id = $1 AND topic = $2 RETURNING topic"""
 
 TOPIC_CONFIG_LIST = """
 SELECT topic, max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-       retry_backoff_seconds, dlq_enabled
+       retry_backoff_seconds, dlq_enabled, expire_to_dlq
 FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
 
 # Long-poll wake-ups across instances: one NOTIFY per distinct (tenant, topic) in a flush, outside the enqueue's

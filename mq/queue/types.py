@@ -91,6 +91,7 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
             original_topic,
             dlq_moved_at,
             receipt,
+            *_,  # a dequeue's `waited`
         ) in rows:
             processing = status == "processing"
             views.append(
@@ -128,6 +129,7 @@ class TopicConfig(msgspec.Struct, frozen=True):
     visibility_timeout_seconds: int | None = None
     retry_backoff_seconds: list[int] | None = None
     dlq_enabled: bool | None = None
+    expire_to_dlq: bool | None = None
 
 
 class EffectiveConfig(msgspec.Struct, frozen=True):
@@ -140,6 +142,7 @@ class EffectiveConfig(msgspec.Struct, frozen=True):
     visibility_timeout_seconds: int
     retry_backoff_seconds: list[int]
     dlq_enabled: bool
+    expire_to_dlq: bool
 
 
 class TopicSummary(msgspec.Struct):

@@ -42,10 +42,19 @@ class WakeupHub:
         self._conn: asyncpg.Connection[Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._draining = False
 
     async def start(self) -> None:
         await self._connect()
         self._task = asyncio.create_task(self._run(), name="skiplock-wakeups")
+
+    def stop_waiting(self) -> None:
+        """The process is shutting down: answer every waiting long poll now (empty), and every later one at once,
+        so that in-flight requests finish within the graceful shutdown. Notifications keep flowing until close."""
+        self._draining = True
+        for events in self._waiters.values():
+            for event in events:
+                event.set()
 
     async def close(self) -> None:
         self._closing = True
@@ -57,9 +66,7 @@ class WakeupHub:
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 await self._conn.close(timeout=2)
-        for events in self._waiters.values():  # answer every waiting long poll now (empty) instead of at timeout
-            for event in events:
-                event.set()
+        self.stop_waiting()
 
     @contextlib.contextmanager
     def waiter(self, tenant_id: int, topic: str) -> Iterator[asyncio.Event]:
@@ -67,7 +74,7 @@ class WakeupHub:
         last check for messages, so that a message committed between that check and the wait is not missed."""
         key = _channel_key(tenant_id, topic)
         event = asyncio.Event()
-        if self._closing:
+        if self._closing or self._draining:
             event.set()
         self._waiters.setdefault(key, set()).add(event)
         try:
@@ -89,7 +96,7 @@ class WakeupHub:
 
     @property
     def closing(self) -> bool:
-        return self._closing
+        return self._closing or self._draining
 
     @property
     def waiting(self) -> int:

@@ -1,0 +1,59 @@
+"""Platform operations: run the reapers now, and the delete reaper's schedule (contract: Control plane)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, get, post, put
+from litestar.status_codes import HTTP_200_OK
+
+from api.auth import require_platform_admin
+from api.body import strict_body
+from api.schemas import ScheduleBody, ScheduleView
+from mq import errors
+from mq.jobs import Jobs
+from mq.tenancy.auth import Principal
+from workers.schedule import cron_trigger
+
+AnyRequest = Request[Principal, Any, Any]
+
+
+def _jobs(request: AnyRequest) -> Jobs:
+    require_platform_admin(request.user)
+    jobs: Jobs = request.app.state.runtime.jobs
+    return jobs
+
+
+class AdminController(Controller):
+    path = "/api/admin"
+    tags = ["admin"]
+
+    @post("/expiry-reaper/run", status_code=HTTP_200_OK, summary="Expire messages past their TTL now")
+    async def run_expiry_reaper(self, request: AnyRequest) -> dict[str, int]:
+        """Waits for a run in progress elsewhere (the job's lock), then runs; returns the messages it expired."""
+        return {"expired": (await _jobs(request).expire(wait=True)).rows}
+
+    @post("/delete-reaper/run", status_code=HTTP_200_OK, summary="Delete expired and old failed messages now")
+    async def run_delete_reaper(self, request: AnyRequest) -> dict[str, int]:
+        return {"deleted": (await _jobs(request).delete_done(wait=True)).rows}
+
+    @get("/delete-reaper/schedule", summary="The delete reaper's cron schedule")
+    async def get_schedule(self, request: AnyRequest) -> ScheduleView:
+        schedule = await _jobs(request).schedule.get()
+        return ScheduleView(schedule=schedule, active=bool(schedule))
+
+    @put(
+        "/delete-reaper/schedule",
+        status_code=HTTP_200_OK,
+        summary="Set the delete reaper's schedule for every instance",
+        **strict_body(ScheduleBody),
+    )
+    async def put_schedule(self, request: AnyRequest, data: ScheduleBody) -> ScheduleView:
+        jobs = _jobs(request)
+        schedule = " ".join(data.schedule.split())
+        try:
+            cron_trigger(schedule)
+        except ValueError as exc:
+            raise errors.InvalidRequest(f"schedule: {exc}") from None
+        await jobs.schedule.put(schedule)
+        return ScheduleView(schedule=schedule, active=bool(schedule))

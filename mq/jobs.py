@@ -1,0 +1,271 @@
+"""Background jobs: the expiry reaper, the delete reaper and the queue gauges, each a plain class whose `run_once`
+tests call directly and `workers` schedules.
+
+Any number of processes may run the same job: a run first takes the job's Postgres advisory lock (session level, on
+a connection held for the run) and is skipped when another process holds it. A process that dies loses its
+connection and with it the lock, so another replica's next tick takes over: hand-over within one interval. Work is
+done in batches of `batch_size` rows, one statement (one short transaction) each, never one huge transaction. The
+end of every run is written to `job_runs`, so any instance can report when each job last ran.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from mq.metrics import Metrics
+from mq.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Broadcast channel announcing a new delete-reaper schedule (the payload is the schedule).
+SCHEDULE_CHANNEL = "skiplock:workers:schedule"
+DELETE_SCHEDULE_SETTING = "delete_reaper_schedule"
+
+# Messages past their TTL, oldest deadline first (index messages_expiry_idx). A topic whose config (or the global
+# default, $3) says expire_to_dlq moves them to its DLQ as pending (no TTL there, or they would expire again);
+# messages already in a DLQ, or of topics whose DLQ is disabled ($4: the global default), are marked expired.
+# Returns, per (tenant, topic), how many rows expired: the caller's counts and metrics labels.
+EXPIRE_BATCH = """
+WITH picked AS (
+    SELECT m.id, m.topic,
+           m.original_topic IS NULL AND coalesce(tc.expire_to_dlq, $3) AND coalesce(tc.dlq_enabled, $4) AS to_dlq
+    FROM messages AS m
+    LEFT JOIN topic_configs AS tc ON tc.tenant_id = m.tenant_id AND tc.topic = m.topic
+    WHERE m.expires_at <= now() AND m.expires_at IS NOT NULL AND m.status IN ('pending', 'processing')
+    ORDER BY m.expires_at
+    LIMIT $1
+    FOR UPDATE OF m SKIP LOCKED
+), changed AS (
+    UPDATE messages AS m
+    SET status = CASE WHEN p.to_dlq THEN 'pending' ELSE 'expired' END,
+        topic = CASE WHEN p.to_dlq THEN m.topic || $2 ELSE m.topic END,
+        original_topic = CASE WHEN p.to_dlq THEN m.topic END,
+        dlq_moved_at = CASE WHEN p.to_dlq THEN now() END,
+        expires_at = CASE WHEN p.to_dlq THEN NULL ELSE m.expires_at END,
+        retry_count = CASE WHEN p.to_dlq THEN 0 ELSE m.retry_count END,
+        max_retries = CASE WHEN p.to_dlq THEN 0 ELSE m.max_retries END,
+        available_at = now(), receipt = NULL, updated_at = now()
+    FROM picked AS p WHERE m.id = p.id
+    RETURNING m.tenant_id, p.topic
+)
+SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = c.tenant_id
+GROUP BY 1, 2"""
+
+# Expired messages, and failed ones unchanged for $2 seconds (index messages_done_idx, whose predicate covers both).
+DELETE_BATCH = """
+WITH picked AS (
+    SELECT id FROM messages
+    WHERE status = 'expired' OR (status = 'failed' AND updated_at < now() - make_interval(secs => $2))
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM messages AS m USING picked AS p WHERE m.id = p.id RETURNING m.tenant_id, m.topic
+)
+SELECT t.slug AS tenant, g.topic, count(*) AS n FROM gone AS g JOIN tenants AS t ON t.id = g.tenant_id
+GROUP BY 1, 2"""
+
+# One pass over the table by the leader every few seconds, never per scrape. The dequeue's partial index does not
+# hold the status, so this is a sequential scan: on 1,000,000 messages about 0.3 s of one core.
+GAUGES = """
+SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
+       extract(epoch FROM now() - min(m.available_at) FILTER (
+           WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
+FROM messages AS m JOIN tenants AS t ON t.id = m.tenant_id
+GROUP BY 1, 2, 3"""
+
+RECORD_RUN = """
+INSERT INTO job_runs (job, finished_at, duration_seconds, rows) VALUES ($1, now(), $2, $3)
+ON CONFLICT (job) DO UPDATE SET finished_at = now(), duration_seconds = $2, rows = $3"""
+
+
+def lock_key(job: str) -> int:
+    """A job's advisory lock key: a stable 32-bit hash of its name, in a namespace of Skiplock's own."""
+    return (0x5C1F << 32) | zlib.crc32(f"skiplock:job:{job}".encode())
+
+
+@asynccontextmanager
+async def job_lock(
+    pool: asyncpg.Pool[Any], job: str, *, wait: bool
+) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy[Any] | None]:
+    """The connection holding the job's lock, or None when another process holds it (and `wait` is false;
+    with `wait`, block until it is free). The lock goes with the connection: released at exit or if the
+    process dies."""
+    async with pool.acquire() as conn:
+        key = lock_key(job)
+        if wait:
+            await conn.execute("SELECT pg_advisory_lock($1)", key)
+        elif not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
+            yield None
+            return
+        try:
+            yield conn
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", key)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What a run did: rows touched in total and per (tenant slug, topic); `ran` is false when another process
+    held the job's lock."""
+
+    ran: bool
+    rows: int = 0
+    by_topic: Counter[tuple[str, str]] | None = None
+
+
+class _BatchJob:
+    """Runs one statement repeatedly under the job's lock until a batch comes back smaller than `batch_size`."""
+
+    name = ""
+    statement = ""  # $1 the batch size, then `_arguments()`; returns rows (tenant, topic, n)
+
+    def __init__(self, pool: asyncpg.Pool[Any], batch_size: int) -> None:
+        self.pool = pool
+        self.batch_size = batch_size
+
+    def _arguments(self) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    async def run_once(self, *, wait: bool = False) -> JobResult:
+        """One full run: every batch until nothing is left. `wait`: block for the lock instead of skipping."""
+        started = time.perf_counter()
+        async with job_lock(self.pool, self.name, wait=wait) as conn:
+            if conn is None:
+                return JobResult(ran=False)
+            by_topic: Counter[tuple[str, str]] = Counter()
+            while True:
+                rows = await conn.fetch(self.statement, self.batch_size, *self._arguments())
+                batch = sum(r["n"] for r in rows)
+                by_topic.update({(r["tenant"], r["topic"]): r["n"] for r in rows})
+                if batch < self.batch_size:
+                    break
+            total = sum(by_topic.values())
+            await conn.execute(RECORD_RUN, self.name, time.perf_counter() - started, total)
+        if total:
+            log.info("%s: %d messages", self.name, total)
+        return JobResult(ran=True, rows=total, by_topic=by_topic)
+
+
+class ExpiryReaper(_BatchJob):
+    """Marks pending and processing messages past `expires_at` as expired, or moves them to their DLQ."""
+
+    name = "expiry_reaper"
+    statement = EXPIRE_BATCH
+
+    def __init__(self, pool: asyncpg.Pool[Any], batch_size: int, expire_to_dlq: bool, dlq_enabled: bool) -> None:
+        super().__init__(pool, batch_size)
+        self.expire_to_dlq = expire_to_dlq
+        self.dlq_enabled = dlq_enabled
+
+    def _arguments(self) -> tuple[Any, ...]:
+        return ".dlq", self.expire_to_dlq, self.dlq_enabled
+
+
+class DeleteReaper(_BatchJob):
+    """Deletes expired messages, and failed ones older than the retention."""
+
+    name = "delete_reaper"
+    statement = DELETE_BATCH
+
+    def __init__(self, pool: asyncpg.Pool[Any], batch_size: int, failed_retention_seconds: int) -> None:
+        super().__init__(pool, batch_size)
+        self.failed_retention_seconds = failed_retention_seconds
+
+    def _arguments(self) -> tuple[Any, ...]:
+        return (float(self.failed_retention_seconds),)
+
+
+class GaugeRefresher:
+    """Recounts messages by tenant, topic and status into `queue_gauges`, replaced whole in one transaction."""
+
+    name = "gauges"
+
+    def __init__(self, pool: asyncpg.Pool[Any]) -> None:
+        self.pool = pool
+
+    async def run_once(self, *, wait: bool = False) -> JobResult:
+        started = time.perf_counter()
+        async with job_lock(self.pool, self.name, wait=wait) as conn:
+            if conn is None:
+                return JobResult(ran=False)
+            rows = await conn.fetch(GAUGES)
+            async with conn.transaction():
+                await conn.execute("DELETE FROM queue_gauges")
+                await conn.copy_records_to_table(
+                    "queue_gauges",
+                    records=[tuple(r) for r in rows],
+                    columns=["tenant", "topic", "status", "messages", "oldest_pending_age_seconds"],
+                )
+            await conn.execute(RECORD_RUN, self.name, time.perf_counter() - started, len(rows))
+        return JobResult(ran=True, rows=len(rows))
+
+
+class DeleteSchedule:
+    """The delete reaper's cron schedule: `worker_settings` overrides the setting; a change is broadcast."""
+
+    def __init__(self, pool: asyncpg.Pool[Any], default: str, publish: Callable[[str, bytes], Awaitable[None]]) -> None:
+        self.pool = pool
+        self.default = default
+        self._publish = publish
+
+    async def get(self) -> str:
+        stored: str | None = await self.pool.fetchval(
+            "SELECT value FROM worker_settings WHERE name = $1", DELETE_SCHEDULE_SETTING
+        )
+        return self.default if stored is None else stored
+
+    async def put(self, schedule: str) -> None:
+        """Store (the caller validated it) and tell every instance."""
+        await self.pool.execute(
+            """INSERT INTO worker_settings (name, value) VALUES ($1, $2)
+               ON CONFLICT (name) DO UPDATE SET value = $2, updated_at = now()""",
+            DELETE_SCHEDULE_SETTING,
+            schedule,
+        )
+        await self._publish(SCHEDULE_CHANNEL, schedule.encode())
+
+
+class Jobs:
+    """The process's jobs, built from settings; `workers` schedules them, the admin routes run them on demand.
+    `schedule_listeners` are told (with None) whenever some instance changed the delete reaper's schedule."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool[Any],
+        settings: Settings,
+        publish: Callable[[str, bytes], Awaitable[None]],
+        metrics: Metrics,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.expiry = ExpiryReaper(pool, settings.reaper_batch_size, settings.expire_to_dlq, settings.dlq_enabled)
+        self.delete = DeleteReaper(pool, settings.reaper_batch_size, settings.failed_retention_seconds)
+        self.gauges = GaugeRefresher(pool)
+        self.schedule = DeleteSchedule(pool, settings.delete_reaper_schedule, publish)
+        self.schedule_listeners: list[Callable[[], None]] = []
+
+    def schedule_changed(self, _payload: bytes | None) -> None:
+        """Broadcast handler (also called after a listener reconnects, when a change may have been missed)."""
+        for listener in self.schedule_listeners:
+            listener()
+
+    async def expire(self, *, wait: bool = False) -> JobResult:
+        """One expiry reaper run, counted in this process's metrics."""
+        result = await self.expiry.run_once(wait=wait)
+        self.metrics.count_by_topic(self.metrics.expired, result.by_topic)
+        return result
+
+    async def delete_done(self, *, wait: bool = False) -> JobResult:
+        """One delete reaper run, counted in this process's metrics."""
+        result = await self.delete.run_once(wait=wait)
+        self.metrics.count_by_topic(self.metrics.deleted, result.by_topic)
+        return result

@@ -1,0 +1,94 @@
+"""`Workers`: the APScheduler `AsyncIOScheduler` that runs the jobs of `mq.jobs` in this process.
+
+Every replica schedules every job; each run takes the job's Postgres advisory lock first and is skipped when
+another replica holds it (see `mq.jobs`), so any number of replicas may run, and when one dies the next tick of
+another takes over. The delete reaper follows its schedule in Postgres: reloaded when some instance announces a
+change (Redis pub/sub or Postgres NOTIFY), and every 30 s in case an announcement was missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from mq.jobs import Jobs
+from workers.schedule import cron_trigger
+
+log = logging.getLogger(__name__)
+
+_SCHEDULE_RECHECK_SECONDS = 30.0
+
+
+class Workers:
+    def __init__(self, jobs: Jobs) -> None:
+        self.jobs = jobs
+        self.scheduler = AsyncIOScheduler(timezone=UTC)
+        #: The delete reaper's schedule in force here ("" = off).
+        self.delete_schedule = ""
+        self._reloads: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        settings, now = self.jobs.settings, datetime.now(UTC)
+        options = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
+        self.scheduler.add_job(
+            self._expire,
+            IntervalTrigger(seconds=settings.expiry_reaper_interval_seconds),
+            id="expiry_reaper",
+            next_run_time=now,
+            **options,
+        )
+        self.scheduler.add_job(
+            self.jobs.gauges.run_once,
+            IntervalTrigger(seconds=settings.gauges_interval_seconds),
+            id="gauges",
+            next_run_time=now,
+            **options,
+        )
+        self.scheduler.add_job(
+            self.reload_schedule, IntervalTrigger(seconds=_SCHEDULE_RECHECK_SECONDS), id="schedule_check", **options
+        )
+        await self.reload_schedule()
+        self.jobs.schedule_listeners.append(self._schedule_announced)
+        self.scheduler.start()
+        log.info("workers started (expiry every %ss)", settings.expiry_reaper_interval_seconds)
+
+    def shutdown(self) -> None:
+        """Stop scheduling; a run in progress ends with its current batch's statement or is cut with the pool."""
+        if self._schedule_announced in self.jobs.schedule_listeners:
+            self.jobs.schedule_listeners.remove(self._schedule_announced)
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
+    async def reload_schedule(self) -> None:
+        """Apply the delete reaper's schedule stored in Postgres, if it changed."""
+        schedule = await self.jobs.schedule.get()
+        if schedule == self.delete_schedule and (not schedule or self.scheduler.get_job("delete_reaper")):
+            return
+        try:
+            trigger = cron_trigger(schedule)
+        except ValueError:
+            log.exception("the stored delete reaper schedule %r is not a valid cron; the reaper is off", schedule)
+            trigger = None
+        if self.scheduler.get_job("delete_reaper"):
+            self.scheduler.remove_job("delete_reaper")
+        if trigger is not None:
+            self.scheduler.add_job(
+                self._delete, trigger, id="delete_reaper", max_instances=1, coalesce=True, misfire_grace_time=60
+            )
+        self.delete_schedule = schedule
+        log.info("delete reaper schedule: %s", schedule or "off")
+
+    def _schedule_announced(self) -> None:
+        task = asyncio.get_running_loop().create_task(self.reload_schedule())
+        self._reloads.add(task)
+        task.add_done_callback(self._reloads.discard)
+
+    async def _expire(self) -> None:
+        await self.jobs.expire()
+
+    async def _delete(self) -> None:
+        await self.jobs.delete_done()
