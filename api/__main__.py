@@ -93,6 +93,7 @@ _UVICORN_OPTIONS: dict[str, Any] = {
     "http": "httptools",
     "lifespan": "on",
     "timeout_graceful_shutdown": 25,
+    "log_config": None,  # logging is configured once for the process (mq.logs), uvicorn's loggers included
 }
 
 

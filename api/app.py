@@ -13,7 +13,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 
 from api.auth import AuthMiddleware
 from api.errors import EXCEPTION_HANDLERS
-from api.observability import ObservabilityMiddleware
+from api.observability import ObservabilityMiddleware, stamp_response
 from api.routes.admin import AdminController
 from api.routes.messages import MessageController
 from api.routes.session import login, logout, me
@@ -67,6 +67,7 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
         ],
         lifespan=[lifespan],
         middleware=[ObservabilityMiddleware, auth_middleware],
+        before_send=[stamp_response],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,
         openapi_config=OpenAPIConfig(

@@ -61,6 +61,8 @@ class AuthMiddleware:
                 principal = await runtime.auth.authenticate_header(authorization, _basic_credentials, address)
             if tenant:
                 principal = await runtime.auth.address_tenant(principal, tenant.decode("latin-1"))
+            if principal.tenant_id is not None:  # metrics label tenants by slug
+                runtime.metrics.tenant_names[principal.tenant_id] = principal.tenant_slug or ""
             scope["user"] = principal
         await self.app(scope, receive, send)
 

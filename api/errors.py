@@ -59,6 +59,17 @@ def error_response(
     return Response(body, status_code=status, media_type=MediaType.JSON, headers=headers)
 
 
+def status_of(exc: BaseException) -> int:
+    """The status the handlers below answer `exc` with (for metrics, which see the exception, not the response)."""
+    if isinstance(exc, HTTPException):
+        return exc.status_code
+    for cls, status, _ in DOMAIN_ERRORS:
+        if isinstance(exc, cls):
+            refusal = isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded)
+            return 403 if refusal and exc.retry_after is None else status  # type: ignore[attr-defined]
+    return 500
+
+
 def handle_domain_error(_: Request[Any, Any, Any], exc: errors.SkiplockError) -> Response[dict[str, Any]]:
     for cls, status, code in DOMAIN_ERRORS:
         if isinstance(exc, cls):

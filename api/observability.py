@@ -1,7 +1,9 @@
 """Request ids, the request log line and the HTTP duration histogram, for every HTTP request.
 
 The request id is the caller's `X-Request-ID` when it is a sane token (at most 128 visible ASCII characters),
-else a new one; it is echoed in the response and carried by every log line written while serving the request.
+else a new one; every response echoes it, and every log line written while serving the request carries it.
+`ObservabilityMiddleware` times a routed request; `stamp_response` (an app-level `before_send` hook, so it sees
+error responses too, which Litestar sends from outside the middleware) adds the header and notes the status.
 """
 
 from __future__ import annotations
@@ -14,11 +16,32 @@ import uuid
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.errors import status_of
 from mq.logs import REQUEST_ID
 from mq.metrics import Metrics
 
 log = logging.getLogger("skiplock.http")
 _SANE_ID = re.compile(rb"^[\x21-\x7e]{1,128}$")
+_ID_KEY = "skiplock_request_id"
+_STATUS_KEY = "skiplock_status"
+
+
+def _request_id(scope: Scope) -> str:
+    known: str | None = scope.get(_ID_KEY)  # type: ignore[assignment]
+    if known is None:
+        known = ""
+        for name, value in scope["headers"]:
+            if name == b"x-request-id" and _SANE_ID.match(value):
+                known = value.decode()
+                break
+        known = scope[_ID_KEY] = known or uuid.uuid4().hex  # type: ignore[literal-required]
+    return known
+
+
+async def stamp_response(message: Message, scope: Scope) -> None:
+    if message["type"] == "http.response.start":
+        scope[_STATUS_KEY] = message["status"]  # type: ignore[literal-required]
+        message["headers"] = [*message.get("headers", ()), (b"x-request-id", _request_id(scope).encode())]
 
 
 class ObservabilityMiddleware:
@@ -29,28 +52,17 @@ class ObservabilityMiddleware:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        request_id = ""
-        for name, value in scope["headers"]:
-            if name == b"x-request-id" and _SANE_ID.match(value):
-                request_id = value.decode()
-                break
-        request_id = request_id or uuid.uuid4().hex
-        token = REQUEST_ID.set(request_id)
-        status = 500
-        header = (b"x-request-id", request_id.encode())
-
-        async def send_with_id(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                message = {**message, "headers": [*message.get("headers", ()), header]}
-            await send(message)
-
+        token = REQUEST_ID.set(_request_id(scope))
         started = time.perf_counter()
+        failed: BaseException | None = None
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(scope, receive, send)
+        except BaseException as exc:  # Litestar turns it into the error response after this
+            failed = exc
+            raise
         finally:
             elapsed = time.perf_counter() - started
+            status: int = status_of(failed) if failed is not None else scope.get(_STATUS_KEY, 500)  # type: ignore[assignment]
             route = scope.get("path_template") or "unmatched"
             method = scope["method"]
             metrics: Metrics = scope["app"].state.runtime.metrics

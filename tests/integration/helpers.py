@@ -35,3 +35,14 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
     assert body["code"] == code, body
     assert isinstance(body["error"], str) and body["error"]
     return body
+
+
+def metric(exposition: str, name: str, **labels: str) -> float | None:
+    """The value of one sample in Prometheus text (None if absent); `name` as exposed, e.g. `..._total`."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None

@@ -1,0 +1,128 @@
+"""GET /metrics: counters move as operations happen, labels never mix tenants, topic labels are bounded, the
+bearer token, the HTTP histogram by route template, and the gauges read from what the leader stored."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import httpx
+
+from mq.jobs import GaugeRefresher
+from tests.conftest import ADMIN, Server, Tenant, start_server, stop_server
+from tests.integration.helpers import assert_error, b64, dequeue, enqueue, metric
+
+
+async def scrape(base_url: str, **headers: str) -> str:
+    async with httpx.AsyncClient(base_url=base_url) as c:
+        r = await c.get("/metrics", headers=headers)
+        assert r.status_code == 200, r.text
+        assert r.headers["content-type"].startswith("text/plain")
+        return r.text
+
+
+async def make_tenant(db: Any) -> Tenant:
+    slug = f"t-{uuid.uuid4().hex[:12]}"
+    return Tenant(await db.fetchval("INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id", slug), slug)
+
+
+async def test_counters_move_with_operations_and_never_mix_tenants(server: Server, db, make_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    other = await make_tenant(db)
+    a = make_client(headers={"X-Tenant": tenant.slug})
+    b = make_client(headers={"X-Tenant": other.slug})
+    # Tenant A: 3 enqueues (one keyed twice: an upsert), a batch of 2, 3 dequeued, 1 ack, 1 nack, 1 dead letter.
+    await enqueue(a, "orders", key="k")
+    await enqueue(a, "orders", key="k")
+    await enqueue(a, "orders")
+    r = await a.post("/api/messages/batch", json={"topic": "orders", "messages": [{"payload": b64("1")}] * 2})
+    assert r.status_code == 201
+    taken = await dequeue(a, "orders", 3)
+    r = await a.post(f"/api/messages/{taken[0]['id']}/ack", json={"receipt": taken[0]["receipt"]})
+    assert r.status_code == 204
+    r = await a.post(f"/api/messages/{taken[1]['id']}/nack", json={"receipt": taken[1]["receipt"]})
+    assert r.json()["outcome"] == "retry"
+    acks = {"acks": [{"id": taken[2]["id"], "receipt": taken[2]["receipt"]}]}
+    assert (await a.post("/api/messages/ack", json=acks)).json()["acked"] == 1
+    # Tenant B, same topic name: one enqueue only.
+    await enqueue(b, "orders")
+
+    text = await scrape(server.base_url)
+    mine = {"tenant": tenant.slug, "topic": "orders"}
+    theirs = {"tenant": other.slug, "topic": "orders"}
+    assert metric(text, "skiplock_messages_enqueued_total", **mine) == 4
+    assert metric(text, "skiplock_messages_upserted_total", **mine) == 1
+    assert metric(text, "skiplock_messages_dequeued_total", **mine) == 3
+    assert metric(text, "skiplock_messages_acked_total", **mine) == 2
+    assert metric(text, "skiplock_messages_nacked_total", **mine, outcome="retry") == 1
+    assert metric(text, "skiplock_message_wait_seconds_count", **mine) == 3  # first deliveries
+    assert metric(text, "skiplock_messages_enqueued_total", **theirs) == 1
+    for name in ("upserted", "dequeued", "acked"):
+        assert metric(text, f"skiplock_messages_{name}_total", **theirs) is None
+    for line in text.splitlines():  # no series carries both tenants, or a tenant id instead of a slug
+        if tenant.slug in line:
+            assert other.slug not in line
+    assert f'tenant="{tenant.id}"' not in text and f'tenant="{other.id}"' not in text
+
+    # The HTTP histogram is labelled by route template, never by the raw path (unbounded ids).
+    count = metric(
+        text,
+        "skiplock_http_request_duration_seconds_count",
+        route="/api/messages/{message_id}/ack",
+        method="POST",
+        status="2xx",
+    )
+    assert count is not None and count >= 1
+    assert taken[0]["id"] not in text
+
+
+async def test_rejections_and_throttling_are_counted(server: Server, client, tenant) -> None:  # type: ignore[no-untyped-def]
+    await client.put("/api/topic-configs/small", json={"max_depth": 1})
+    await enqueue(client, "small")
+    assert_error(await client.post("/api/messages", json={"topic": "small", "payload": b64("x")}), 429, "queue_full")
+    await client.put("/api/topic-configs/slow", json={"throughput_limit": 1})
+    for _ in range(3):
+        await enqueue(client, "slow")
+    await dequeue(client, "slow", 3)  # one token: 1 of 3, throttled
+    text = await scrape(server.base_url)
+    labels = {"tenant": tenant.slug}
+    assert metric(text, "skiplock_enqueue_rejected_total", **labels, topic="small", reason="queue_full") == 1
+    assert metric(text, "skiplock_dequeues_throttled_total", **labels, topic="slow") == 1
+
+
+async def test_gauges_come_from_the_leaders_snapshot(server: Server, db, client, tenant) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(3):
+        await enqueue(client, "depth")
+    await dequeue(client, "depth", 1)
+    assert (await GaugeRefresher(db).run_once()).ran
+    await asyncio.sleep(2.1)  # an instance rereads the stored gauges at most every two seconds
+    text = await scrape(server.base_url)
+    labels = {"tenant": tenant.slug, "topic": "depth"}
+    assert metric(text, "skiplock_messages", **labels, status="pending") == 2
+    assert metric(text, "skiplock_messages", **labels, status="processing") == 1
+    age = metric(text, "skiplock_oldest_pending_age_seconds", **labels)
+    assert age is not None and 0 <= age < 60
+    assert metric(text, "skiplock_job_last_run_timestamp_seconds", job="gauges") is not None
+    assert metric(text, "process_resident_memory_bytes") is not None
+
+
+async def test_topic_labels_are_bounded_and_the_token_is_required(server_env, tenant) -> None:  # type: ignore[no-untyped-def]
+    env = {**server_env, "SKIPLOCK_METRICS_MAX_TOPICS_PER_TENANT": "3", "SKIPLOCK_METRICS_TOKEN": "s3cret-scrape"}
+    srv = await asyncio.to_thread(start_server, env)
+    try:
+        async with httpx.AsyncClient(base_url=srv.base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}) as c:
+            for topic in ("t1", "t2", "t3", "t4", "t5"):
+                await enqueue(c, topic)
+            assert_error(await c.get("/metrics"), 401, "unauthorized")  # Basic credentials are not the token
+        async with httpx.AsyncClient(base_url=srv.base_url) as anonymous:
+            assert_error(await anonymous.get("/metrics"), 401, "unauthorized")
+            r = await anonymous.get("/metrics", headers={"Authorization": "Bearer wrong"})
+            assert_error(r, 401, "unauthorized")
+        text = await scrape(srv.base_url, Authorization="Bearer s3cret-scrape")
+        labels = {"tenant": tenant.slug}
+        assert metric(text, "skiplock_messages_enqueued_total", **labels, topic="t1") == 1
+        assert metric(text, "skiplock_messages_enqueued_total", **labels, topic="t2") == 1
+        assert metric(text, "skiplock_messages_enqueued_total", **labels, topic="t3") is None
+        assert metric(text, "skiplock_messages_enqueued_total", **labels, topic="other") == 3
+    finally:
+        await asyncio.to_thread(stop_server, srv)
