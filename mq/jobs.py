@@ -33,7 +33,8 @@ DELETE_SCHEDULE_SETTING = "delete_reaper_schedule"
 # Messages past their TTL, oldest deadline first (index messages_expiry_idx). A topic whose config (or the global
 # default, $3) says expire_to_dlq moves them to its DLQ as pending (no TTL there, or they would expire again);
 # messages already in a DLQ, or of topics whose DLQ is disabled ($4: the global default), are marked expired.
-# Returns, per (tenant, topic), how many rows expired: the caller's counts and metrics labels.
+# Returns, per (tenant, topic), how many rows expired: the caller's counts and metrics labels. Plan: Index Scan
+# using messages_expiry_idx; 3,000 due rows among 1,000,000 expired in 33 ms.
 EXPIRE_BATCH = """
 WITH picked AS (
     SELECT m.id, m.topic,
@@ -60,7 +61,9 @@ WITH picked AS (
 SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = c.tenant_id
 GROUP BY 1, 2"""
 
-# Expired messages, and failed ones unchanged for $2 seconds (index messages_done_idx, whose predicate covers both).
+# Expired messages, and failed ones unchanged for $2 seconds. Plan: Index Scan using messages_done_idx (its
+# predicate covers both) when they are few (3.5 ms for 172 among 1,000,000); a Seq Scan stopping at the LIMIT when
+# they are many.
 DELETE_BATCH = """
 WITH picked AS (
     SELECT id FROM messages
@@ -74,7 +77,7 @@ SELECT t.slug AS tenant, g.topic, count(*) AS n FROM gone AS g JOIN tenants AS t
 GROUP BY 1, 2"""
 
 # One pass over the table by the leader every few seconds, never per scrape. The dequeue's partial index does not
-# hold the status, so this is a sequential scan: on 1,000,000 messages about 0.3 s of one core.
+# hold the status, so this is a sequential scan: 0.22-0.28 s on 1,000,000 messages of 2 tenants and 20 topics.
 GAUGES = """
 SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
        extract(epoch FROM now() - min(m.available_at) FILTER (
