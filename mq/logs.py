@@ -17,7 +17,11 @@ from datetime import UTC, datetime
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("skiplock_request_id", default="")
 
 # Attributes every LogRecord has; anything else was passed in `extra=` and goes into the JSON object.
-_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",  # uvicorn's message with terminal colours
+}
 
 
 class JsonFormatter(logging.Formatter):

@@ -45,8 +45,10 @@ class Runtime:
     jobs: Jobs
 
     @classmethod
-    async def open(cls, settings: Settings) -> Runtime:
-        """Connect everything. Needs `settings.database_url` (the embedded server is started before this)."""
+    async def open(cls, settings: Settings, *, bootstrap_users: bool = True) -> Runtime:
+        """Connect everything. Needs `settings.database_url` (the embedded server is started before this).
+        `bootstrap_users`: create the platform admin and the default tenant if missing (the API does; workers
+        leave it to the API)."""
         if not settings.database_url:
             raise RuntimeError("Runtime.open needs a database URL")
         pool = await create_pool(settings.database_url, settings.db_pool_min_size, settings.db_pool_max_size)
@@ -82,7 +84,8 @@ class Runtime:
         jobs = Jobs(pool, settings, broadcast.publish, metrics)
         broadcast.on(SCHEDULE_CHANNEL, jobs.schedule_changed)
         await broadcast.start()
-        await bootstrap(tenancy, settings)
+        if bootstrap_users:
+            await bootstrap(tenancy, settings)
         tenants = TenancyService(tenancy, invalidation)
         return cls(
             settings=settings,

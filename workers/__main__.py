@@ -22,7 +22,7 @@ log = logging.getLogger("skiplock.workers")
 
 
 async def run(settings: Settings) -> None:
-    runtime = await Runtime.open(settings)
+    runtime = await Runtime.open(settings, bootstrap_users=False)
     workers = Workers(runtime.jobs)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
