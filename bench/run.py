@@ -279,12 +279,15 @@ class Side:
 
 
 async def compare(key: str, target: float, base: Side, measured: Side, baseline: str | None = None) -> dict[str, Any]:
-    """ROUNDS interleaved rounds of `base` then `measured`; the ratio is the median of measured/base per round."""
+    """ROUNDS interleaved rounds of `base` and `measured`; the ratio is the median of measured/base per round.
+    Odd rounds run `measured` first: whatever the first side leaves behind (autovacuum of its rows, a checkpoint
+    of its WAL) does not always fall on the same side."""
     results: tuple[list[Result], list[Result]] = ([], [])
     cpu_us = [0.0, 0.0]
     ratios = []
-    for _ in range(ROUNDS):
-        for n, side in enumerate((base, measured)):
+    for round_number in range(ROUNDS):
+        order = ((0, base), (1, measured)) if round_number % 2 == 0 else ((1, measured), (0, base))
+        for n, side in order:
             await side.setup()
             before = side.cpu() if side.cpu else 0.0
             results[n].append(await run_clients(key, side.clients, side.op))
@@ -391,9 +394,18 @@ async def measure_auth(
     return rows
 
 
-async def measure_topic_configs(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int) -> list[dict[str, Any]]:
+async def measure_topic_configs(
+    pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int
+) -> list[dict[str, Any]]:
     """What a topic config costs: the same requests on a topic with a max_depth (never reached) or a
-    throughput_limit (far above the achievable rate) and on an unconfigured topic, in interleaved rounds."""
+    throughput_limit (far above the achievable rate) and on an unconfigured topic, in interleaved rounds; with the
+    server's CPU time per request on each side."""
+    server = psutil.Process(server_pid)
+
+    def cpu() -> float:
+        times = server.cpu_times()
+        return float(times.user + times.system)
+
     host, port = base_url.removeprefix("http://").split(":")
     http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
     for c in http:
@@ -475,7 +487,9 @@ async def measure_topic_configs(pool: asyncpg.Pool[Any], base_url: str, tenant_i
     try:
         for key, base_setup, base_op, setup, op in pairs:
             baseline = "the same requests on an unconfigured topic"
-            rows.append(await compare(key, 0.9, Side(base_setup, http, base_op), Side(setup, http, op), baseline))
+            rows.append(
+                await compare(key, 0.9, Side(base_setup, http, base_op, cpu), Side(setup, http, op, cpu), baseline)
+            )
     finally:
         for c in http:
             await c.close()
@@ -562,7 +576,7 @@ async def main() -> None:
         if "auth" in PARTS:
             rows += await measure_auth(pool, base, noauth_base, (proc.pid, noauth_proc.pid))
         if "configs" in PARTS:
-            rows += await measure_topic_configs(pool, base, tenant_id)
+            rows += await measure_topic_configs(pool, base, tenant_id, proc.pid)
     finally:
         await pool.close()
         for p in (proc, noauth_proc):
