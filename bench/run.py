@@ -458,7 +458,7 @@ async def measure_topic_configs(
     def prefilled(topic: str) -> Callable[[], Awaitable[None]]:
         async def setup() -> None:
             await empty()
-            n = int(30_000 * SECONDS)
+            n = int(60_000 * SECONDS)  # more than either side can drain in a round (~30k msg/s here)
             for start in range(0, n, 10_000):
                 await pool.execute(
                     """INSERT INTO messages (id, tenant_id, topic, payload, max_retries)
