@@ -6,7 +6,6 @@ processing message's visibility deadline (its lease). Plans below were taken wit
 table of 1,000,000 messages over 20 topics of two tenants (`make explain` prints them again).
 """
 
-import secrets
 
 
 def _rfc3339(column: str) -> str:
@@ -71,23 +70,28 @@ ADMIT = "SELECT skiplock_admit($1, $2::text[], $3::int8[], $4::int8[], $5::int4,
 
 
 def copy_admission(tenant_id: int, admit: tuple[list[str], list[int], list[int], int | None, list[str]]) -> str:
-    """The WHERE condition of a capped COPY (migration 2026_11_22_admission_copy): the gates are passed once,
-    before the first row, in the COPY's transaction, and the condition becomes true. COPY takes no parameters, so the
-    arguments are literals: integers, and scopes and topics, which are topic names (`TOPIC_RE`: letters, digits,
-    '.', '_', '-') or ''; quotes are doubled all the same. The token is new per statement."""
+    """The WHERE condition of a capped COPY (migration 2026_11_22_admission_copy): one call, folded before the
+    first row, that passes the gates in the COPY's transaction. COPY takes no parameters, so the arguments are
+    literals: integers, and scopes and topics, which are topic names (`TOPIC_RE`: letters, digits, '.', '_', '-')
+    or ''; quotes are doubled all the same."""
     scopes, rows, caps, max_topics, topics = admit
-    token = secrets.token_hex(8)
+
+    def text(value: str) -> str:
+        return "'" + value.replace("'", "''") + "'"
+
+    if len(scopes) == 1 and max_topics is None:
+        return f"skiplock_admit_copy({int(tenant_id)}, {text(scopes[0])}, {int(rows[0])}, {int(caps[0])})"
 
     def texts(values: list[str]) -> str:
-        return "ARRAY[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]::text[]"
+        return "ARRAY[" + ", ".join(text(v) for v in values) + "]::text[]"
 
     def integers(values: list[int]) -> str:
         return "ARRAY[" + ", ".join(str(int(v)) for v in values) + "]::int8[]"
 
     limit = "NULL" if max_topics is None else str(int(max_topics))
     return (
-        f"current_setting('skiplock.admitted', true) = '{token}' OR skiplock_admit_copy('{token}', {int(tenant_id)}, "
-        f"{texts(scopes)}, {integers(rows)}, {integers(caps)}, {limit}::int4, {texts(topics)})"
+        f"skiplock_admit_copy_all({int(tenant_id)}, {texts(scopes)}, {integers(rows)}, {integers(caps)}, "
+        f"{limit}::int4, {texts(topics)})"
     )
 
 

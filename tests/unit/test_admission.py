@@ -66,3 +66,15 @@ def test_the_memo_forgets_after_its_time() -> None:
     memo = RefusalMemo(seconds=0)
     memo.remember(1, errors.QuotaExceeded("x", details={"quota": "max_messages", "limit": 1, "used": 1}, retry_after=1))
     memo.check(1, [("", 5, 1)])
+
+
+def test_copy_admission_is_one_literal_call() -> None:
+    from mq.queue.sql import copy_admission
+
+    assert copy_admission(7, (["orders"], [100], [5000], None, [])) == "skiplock_admit_copy(7, 'orders', 100, 5000)"
+    both = copy_admission(7, (["", "orders"], [100, 100], [10**6, 5000], 3, ["orders"]))
+    assert both == (
+        "skiplock_admit_copy_all(7, ARRAY['', 'orders']::text[], ARRAY[100, 100]::int8[], "
+        "ARRAY[1000000, 5000]::int8[], 3::int4, ARRAY['orders']::text[])"
+    )
+    assert "'o''x'" in copy_admission(1, (["o'x"], [1], [1], None, []))  # quotes doubled, though names have none
