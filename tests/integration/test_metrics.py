@@ -106,6 +106,21 @@ async def test_gauges_come_from_the_leaders_snapshot(server: Server, db, client,
     assert metric(text, "process_resident_memory_bytes") is not None
 
 
+async def test_reaper_runs_are_counted(server: Server, db, tenant) -> None:  # type: ignore[no-untyped-def]
+    await db.execute(
+        """INSERT INTO messages (id, tenant_id, topic, payload, max_retries, expires_at)
+           SELECT gen_random_uuid(), $1, 'ttl', 'x', 3, now() - interval '1 minute' FROM generate_series(1, 4)""",
+        tenant.id,
+    )
+    async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN) as admin:
+        assert (await admin.post("/api/admin/expiry-reaper/run")).status_code == 200
+        assert (await admin.post("/api/admin/delete-reaper/run")).status_code == 200
+    text = await scrape(server.base_url)
+    labels = {"tenant": tenant.slug, "topic": "ttl"}
+    assert metric(text, "skiplock_messages_expired_total", **labels) == 4
+    assert metric(text, "skiplock_messages_deleted_total", **labels) == 4
+
+
 async def test_topic_labels_are_bounded_and_the_token_is_required(server_env, tenant) -> None:  # type: ignore[no-untyped-def]
     env = {**server_env, "SKIPLOCK_METRICS_MAX_TOPICS_PER_TENANT": "3", "SKIPLOCK_METRICS_TOKEN": "s3cret-scrape"}
     srv = await asyncio.to_thread(start_server, env)

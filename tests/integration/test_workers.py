@@ -5,6 +5,7 @@ every replica, the manual triggers, and the scheduler running inside `python -m 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from typing import Any
 
@@ -15,7 +16,7 @@ import redis.asyncio as aioredis
 from mq.broadcast import Broadcast
 from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
-from mq.jobs import DeleteReaper, ExpiryReaper, Jobs, job_lock, lock_key
+from mq.jobs import DeleteReaper, ExpiryReaper, Jobs, _BatchJob, job_lock, lock_key
 from mq.metrics import Metrics
 from mq.settings import Settings
 from tests.conftest import ADMIN, Server, Tenant, start_server, stop_server
@@ -130,10 +131,24 @@ async def test_one_replica_runs_a_job_at_a_time_and_a_dead_one_hands_over(databa
         assert (await waiting).ran
         assert (await statuses(db, tenant))[("locked", "expired")] == 3
 
-        # Many runs racing from two replicas: never two at once (each would see the other's lock).
-        first = ExpiryReaper(db, batch_size=100, expire_to_dlq=False, dlq_enabled=True)
-        results = await asyncio.gather(*(r.run_once() for r in [first, reaper] * 10))
-        assert any(r.ran for r in results)
+        # Runs racing from two replicas never overlap: each run holds the lock for at least 0.1 s after it starts
+        # its first statement, so any two starts are at least 0.1 s apart.
+        starts: list[float] = []
+
+        class SlowJob(_BatchJob):
+            name = "expiry_reaper"  # the same lock as the real job
+            statement = "SELECT 'x' AS tenant, 'y' AS topic, 0 AS n FROM pg_sleep(0.1) WHERE $1 > 0"
+
+            def _arguments(self) -> tuple[Any, ...]:
+                starts.append(time.monotonic())
+                return ()
+
+        replicas = [SlowJob(db, 10), SlowJob(other_replica, 10)]
+        for _ in range(3):
+            results = await asyncio.gather(*(job.run_once() for job in replicas * 4))
+            assert sum(r.ran for r in results) >= 1
+        starts.sort()
+        assert all(later - earlier >= 0.099 for earlier, later in itertools.pairwise(starts))
 
         # A replica dies holding the lock: its connection goes, and with it the lock.
         dying = await asyncpg.connect(asyncpg_dsn(database_url))
