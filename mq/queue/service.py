@@ -114,8 +114,7 @@ class QueueService:
         ttls: Sequence[int],
         configs: dict[str, EffectiveConfig],
     ) -> list[tuple[uuid.UUID, bool]]:
-        """Store after the tenant's quotas and the topics' max_depth (docs/semantics.md, "Quotas and
-        max_depth"); a tenant without quotas writing to uncapped topics goes straight to the shared statement."""
+        """Store; a refusal (cap, rate, quota, size) is counted in `skiplock_enqueue_rejected_total`."""
         try:
             return await self._admitted_store(tenant_id, items, max_retries, ttls, configs)
         except errors.SkiplockError as refused:
@@ -133,6 +132,8 @@ class QueueService:
         ttls: Sequence[int],
         configs: dict[str, EffectiveConfig],
     ) -> list[tuple[uuid.UUID, bool]]:
+        """Store after the tenant's quotas and the topics' max_depth (docs/semantics.md, "Quotas and
+        max_depth"); a tenant without quotas writing to uncapped topics goes straight to the shared statement."""
         quotas = NO_QUOTAS
         if self.quotas is not None:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
