@@ -7,7 +7,6 @@ table of 1,000,000 messages over 20 topics of two tenants (`make explain` prints
 """
 
 
-
 def _rfc3339(column: str) -> str:
     """A timestamp as the contract prints it, 2026-11-22T04:38:10.123Z (UTC, milliseconds, truncated)."""
     return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
