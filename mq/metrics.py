@@ -28,6 +28,8 @@ from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFam
 from prometheus_client.registry import Collector
 
 OTHER = "other"
+#: Label lookups remembered per process; past this many (a tenant inventing topics) they are forgotten and redone.
+_MAX_REMEMBERED_LABELS = 100_000
 #: Seconds a scrape reuses the gauges it read from Postgres.
 _GAUGES_REUSE_SECONDS = 2.0
 _HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0)
@@ -179,6 +181,8 @@ class Metrics:
         key = (counter, tenant_id, topic, *extra)
         child = self._children.get(key)
         if child is None:
+            if len(self._children) >= _MAX_REMEMBERED_LABELS:
+                self._children.clear()
             tenant = self.tenant(tenant_id)
             child = self._children[key] = counter.labels(tenant, self.topic(tenant, topic), *extra)
         child.inc(n)
