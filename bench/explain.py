@@ -80,23 +80,26 @@ async def main() -> None:
         print(
             f"{ROWS} messages; per status:", dict(await conn.fetch("SELECT status, count(*) FROM messages GROUP BY 1"))
         )
+        keys = [f"key-new-{n}" for n in range(100)]
         await explain(
             conn,
-            "message_insert (keyed)",
-            sql.MESSAGE_INSERT,
+            "message_insert_keyed 100 (expired twins first)",
+            sql.MESSAGE_INSERT_KEYED,
             1,
-            uuid7(),
-            "topic-3",
-            "key-new",
-            b"x",
-            None,
-            0,
-            3,
-            0.0,
-            0,
+            [uuid7() for _ in keys],
+            ["topic-3"] * 100,
+            keys,
+            [b"x"] * 100,
+            [None] * 100,
+            [0] * 100,
+            [3] * 100,
+            [0.0] * 100,
+            [0] * 100,
+            False,
+            True,
         )
-        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0, "0" * 32)
-        await explain(conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0, "0" * 32)
+        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0, "0" * 32, True)
+        await explain(conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0, "0" * 32, True)
         await explain(conn, "message_ack", sql.MESSAGE_ACK, 1, leased["id"], leased["receipt"])
         ids = [
             r["id"]

@@ -22,6 +22,7 @@ from typing import Any
 import asyncpg
 
 from mq.metrics import Metrics
+from mq.queue import sql
 from mq.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -29,37 +30,6 @@ log = logging.getLogger(__name__)
 #: Broadcast channel announcing a new delete-reaper schedule (the payload is the schedule).
 SCHEDULE_CHANNEL = "skiplock:workers:schedule"
 DELETE_SCHEDULE_SETTING = "delete_reaper_schedule"
-
-# Messages past their TTL, oldest deadline first (index messages_expiry_idx). A topic whose config (or the global
-# default, $3) says expire_to_dlq moves them to its DLQ as pending (no TTL there, or they would expire again);
-# messages already in a DLQ, or of topics whose DLQ is disabled ($4: the global default), are marked expired.
-# Returns, per (tenant, topic), how many rows expired: the caller's counts and metrics labels. Plan: Index Scan
-# using messages_expiry_idx; 3,000 due rows among 1,000,000 expired in 33 ms.
-EXPIRE_BATCH = """
-WITH picked AS (
-    SELECT m.id, m.topic,
-           m.original_topic IS NULL AND coalesce(tc.expire_to_dlq, $3) AND coalesce(tc.dlq_enabled, $4) AS to_dlq
-    FROM messages AS m
-    LEFT JOIN topic_configs AS tc ON tc.tenant_id = m.tenant_id AND tc.topic = m.topic
-    WHERE m.expires_at <= now() AND m.expires_at IS NOT NULL AND m.status IN ('pending', 'processing')
-    ORDER BY m.expires_at
-    LIMIT $1
-    FOR UPDATE OF m SKIP LOCKED
-), changed AS (
-    UPDATE messages AS m
-    SET status = CASE WHEN p.to_dlq THEN 'pending' ELSE 'expired' END,
-        topic = CASE WHEN p.to_dlq THEN m.topic || $2 ELSE m.topic END,
-        original_topic = CASE WHEN p.to_dlq THEN m.topic END,
-        dlq_moved_at = CASE WHEN p.to_dlq THEN now() END,
-        expires_at = CASE WHEN p.to_dlq THEN NULL ELSE m.expires_at END,
-        retry_count = CASE WHEN p.to_dlq THEN 0 ELSE m.retry_count END,
-        max_retries = CASE WHEN p.to_dlq THEN 0 ELSE m.max_retries END,
-        available_at = now(), receipt = NULL, updated_at = now()
-    FROM picked AS p WHERE m.id = p.id
-    RETURNING m.tenant_id, p.topic
-)
-SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = c.tenant_id
-GROUP BY 1, 2"""
 
 # Expired messages, and failed ones unchanged for $2 seconds. Plan: Index Scan using messages_done_idx (its
 # predicate covers both) when they are few (3.5 ms for 172 among 1,000,000); a Seq Scan stopping at the LIMIT when
@@ -162,7 +132,7 @@ class ExpiryReaper(_BatchJob):
     """Marks pending and processing messages past `expires_at` as expired, or moves them to their DLQ."""
 
     name = "expiry_reaper"
-    statement = EXPIRE_BATCH
+    statement = sql.EXPIRE_BATCH
 
     def __init__(self, pool: asyncpg.Pool[Any], batch_size: int, expire_to_dlq: bool, dlq_enabled: bool) -> None:
         super().__init__(pool, batch_size)
@@ -170,7 +140,7 @@ class ExpiryReaper(_BatchJob):
         self.dlq_enabled = dlq_enabled
 
     def _arguments(self) -> tuple[Any, ...]:
-        return ".dlq", self.expire_to_dlq, self.dlq_enabled
+        return self.expire_to_dlq, self.dlq_enabled
 
 
 class DeleteReaper(_BatchJob):

@@ -133,6 +133,12 @@ class Metrics:
         self.dequeued = counter("skiplock_messages_dequeued", "Messages delivered by dequeues")
         self.acked = counter("skiplock_messages_acked", "Messages acknowledged (deleted)")
         self.nacked = counter("skiplock_messages_nacked", "Nacks by outcome: retry, dlq or failed", "outcome")
+        self.lease_expired = counter(
+            "skiplock_leases_expired",
+            "Lapsed leases (a consumer neither acked nor nacked in time), counted as failed attempts when the message "
+            "is next taken: redelivered, or moved to the dlq or failed once max_retries is used up",
+            "outcome",
+        )
         self.requeued = counter("skiplock_messages_requeued", "Dead letters moved back to their topic")
         self.expired = counter("skiplock_messages_expired", "Messages the expiry reaper expired or moved to a DLQ")
         self.deleted = counter("skiplock_messages_deleted", "Messages the delete reaper deleted")

@@ -17,6 +17,7 @@ from mq.metrics import Metrics
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.queue.service import QueueService
+from mq.queue.types import QueueDefaults
 from mq.queue.wakeups import WakeupHub
 from mq.settings import Settings
 from mq.tenancy.auth import Authenticator
@@ -61,7 +62,15 @@ class Runtime:
         wakeups = WakeupHub(settings.database_url)
         await wakeups.start()
         broadcast = Broadcast(redis, settings.redis_url, settings.database_url, pool)
-        messages = MessageRepository(pool)
+        messages = MessageRepository(
+            pool,
+            QueueDefaults(
+                max_retries=settings.max_retries,
+                message_ttl_seconds=settings.message_ttl_seconds,
+                dlq_enabled=settings.dlq_enabled,
+                expire_to_dlq=settings.expire_to_dlq,
+            ),
+        )
         quotas = QuotaCache(pool)
         buckets = TokenBuckets(redis, settings.api_instances)
         configs = TopicConfigs(messages, settings, redis, broadcast)

@@ -2,25 +2,19 @@
 
 The counting happens in Postgres, in the statement that inserts the rows (`skiplock_admit`, migration
 `2026_11_22_admission`; docs/semantics.md "Quotas and max_depth"). This module builds that function's arguments
-from the caps in force, turns its refusals into domain errors, and remembers recent refusals for a moment so that
-producers hammering a full queue are answered without a trip to the database.
+from the caps in force and turns its refusals into domain errors. A refusal is never answered from memory: it is
+true when it is answered (each one recounts the scope, index-only, then without expired messages).
 """
 
 from __future__ import annotations
 
-import copy
-import time
 from collections import Counter
-from collections.abc import Iterable
 from typing import NamedTuple
 
 import asyncpg
 
 from mq import errors
 
-#: A scope refused recently is refused again without asking Postgres for this long (its gate would recount the
-#: scope's live messages each time). Consumers freeing room are seen after at most this delay.
-REFUSAL_MEMO_SECONDS = 0.1
 #: Seconds a refused producer is told to wait (Retry-After).
 RETRY_AFTER_SECONDS = 1
 
@@ -98,40 +92,3 @@ def refusal(exc: asyncpg.PostgresError) -> errors.SkiplockError | None:
         f"the tenant has {used} topics, its max_topics quota; this would create another",
         details={"quota": "max_topics", "limit": cap, "used": used},
     )
-
-
-class RefusalMemo:
-    """Live-message refusals of the last `REFUSAL_MEMO_SECONDS`: (tenant, scope) -> what the gate counted then.
-    A request that would not have fitted then is refused again at once; one that would have is sent on."""
-
-    def __init__(self, seconds: float = REFUSAL_MEMO_SECONDS) -> None:
-        self._seconds = seconds
-        self._refused: dict[tuple[int, str], tuple[float, int, int, errors.QueueFull | errors.QuotaExceeded]] = {}
-
-    def check(self, tenant_id: int, gates: Iterable[tuple[str, int, int]]) -> None:
-        """Raise a remembered refusal for any (scope, rows, cap) of `gates` that would not fit."""
-        if not self._refused:
-            return
-        now = time.monotonic()
-        for scope, rows, cap in gates:
-            hit = self._refused.get((tenant_id, scope))
-            if hit is None:
-                continue
-            until, used, then_cap, error = hit
-            if until <= now:
-                del self._refused[(tenant_id, scope)]
-            elif used + rows > min(cap, then_cap):
-                raise copy.copy(error)  # a fresh exception each time: re-raising one object grows its traceback
-
-    def remember(self, tenant_id: int, error: errors.QueueFull | errors.QuotaExceeded) -> None:
-        """Remember a live-message refusal (max_depth, max_messages); max_topics refusals are not."""
-        details = error.details if isinstance(error.details, dict) else {}
-        if isinstance(error, errors.QueueFull):
-            scope, used, cap = str(details["topic"]), int(details["depth"]), int(details["max_depth"])
-        elif details.get("quota") == "max_messages":
-            scope, used, cap = TENANT_SCOPE, int(details["used"]), int(details["limit"])
-        else:
-            return
-        if len(self._refused) >= 10_000:
-            self._refused.clear()
-        self._refused[(tenant_id, scope)] = (time.monotonic() + self._seconds, used, cap, error)

@@ -10,10 +10,10 @@ from typing import Any
 
 import asyncpg
 
-from mq.ids import uuid7
+from mq import errors
 from mq.queue import admission, sql
 from mq.queue.admission import AdmitArguments
-from mq.queue.types import EnqueueItem, TopicConfig
+from mq.queue.types import DeadLettered, EnqueueItem, QueueDefaults, TopicConfig
 
 Record = asyncpg.Record
 
@@ -21,27 +21,9 @@ Record = asyncpg.Record
 class MessageRepository:
     """Message rows of one database. Every method takes the tenant id first and scopes its statement by it."""
 
-    def __init__(self, pool: asyncpg.Pool[Any]) -> None:
+    def __init__(self, pool: asyncpg.Pool[Any], defaults: QueueDefaults | None = None) -> None:
         self.pool = pool
-
-    async def insert(
-        self, tenant_id: int, item: EnqueueItem, max_retries: int, ttl_seconds: int
-    ) -> tuple[uuid.UUID, bool]:
-        row = await self.pool.fetchrow(
-            sql.MESSAGE_INSERT,
-            tenant_id,
-            uuid7(),
-            item.topic,
-            item.key,
-            item.payload,
-            item.metadata_json,
-            item.priority,
-            max_retries,
-            float(item.delay_seconds),
-            ttl_seconds,
-        )
-        assert row is not None
-        return row["id"], row["inserted"]
+        self.defaults = defaults or QueueDefaults()
 
     async def insert_batch(
         self,
@@ -52,10 +34,16 @@ class MessageRepository:
         ttls: Sequence[int],
         admit: AdmitArguments | None = None,
     ) -> list[Record]:
-        """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error."""
-        statement, extra = (
-            (sql.MESSAGE_INSERT_BATCH, ()) if admit is None else (sql.MESSAGE_INSERT_BATCH_ADMITTED, admit)
-        )
+        """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error.
+        Keyed rows first expire twins past their TTL (`sql.MESSAGE_INSERT_KEYED`)."""
+        extra: tuple[Any, ...] = ()
+        if any(i.key is not None for i in items):
+            statement = sql.MESSAGE_INSERT_KEYED if admit is None else sql.MESSAGE_INSERT_KEYED_ADMITTED
+            extra = (self.defaults.expire_to_dlq, self.defaults.dlq_enabled)
+        else:
+            statement = sql.MESSAGE_INSERT_BATCH if admit is None else sql.MESSAGE_INSERT_BATCH_ADMITTED
+        if admit is not None:
+            extra += admit
         try:
             return await self.pool.fetch(
                 statement,
@@ -131,9 +119,34 @@ class MessageRepository:
             _raise_refusal(exc)
             raise
 
-    async def dequeue(self, tenant_id: int, topic: str, count: int, visibility_seconds: float) -> list[Record]:
-        secret = secrets.token_hex(16)  # the receipts of this delivery derive from it (see sql.MESSAGE_DEQUEUE)
-        return await self.pool.fetch(sql.MESSAGE_DEQUEUE, tenant_id, topic, count, float(visibility_seconds), secret)
+    async def dequeue(
+        self, tenant_id: int, topic: str, count: int, visibility_seconds: float
+    ) -> tuple[list[Record], list[DeadLettered]]:
+        """Lease up to `count` messages: the delivered rows, and the messages taken only to be dead-lettered
+        because their lease lapsed once too often. Those do not use up the count: the statement runs again for
+        what they took, while it keeps finding such messages."""
+        delivered: list[Record] = []
+        dead: list[DeadLettered] = []
+        wanted = count
+        while wanted > 0:
+            secret = secrets.token_hex(16)  # the receipts of this delivery derive from it (see sql.MESSAGE_DEQUEUE)
+            rows = await self.pool.fetch(
+                sql.MESSAGE_DEQUEUE,
+                tenant_id,
+                topic,
+                wanted,
+                float(visibility_seconds),
+                secret,
+                self.defaults.dlq_enabled,
+            )
+            taken = [DeadLettered(topic, r["fate"]) for r in rows if r["fate"] is not None]
+            if not taken:
+                delivered.extend(rows)
+                break
+            delivered.extend(r for r in rows if r["fate"] is None)
+            dead.extend(taken)
+            wanted = len(taken) if len(rows) == wanted else 0
+        return delivered, dead
 
     async def seconds_until_next_available(self, tenant_id: int, topic: str) -> float | None:
         value: float | None = await self.pool.fetchval(sql.MESSAGE_NEXT_AVAILABLE, tenant_id, topic)
@@ -144,10 +157,10 @@ class MessageRepository:
 
     async def ack_batch(
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
-    ) -> dict[uuid.UUID, str]:
-        """The messages that were acknowledged (deleted): id -> topic."""
+    ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
+        """The messages that were acknowledged (deleted): id -> (topic, the receipt of the lease that ended)."""
         rows = await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, _id_list(ids), _id_list(receipts))
-        return {r["id"]: r["topic"] for r in rows}
+        return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
 
     async def statuses(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
         rows = await self.pool.fetch(sql.MESSAGE_LEASE_PROBE_MANY, tenant_id, _id_list(ids))
@@ -166,21 +179,28 @@ class MessageRepository:
         message_id: uuid.UUID,
         receipt: uuid.UUID | None,
         error: str | None,
-        dlq_enabled: bool,
         delay_seconds: float | None,
         backoff: Sequence[int],
-    ) -> Record | None:
-        """The outcome and the message's topic afterwards; None when no processing message matched.
+    ) -> tuple[str, str] | None:
+        """(outcome, the message's topic afterwards); None when no processing message matched. A retry that would
+        collide with a pending twin of the same key expires that twin if its TTL passed and retries; a live twin
+        supersedes the message, which is deleted (outcome `retry`: the key's latest content will be delivered)."""
+        arguments = (tenant_id, message_id, receipt, error, self.defaults.dlq_enabled, delay_seconds, list(backoff))
+        for _ in range(3):  # a dead twin expired: try again (a new one past its TTL at once is near impossible)
+            try:
+                row = await self.pool.fetchrow(sql.MESSAGE_NACK, *arguments)
+            except asyncpg.UniqueViolationError:
+                async with self.pool.acquire() as conn, conn.transaction():
+                    if await conn.fetchval(sql.MESSAGE_EXPIRE_TWINS, tenant_id, message_id, *self._expiry_defaults):
+                        continue
+                    topic = await conn.fetchval(sql.MESSAGE_DELETE_SUPERSEDED, tenant_id, message_id, receipt)
+                    return None if topic is None else ("retry", topic)
+            return None if row is None else (row["outcome"], row["topic"])
+        raise errors.Unavailable("the message's key kept changing; retry the nack")
 
-        Raises asyncpg.UniqueViolationError when a retry would collide with a pending twin of the same key.
-        """
-        return await self.pool.fetchrow(
-            sql.MESSAGE_NACK, tenant_id, message_id, receipt, error, dlq_enabled, delay_seconds, list(backoff)
-        )
-
-    async def delete_superseded(self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None) -> str | None:
-        topic: str | None = await self.pool.fetchval(sql.MESSAGE_DELETE_SUPERSEDED, tenant_id, message_id, receipt)
-        return topic
+    @property
+    def _expiry_defaults(self) -> tuple[bool, bool]:
+        return self.defaults.expire_to_dlq, self.defaults.dlq_enabled
 
     async def extend(
         self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None, seconds: float
@@ -190,9 +210,7 @@ class MessageRepository:
         )
         return value
 
-    async def requeue(
-        self, tenant_id: int, message_id: uuid.UUID, default_max_retries: int, depth_cap: DepthCap
-    ) -> str | None:
+    async def requeue(self, tenant_id: int, message_id: uuid.UUID, depth_cap: DepthCap) -> str | None:
         """The original topic the message went back to, or None when it is not a requeueable DLQ message. A
         capped original topic must have room (QueueFull otherwise, and nothing moves).
 
@@ -204,19 +222,24 @@ class MessageRepository:
             original = await conn.fetchval(sql.MESSAGE_ORIGINAL_TOPIC, tenant_id, message_id)
             if original is not None:
                 await _admit_moved(conn, tenant_id, original, 1, depth_cap)
-            topic: str | None = await conn.fetchval(sql.MESSAGE_REQUEUE, tenant_id, message_id, default_max_retries)
+                await conn.fetchval(sql.MESSAGE_EXPIRE_DLQ_TWINS, tenant_id, message_id, *self._expiry_defaults)
+            topic: str | None = await conn.fetchval(sql.MESSAGE_REQUEUE, tenant_id, message_id, *self._restore)
             return topic
 
-    async def requeue_topic(
-        self, tenant_id: int, dlq_topic: str, topic: str, default_max_retries: int, depth_cap: DepthCap
-    ) -> int:
+    @property
+    def _restore(self) -> tuple[int, int]:
+        """What a dead letter back in its topic takes when the topic has no config: max_retries and TTL."""
+        return self.defaults.max_retries, self.defaults.message_ttl_seconds
+
+    async def requeue_topic(self, tenant_id: int, dlq_topic: str, topic: str, depth_cap: DepthCap) -> int:
         """Every pending message of `dlq_topic` back to `topic`, all or none when `topic` is capped."""
         async with self.pool.acquire() as conn, conn.transaction():
             if await depth_cap(topic) is not None:
                 waiting = await conn.fetchval(sql.MESSAGE_DLQ_PENDING, tenant_id, dlq_topic)
                 if waiting:
                     await _admit_moved(conn, tenant_id, topic, waiting, depth_cap)
-            return len(await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, default_max_retries))
+            await conn.fetchval(sql.TOPIC_EXPIRE_DLQ_TWINS, tenant_id, dlq_topic, *self._expiry_defaults)
+            return len(await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, *self._restore))
 
     async def get(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_GET, tenant_id, message_id)

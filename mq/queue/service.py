@@ -19,16 +19,17 @@ import asyncpg
 from mq import errors
 from mq.buckets import TokenBuckets
 from mq.metrics import Metrics
-from mq.queue.admission import Caps, RefusalMemo
+from mq.queue.admission import Caps
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
-from mq.queue.shared import SharedStatements, in_queue_order
+from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
 from mq.queue.types import (
     DLQ_SUFFIX,
     MAX_ERROR_LENGTH,
     STATUSES,
     AckResult,
     BatchAckOutcome,
+    DeadLettered,
     EffectiveConfig,
     EnqueueItem,
     MessageView,
@@ -65,11 +66,10 @@ class QueueService:
         self.configs = configs
         self.wakeups = wakeups
         self.settings = settings
-        self.shared = SharedStatements(repository, settings)
+        self.shared = SharedStatements(repository, settings, self._dead_lettered)
         self.quotas = quotas
         self.buckets = buckets or TokenBuckets(None, settings.api_instances)
         self.metrics = metrics or Metrics()
-        self._refusals = RefusalMemo()
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
@@ -143,8 +143,6 @@ class QueueService:
         if quotas.max_payload_bytes is not None:
             _check_payloads(items, quotas.max_payload_bytes)
         caps = Caps(quotas.max_messages, quotas.max_topics, depths)
-        if caps:
-            self._refusals.check(tenant_id, caps.gates(Counter(i.topic for i in items)))
         rate, bucket = quotas.enqueue_rate, f"enqueue:{tenant_id}"
         if rate is not None:
             granted, wait = await self.buckets.take(bucket, rate, len(items), whole=True)
@@ -156,8 +154,7 @@ class QueueService:
                 )
         try:
             return await self.shared.insert(tenant_id, items, max_retries, ttls, caps)
-        except (errors.QueueFull, errors.QuotaExceeded) as refused:
-            self._refusals.remember(tenant_id, refused)
+        except (errors.QueueFull, errors.QuotaExceeded):
             if rate is not None:
                 await self.buckets.give_back(bucket, rate, len(items))
             raise
@@ -216,10 +213,21 @@ class QueueService:
             await self.buckets.give_back(bucket, rate, granted - len(rows))
         return self._delivered(tenant_id, topic, rows), 0.0
 
+    def _dead_lettered(self, tenant_id: int, dead: list[DeadLettered]) -> None:
+        """Messages a dequeue dead-lettered instead of delivering (their lease lapsed once too often)."""
+        metrics = self.metrics
+        for (topic, fate), n in Counter((d.topic, d.fate) for d in dead).items():
+            metrics.count(metrics.lease_expired, tenant_id, topic, n, fate)
+            if fate == "dlq":
+                self.wakeups.published(tenant_id, [topic + DLQ_SUFFIX])
+
     def _delivered(self, tenant_id: int, topic: str, rows: list[Any]) -> list[Any]:
         if rows:
             metrics = self.metrics
             metrics.count(metrics.dequeued, tenant_id, topic, len(rows))
+            lapsed = sum(1 for r in rows if r["lapsed"])
+            if lapsed:
+                metrics.count(metrics.lease_expired, tenant_id, topic, lapsed, "redelivered")
             metrics.waited(tenant_id, topic, [w for w in (r["waited"] for r in rows) if w is not None])
         return rows
 
@@ -232,7 +240,9 @@ class QueueService:
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
             [topic] = await self.shared.ack(tenant_id, [mid], [rec])
-            if topic is not None:
+            if topic is STALE_RECEIPT:
+                raise errors.LeaseLost()
+            if isinstance(topic, str):
                 self.metrics.count(self.metrics.acked, tenant_id, topic)
                 return
         await self._raise_lease_error(tenant_id, mid, receipt)
@@ -253,10 +263,15 @@ class QueueService:
                 receipts.append(rec)
         claimed = await self.shared.ack(tenant_id, ids, receipts) if ids else []
         acked = 0
-        for topic, n in Counter(t for t in claimed if t is not None).items():
+        for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
             self.metrics.count(self.metrics.acked, tenant_id, topic, n)
             acked += n
-        missed = [(mid, rec) for mid, rec, topic in zip(ids, receipts, claimed, strict=True) if topic is None]
+        missed: list[tuple[uuid.UUID, uuid.UUID | None]] = []
+        for mid, rec, outcome in zip(ids, receipts, claimed, strict=True):
+            if outcome is STALE_RECEIPT:
+                failed.append(AckResult(id=str(mid), code="lease_lost"))
+            elif outcome is None:
+                missed.append((mid, rec))
         if missed:  # a second round trip only to explain failures
             statuses = await self.repository.statuses(tenant_id, [mid for mid, _ in missed])
             for mid, rec in missed:
@@ -274,29 +289,16 @@ class QueueService:
             check_text(error, "error")
         if mid is None:
             raise errors.MessageNotFound()
-        try:
-            row = await self.repository.nack(
-                tenant_id,
-                mid,
-                rec,
-                error,
-                self.settings.dlq_enabled,
-                delay_seconds,
-                self.settings.retry_backoff_seconds,
-            )
-        except asyncpg.UniqueViolationError:
-            # A newer pending message with the same key exists: it supersedes this one (see docs/semantics.md).
-            if await self.repository.delete_superseded(tenant_id, mid, rec) is None:
-                await self._raise_lease_error(tenant_id, mid, receipt)
-            return "retry"
-        if row is None:
+        backoff = self.settings.retry_backoff_seconds
+        done = await self.repository.nack(tenant_id, mid, rec, error, delay_seconds, backoff)
+        if done is None:
             await self._raise_lease_error(tenant_id, mid, receipt)
             raise AssertionError  # unreachable: the call above always raises
-        outcome: str = row["outcome"]
-        topic = row["topic"][: -len(DLQ_SUFFIX)] if outcome == "dlq" else row["topic"]
+        outcome, now_in = done
+        topic = now_in[: -len(DLQ_SUFFIX)] if outcome == "dlq" else now_in
         self.metrics.count(self.metrics.nacked, tenant_id, topic, 1, outcome)
         if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
-            self.wakeups.published(tenant_id, [row["topic"]])
+            self.wakeups.published(tenant_id, [now_in])
         return outcome
 
     async def extend(self, tenant_id: int, message_id: str, receipt: str | None, seconds: int) -> str:
@@ -337,9 +339,7 @@ class QueueService:
         if mid is None:
             raise errors.MessageNotFound()
         try:
-            topic = await self.repository.requeue(
-                tenant_id, mid, self.settings.max_retries, self._depth_cap_of(tenant_id)
-            )
+            topic = await self.repository.requeue(tenant_id, mid, self._depth_cap_of(tenant_id))
         except asyncpg.UniqueViolationError:
             raise errors.KeyConflict("the original topic holds a pending message with the same key") from None
         if topic is not None:
@@ -358,9 +358,7 @@ class QueueService:
         """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted."""
         check_topic(topic, for_enqueue=False)
         base = topic[: -len(DLQ_SUFFIX)] if topic.endswith(DLQ_SUFFIX) else topic
-        count = await self.repository.requeue_topic(
-            tenant_id, base + DLQ_SUFFIX, base, self.settings.max_retries, self._depth_cap_of(tenant_id)
-        )
+        count = await self.repository.requeue_topic(tenant_id, base + DLQ_SUFFIX, base, self._depth_cap_of(tenant_id))
         if count:
             self.metrics.count(self.metrics.requeued, tenant_id, base, count)
             self.wakeups.published(tenant_id, [base])

@@ -18,7 +18,7 @@ from mq.ids import uuid7_batch
 from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
 from mq.queue.repository import MessageRepository
-from mq.queue.types import EnqueueItem
+from mq.queue.types import DeadLettered, EnqueueItem
 from mq.settings import Settings
 
 Request = TypeVar("Request")
@@ -67,9 +67,27 @@ _COPY_MIN_ROWS = 16
 _ALONE_MIN_ROWS = 32
 
 
+class StaleReceipt:
+    """An ack's outcome when the message was acknowledged in the same statement by the holder of its current
+    lease, and this ack's receipt was an older one: `lease_lost`, as for a single ack with a stale receipt."""
+
+
+STALE_RECEIPT = StaleReceipt()
+
+#: Per acknowledged id: the topic of the message this ack deleted, `STALE_RECEIPT`, or None (not acknowledged).
+AckOutcome = str | StaleReceipt | None
+
+
 class SharedStatements:
-    def __init__(self, repository: MessageRepository, settings: Settings) -> None:
+    def __init__(
+        self,
+        repository: MessageRepository,
+        settings: Settings,
+        dead_lettered: Callable[[int, list[DeadLettered]], None] = lambda _tenant, _dead: None,
+    ) -> None:
+        """`dead_lettered` hears of messages a dequeue took only to dead-letter them (lapsed too often)."""
         self.repository = repository
+        self._dead_lettered = dead_lettered
         # A flush holds at most max_batch_size rows; coalesce_max_in_flight flushes of a kind run at once.
         in_flight, rows = settings.coalesce_max_in_flight, settings.max_batch_size
         self._inserts = Coalescer(
@@ -98,8 +116,9 @@ class SharedStatements:
 
     async def ack(
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
-    ) -> list[str | None]:
-        """Delete processing messages; per id, the topic of the message this request deleted, or None."""
+    ) -> list[AckOutcome]:
+        """Delete processing messages; per id, the topic of the message this request deleted, `STALE_RECEIPT`, or
+        None."""
         request = _Ack(tenant_id, ids, receipts)
         if len(ids) >= _ALONE_MIN_ROWS:
             return await _alone(self._ack_many, request)
@@ -211,9 +230,10 @@ class SharedStatements:
 
         async def lease(key: tuple[int, str, int], chosen: list[_Dequeue]) -> list[list[Any]]:
             tenant_id, topic, visibility = key
-            rows = in_queue_order(
-                await self.repository.dequeue(tenant_id, topic, sum(d.limit for d in chosen), visibility)
-            )
+            delivered, dead = await self.repository.dequeue(tenant_id, topic, sum(d.limit for d in chosen), visibility)
+            if dead:
+                self._dead_lettered(tenant_id, dead)
+            rows = in_queue_order(delivered)
             parts, start = [], 0
             for d in chosen:
                 parts.append(rows[start : start + d.limit])
@@ -222,16 +242,19 @@ class SharedStatements:
 
         return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility), lease)
 
-    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[str | None] | BaseException]:
+    async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[AckOutcome] | BaseException]:
         """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it
-        deleted, or None. Of two acks of one message, only the first succeeds, as if they had run one after the
-        other."""
+        deleted, `STALE_RECEIPT` or None (see `credit`)."""
 
-        async def delete(tenant_id: int, chosen: list[_Ack]) -> list[list[str | None]]:
-            deleted = await self.repository.ack_batch(
-                tenant_id, [m for a in chosen for m in a.ids], [r for a in chosen for r in a.receipts]
-            )
-            return [[deleted.pop(mid, None) for mid in ack.ids] for ack in chosen]
+        async def delete(tenant_id: int, chosen: list[_Ack]) -> list[list[AckOutcome]]:
+            ids = [m for a in chosen for m in a.ids]
+            receipts = [r for a in chosen for r in a.receipts]
+            outcomes = credit(ids, receipts, await self.repository.ack_batch(tenant_id, ids, receipts))
+            parts, start = [], 0
+            for ack in chosen:
+                parts.append(outcomes[start : start + len(ack.ids)])
+                start += len(ack.ids)
+            return parts
 
         return await _per_group(acks, lambda a: a.tenant_id, delete)
 
@@ -277,6 +300,30 @@ async def _alone(
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome
+
+
+def credit(
+    ids: Sequence[uuid.UUID],
+    receipts: Sequence[uuid.UUID | None],
+    deleted: dict[uuid.UUID, tuple[str, uuid.UUID | None]],
+) -> list[AckOutcome]:
+    """Which entry of an ack list acknowledged each deleted message: the first whose receipt is the ended lease's,
+    else the first without a receipt (it acts for any holder). Other entries naming a receipt are stale
+    (`STALE_RECEIPT`); the rest acknowledged nothing (an id listed twice succeeds once)."""
+    outcomes: list[AckOutcome] = [None] * len(ids)
+    credited: set[uuid.UUID] = set()
+    for exact in (True, False):
+        for n, (mid, receipt) in enumerate(zip(ids, receipts, strict=True)):
+            hit = deleted.get(mid)
+            if hit is None or mid in credited or (receipt != hit[1] if exact else receipt is not None):
+                continue
+            outcomes[n] = hit[0]
+            credited.add(mid)
+    for n, (mid, receipt) in enumerate(zip(ids, receipts, strict=True)):
+        hit = deleted.get(mid)
+        if outcomes[n] is None and hit is not None and receipt is not None and receipt != hit[1]:
+            outcomes[n] = STALE_RECEIPT
+    return outcomes
 
 
 _UNSET = RuntimeError("no outcome")  # replaced for every request before _per_group returns

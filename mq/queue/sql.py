@@ -14,28 +14,30 @@ def _rfc3339(column: str) -> str:
 
 # Columns returned for a message, in `MessageView`'s field order and already in the response's text form: ids and
 # timestamps as text cost the driver a tenth of decoding them to UUID and datetime objects (about 1 µs each) and
-# then printing those again, and `metadata` is JSON text passed through unparsed.
-MESSAGE_COLUMNS = f"""m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata, m.status,
+# then printing those again, and `metadata` is JSON text passed through unparsed. `status` is the one a reader
+# sees (`VIEW_STATUS`); a dequeue's fresh leases are `processing` as stored.
+def _message_columns(status: str) -> str:
+    return f"""m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata, {status} AS status,
     m.priority, m.retry_count, m.max_retries, m.last_error, {_rfc3339("m.created_at")} AS created_at,
     {_rfc3339("m.updated_at")} AS updated_at, {_rfc3339("m.available_at")} AS available_at,
     {_rfc3339("m.expires_at")} AS expires_at, m.original_topic, {_rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
     m.receipt::text AS receipt"""
 
+
+# What a message is for every reader (browse, get, stats, topics, purge and delete by status), whatever a reaper
+# has marked yet: a live message past its `expires_at` is `expired` (gone for every purpose), and a processing one
+# whose visibility deadline passed (a lapsed lease) is `pending`, available exactly as a pending one is. The
+# stored status changes when the message is next taken, or by the expiry reaper.
+_ALIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
+VIEW_STATUS = f"""CASE WHEN m.status IN ('pending', 'processing') AND NOT {_ALIVE} THEN 'expired'
+    WHEN m.status = 'processing' AND m.available_at <= now() THEN 'pending' ELSE m.status END"""
+
+MESSAGE_COLUMNS = _message_columns(VIEW_STATUS)
+_LEASED_COLUMNS = _message_columns("m.status")
+
 # The arbiter of the key upsert: one pending message per (tenant, topic, key) outside dead-letter topics.
 _KEY_CONFLICT = """ON CONFLICT (tenant_id, topic, key) WHERE key IS NOT NULL AND status = 'pending'
     AND original_topic IS NULL"""
-
-# Single enqueue. A pending twin with the same key keeps its id, position, priority and delay; only its content
-# changes. `inserted` is false for such an upsert. Plan: Insert on messages, arbiter messages_pending_key_uq.
-# $2 id, $3 topic, $4 key, $5 payload, $6 metadata json, $7 priority, $8 max_retries, $9 delay s, $10 ttl s (0: none)
-MESSAGE_INSERT = f"""
-INSERT INTO messages AS m (id, tenant_id, topic, key, payload, metadata, priority, max_retries, available_at,
-                           expires_at)
-VALUES ($2, $1, $3, $4, $5, $6::jsonb, $7, $8, now() + make_interval(secs => $9),
-        CASE WHEN $10 > 0 THEN now() + make_interval(secs => $10) END)
-{_KEY_CONFLICT}
-DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_at = now()
-RETURNING m.id, (m.xmax = 0) AS inserted"""
 
 
 # Capped tenants and topics (a tenant's max_messages or max_topics, a topic's max_depth) admit their rows through
@@ -94,11 +96,92 @@ def copy_admission(tenant_id: int, admit: tuple[list[str], list[int], list[int],
     )
 
 
+# A message past its TTL leaves the live set: marked `expired`, or moved to its topic's DLQ when the topic (or the
+# global default) says `expire_to_dlq`. The expiry reaper does this in batches; the statements below do it to the
+# expired twins that stand in their way. Rows `p` carry `to_dlq` (see `EXPIRES_TO_DLQ`).
+# A dead letter keeps no TTL (a DLQ does not inherit its topic's), and an expiring dead letter keeps its origin.
+EXPIRE_SET = """status = CASE WHEN p.to_dlq THEN 'pending' ELSE 'expired' END,
+    topic = CASE WHEN p.to_dlq THEN m.topic || '.dlq' ELSE m.topic END,
+    original_topic = CASE WHEN p.to_dlq THEN m.topic ELSE m.original_topic END,
+    dlq_moved_at = CASE WHEN p.to_dlq THEN now() ELSE m.dlq_moved_at END,
+    expires_at = CASE WHEN p.to_dlq THEN NULL ELSE m.expires_at END,
+    retry_count = CASE WHEN p.to_dlq THEN 0 ELSE m.retry_count END,
+    max_retries = CASE WHEN p.to_dlq THEN 0 ELSE m.max_retries END,
+    available_at = now(), receipt = NULL, updated_at = now()"""
+
+
+def expires_to_dlq(expire_default: str, dlq_default: str) -> str:
+    """Whether an expiring message `m` (joined to its topic's config `tc`) goes to its DLQ; the arguments are
+    the parameters holding the global defaults of `expire_to_dlq` and `dlq_enabled`."""
+    return (
+        f"m.original_topic IS NULL AND coalesce(tc.expire_to_dlq, {expire_default}::bool) "
+        f"AND coalesce(tc.dlq_enabled, {dlq_default}::bool)"
+    )
+
+
+def _expire_twins(pairs: str, expire_default: str, dlq_default: str) -> str:
+    """CTE `dead_twins`: expire the pending messages past their TTL whose (topic, key) is among `pairs` (a
+    relation `k(topic, key)`), so that the statement after them does not mistake one for a live twin. Each pair is
+    one probe of messages_pending_key_uq (a LATERAL with LIMIT 1, the expiry test outside it: a join let the
+    planner scan messages_expiry_idx, every tenant's due messages, for each statement). Plan: Nested Loop <- the
+    pairs, Limit <- Index Scan using messages_pending_key_uq; ~1 µs a key when nothing is due."""
+    return f"""dead_twins AS (
+    UPDATE messages AS m SET {EXPIRE_SET}
+    FROM (
+        SELECT m.id, {expires_to_dlq(expire_default, dlq_default)} AS to_dlq
+        FROM {pairs}
+        CROSS JOIN LATERAL (
+            SELECT x.id, x.topic, x.original_topic, x.expires_at FROM messages AS x
+            WHERE x.tenant_id = $1 AND x.topic = k.topic AND x.key = k.key AND x.key IS NOT NULL
+              AND x.status = 'pending' AND x.original_topic IS NULL
+            LIMIT 1
+        ) AS m
+        LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = m.topic
+        WHERE m.expires_at <= now()
+    ) AS p
+    WHERE m.id = p.id AND m.status = 'pending' AND m.original_topic IS NULL  -- still so once locked
+    RETURNING 1
+)"""
+
+
+# The expiry reaper (`mq.jobs.ExpiryReaper`): messages past their TTL, oldest deadline first (index
+# messages_expiry_idx). A topic whose config (or the global default, $2) says expire_to_dlq moves them to its DLQ
+# as pending (no TTL there, or they would expire again); messages already in a DLQ, or of topics whose DLQ is
+# disabled ($3: the global default), are marked expired and keep their origin (`EXPIRE_SET`). Returns, per
+# (tenant, topic), how many rows expired: the caller's counts and metrics labels. Plan: Index Scan using
+# messages_expiry_idx; 3,000 due rows among 1,000,000 expired in 33 ms.
+EXPIRE_BATCH = f"""
+WITH picked AS (
+    SELECT m.id, m.topic, {expires_to_dlq("$2", "$3")} AS to_dlq
+    FROM messages AS m
+    LEFT JOIN topic_configs AS tc ON tc.tenant_id = m.tenant_id AND tc.topic = m.topic
+    WHERE m.expires_at <= now() AND m.expires_at IS NOT NULL AND m.status IN ('pending', 'processing')
+    ORDER BY m.expires_at
+    LIMIT $1
+    FOR UPDATE OF m SKIP LOCKED
+), changed AS (
+    UPDATE messages AS m SET {EXPIRE_SET}
+    FROM picked AS p WHERE m.id = p.id
+    RETURNING m.tenant_id, p.topic
+)
+SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = c.tenant_id
+GROUP BY 1, 2"""
+
+
 # Batch enqueue: one statement for up to `max_batch_size` rows, all or nothing. The caller folds items that share
-# a (topic, key) into one row first (ON CONFLICT cannot touch a row twice in one statement).
-# $2 ids, $3 topics, $4 keys, $5 payloads, $6 metadata, $7 priorities, $8 max_retries, $9 delays, $10 ttls
-def _insert_batch(admitted: bool) -> str:
-    with_clause, where = _admission(11) if admitted else ("", "")
+# a (topic, key) into one row first (ON CONFLICT cannot touch a row twice in one statement). With keys, the
+# expired twins of those keys are expired first (an InitPlan before the insert's scan): a twin past its TTL is no
+# twin, the new content is stored as a new message. The expired twin's index entry is then its own statement's
+# dead version, which the conflict check does not see.
+# $2 ids, $3 topics, $4 keys, $5 payloads, $6 metadata, $7 priorities, $8 max_retries, $9 delays, $10 ttls;
+# keyed: $11 default expire_to_dlq, $12 default dlq_enabled
+def _insert_batch(*, admitted: bool, keyed: bool) -> str:
+    with_clause, where = _admission(13 if keyed else 11) if admitted else ("", "")
+    if keyed:
+        twins = _expire_twins("unnest($3::text[], $4::text[]) AS k(topic, key)", "$11", "$12")
+        with_clause = f"WITH {twins},{with_clause[len('WITH') :]}" if with_clause else f"WITH {twins}"
+        where = f"{where} AND" if where else "WHERE"
+        where += " (SELECT count(*) FROM dead_twins) >= 0"
     return f"""{with_clause}
 INSERT INTO messages AS m (id, tenant_id, topic, key, payload, metadata, priority, max_retries, available_at,
                            expires_at)
@@ -112,8 +195,10 @@ DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_
 RETURNING m.id, m.topic, m.key, (m.xmax = 0) AS inserted"""
 
 
-MESSAGE_INSERT_BATCH = _insert_batch(admitted=False)
-MESSAGE_INSERT_BATCH_ADMITTED = _insert_batch(admitted=True)
+MESSAGE_INSERT_BATCH = _insert_batch(admitted=False, keyed=False)
+MESSAGE_INSERT_BATCH_ADMITTED = _insert_batch(admitted=True, keyed=False)
+MESSAGE_INSERT_KEYED = _insert_batch(admitted=False, keyed=True)
+MESSAGE_INSERT_KEYED_ADMITTED = _insert_batch(admitted=True, keyed=True)
 
 
 # Keyless messages sharing topic, priority, delay, max_retries and TTL (coalesced single enqueues, most batches):
@@ -140,6 +225,10 @@ MESSAGE_COPY_COLUMNS = ["id", "tenant_id", "topic", "payload", "metadata", "prio
 # Dequeue: pending messages whose delay passed and processing messages whose lease passed (a crashed consumer's
 # message comes back by itself), never expired ones; highest priority, then earliest available. Each delivery gets
 # a new receipt, so the previous holder's ack, nack or extend fails with lease_lost.
+# A lapsed lease counts as a failed attempt, as SQS counts receives: `retry_count` + 1 and `last_error` say so, and
+# a message that has used up its `max_retries` this way is not delivered again but dead-lettered as a nack would
+# (`fate` 'dlq' or 'failed'; NULL for a delivery). The caller drops those rows from the answer. The topic's
+# `dlq_enabled` is looked up only for such a message (a CASE arm), so deliveries pay a few comparisons.
 # Plan: Update on messages <- Nested Loop <- CTE picked: Limit <- LockRows <- Index Scan using
 # messages_dequeue_idx (Index Cond: tenant_id, topic, available_at <= now(); Filter: expires_at), then Index Scan
 # using messages_pkey per picked row. Rows are read in index order and the LIMIT stops the scan: cost grows with
@@ -147,11 +236,20 @@ MESSAGE_COPY_COLUMNS = ["id", "tenant_id", "topic", "payload", "metadata", "prio
 # A receipt is md5(a random secret of this statement || the message id): unique per message and delivery, not
 # guessable without the secret, and about 0.5 µs of Postgres time where gen_random_uuid() costs 4 µs per row
 # (dequeue 100 + ack: +10-15% messages/s, SQL alone).
-# `waited`, after the message's columns: seconds from enqueue to this delivery if it is the first (for metrics).
-# $2 topic, $3 count, $4 visibility timeout s, $5 the statement's secret (32 hex digits)
+# After the message's columns: `waited`, seconds from enqueue to this delivery if it is the first (for metrics),
+# `fate`, and `lapsed` (the message comes back after a lapsed lease).
+# $2 topic, $3 count, $4 visibility timeout s, $5 the statement's secret (32 hex digits), $6 default dlq_enabled
+LEASE_EXPIRED_ERROR = "lease expired: the visibility timeout passed without an ack or nack"
 MESSAGE_DEQUEUE = f"""
 WITH picked AS (
-    SELECT id FROM messages
+    SELECT id, status = 'processing' AS lapsed,
+           CASE WHEN status = 'processing' AND retry_count + 1 >= max_retries THEN
+               CASE WHEN original_topic IS NULL AND right(topic, 4) <> '.dlq'
+                         AND coalesce((SELECT tc.dlq_enabled FROM topic_configs AS tc
+                                       WHERE tc.tenant_id = $1 AND tc.topic = $2), $6::bool)
+                    THEN 'dlq' ELSE 'failed' END
+           END AS fate
+    FROM messages
     WHERE tenant_id = $1 AND topic = $2 AND status IN ('pending', 'processing') AND available_at <= now()
       AND (expires_at IS NULL OR expires_at > now())
     ORDER BY priority DESC, available_at
@@ -159,11 +257,23 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE messages AS m
-SET status = 'processing', available_at = now() + make_interval(secs => $4), receipt = md5($5 || m.id::text)::uuid,
-    first_dequeued_at = coalesce(m.first_dequeued_at, now()), updated_at = now()
-FROM picked WHERE m.id = picked.id
-RETURNING {MESSAGE_COLUMNS},
-    CASE WHEN m.first_dequeued_at = now() THEN extract(epoch FROM now() - m.created_at)::float8 END AS waited"""
+SET status = CASE p.fate WHEN 'dlq' THEN 'pending' WHEN 'failed' THEN 'failed' ELSE 'processing' END,
+    available_at = CASE WHEN p.fate IS NULL THEN now() + make_interval(secs => $4) ELSE now() END,
+    receipt = CASE WHEN p.fate IS NULL THEN md5($5 || m.id::text)::uuid END,
+    first_dequeued_at = CASE WHEN p.fate IS NULL THEN coalesce(m.first_dequeued_at, now())
+                             ELSE m.first_dequeued_at END,
+    retry_count = CASE WHEN p.fate = 'dlq' THEN 0 WHEN p.lapsed THEN m.retry_count + 1 ELSE m.retry_count END,
+    last_error = CASE WHEN p.lapsed THEN '{LEASE_EXPIRED_ERROR}' ELSE m.last_error END,
+    topic = CASE WHEN p.fate = 'dlq' THEN m.topic || '.dlq' ELSE m.topic END,
+    original_topic = CASE WHEN p.fate = 'dlq' THEN m.topic ELSE m.original_topic END,
+    dlq_moved_at = CASE WHEN p.fate = 'dlq' THEN now() ELSE m.dlq_moved_at END,
+    max_retries = CASE WHEN p.fate = 'dlq' THEN 0 ELSE m.max_retries END,
+    expires_at = CASE WHEN p.fate = 'dlq' THEN NULL ELSE m.expires_at END,
+    updated_at = now()
+FROM picked AS p WHERE m.id = p.id
+RETURNING {_LEASED_COLUMNS},
+    CASE WHEN m.first_dequeued_at = now() AND p.fate IS NULL THEN extract(epoch FROM now() - m.created_at)::float8
+    END AS waited, p.fate, p.lapsed"""
 
 # Seconds until the next live message of a topic becomes available (a delay or a lease ending): how long a long
 # poll that found nothing may sleep before it looks again, on the database's clock. Runs only on the empty
@@ -194,8 +304,9 @@ def _uuid_list(param: str) -> str:
     return f"string_to_array({param}, ',', '')::uuid[]"
 
 
-# Batch ack: one statement deletes every acknowledged message and returns their ids; the caller probes the rest
-# (only when some failed) to tell why. The rows are found through the primary key (`id = ANY`) and only then
+# Batch ack: one statement deletes every acknowledged message and returns their ids and the receipt of the lease
+# that ended (so the entry holding the current receipt gets the credit, not a stale one); the caller probes the
+# rest (only when some failed) to tell why. The rows are found through the primary key (`id = ANY`) and only then
 # paired with their receipts: joining the unnested list to messages let the planner pick a hash join over every
 # processing message of the tenant whenever its statistics made those look few (200 ms on a 1M-row table instead
 # of 0.2). Plan: Delete <- Hash Semi Join <- Bitmap Heap Scan on messages (Bitmap Index Scan on messages_pkey,
@@ -205,7 +316,7 @@ DELETE FROM messages AS m
 WHERE m.tenant_id = $1 AND m.id = ANY({_uuid_list("$2")}) AND m.status = 'processing'
   AND EXISTS (SELECT FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
               WHERE w.id = m.id AND (w.receipt IS NULL OR w.receipt = m.receipt))
-RETURNING m.id, m.topic"""
+RETURNING m.id, m.topic, m.receipt"""
 
 # Why an ack, nack or extend of one message matched nothing: missing (404) or leased by someone else (409).
 MESSAGE_LEASE_PROBE = "SELECT status, receipt FROM messages WHERE tenant_id = $1 AND id = $2"
@@ -215,7 +326,7 @@ MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $
 
 
 # Nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending, retry_count 0,
-# max_retries 0), or failed when the DLQ is off or the message is already dead-lettered. The topic's config is
+# max_retries 0, no TTL), or failed when the DLQ is off or the message is already dead-lettered. The topic's config is
 # joined here rather than looked up first: one round trip. Plan: Update <- Nested Loop <- LockRows <- Nested Loop
 # Left Join (Index Scan using messages_pkey, Index Scan using topic_configs_pkey).
 # $2 id, $3 receipt, $4 error, $5 default dlq enabled, $6 explicit delay s (NULL: backoff), $7 default backoff s
@@ -239,6 +350,7 @@ UPDATE messages AS m SET
     topic = CASE cur.outcome WHEN 'dlq' THEN m.topic || '.dlq' ELSE m.topic END,
     original_topic = CASE cur.outcome WHEN 'dlq' THEN m.topic ELSE m.original_topic END,
     dlq_moved_at = CASE cur.outcome WHEN 'dlq' THEN now() ELSE m.dlq_moved_at END,
+    expires_at = CASE cur.outcome WHEN 'dlq' THEN NULL ELSE m.expires_at END,
     available_at = now() + CASE cur.outcome WHEN 'retry' THEN make_interval(secs => coalesce(
         $6, cur.backoff[least(cur.attempts, cardinality(cur.backoff))], 0)) ELSE interval '0' END,
     last_error = $4, receipt = NULL, updated_at = now()
@@ -252,41 +364,62 @@ DELETE FROM messages
 WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
 RETURNING topic"""
 
+# Before a nack's retry or a requeue would collide with a pending twin of the same key: expire that twin if its
+# TTL passed (a dead twin supersedes nothing and blocks nothing). $2 the message's id, $3 default expire_to_dlq,
+# $4 default dlq_enabled; `MESSAGE_EXPIRE_DLQ_TWINS` looks in the original topic of a dead letter's key.
+_OWN_KEY = "(SELECT topic, key FROM messages WHERE tenant_id = $1 AND id = $2) AS k"
+_ORIGINAL_KEY = "(SELECT original_topic AS topic, key FROM messages WHERE tenant_id = $1 AND id = $2) AS k"
+# Every key a DLQ's requeue would move back. $2 the DLQ topic
+_DLQ_KEYS = """(SELECT DISTINCT original_topic AS topic, key FROM messages
+     WHERE tenant_id = $1 AND topic = $2 AND key IS NOT NULL AND original_topic IS NOT NULL
+       AND status IN ('pending', 'processing')) AS k"""
+MESSAGE_EXPIRE_TWINS = f"WITH {_expire_twins(_OWN_KEY, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
+MESSAGE_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_ORIGINAL_KEY, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
+TOPIC_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_DLQ_KEYS, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
+
 # Extend a lease (heartbeat). $2 id, $3 receipt, $4 new timeout s from now
 MESSAGE_EXTEND = """
 UPDATE messages SET available_at = now() + make_interval(secs => $4), updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
 RETURNING available_at"""
 
-# Requeue one dead-lettered message to its original topic; max_retries comes back from the topic's config or the
-# global default $3. A failed message in a DLQ may be requeued too. $2 id, $3 default max_retries
+# A dead letter back in its original topic starts afresh, as if enqueued now: retry_count 0, max_retries and the
+# TTL from the topic's config or the global defaults $3 and $4.
 _RESTORE_FROM_DLQ = """
     topic = m.original_topic, original_topic = NULL, dlq_moved_at = NULL, retry_count = 0,
     max_retries = coalesce((SELECT tc.max_retries FROM topic_configs AS tc
                             WHERE tc.tenant_id = $1 AND tc.topic = m.original_topic), $3),
+    expires_at = now() + make_interval(secs => nullif(coalesce(
+        (SELECT tc.message_ttl_seconds FROM topic_configs AS tc
+         WHERE tc.tenant_id = $1 AND tc.topic = m.original_topic), $4), 0)),
     status = 'pending', available_at = now(), receipt = NULL, last_error = NULL, updated_at = now()"""
 
+# Which dead letters a requeue takes: pending ones, failed ones (one by one only) and lapsed leases, which are
+# available exactly as pending ones are.
+_LAPSED = "(m.status = 'processing' AND m.available_at <= now())"
+
 # Requeue one dead-lettered message to its original topic; max_retries comes back from the topic's config or the
-# global default $3. A failed message in a DLQ may be requeued too. $2 id, $3 default max_retries
+# global default $3. A failed message in a DLQ may be requeued too. $2 id, $3 default max_retries, $4 default TTL
 MESSAGE_REQUEUE = f"""
 UPDATE messages AS m SET {_RESTORE_FROM_DLQ}
-WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL AND m.status IN ('pending', 'failed')
+WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL
+  AND (m.status IN ('pending', 'failed') OR {_LAPSED})
 RETURNING m.topic"""
 
 # Before a requeue into a capped topic: the topic it would go to, and how many messages a DLQ holds pending.
 MESSAGE_ORIGINAL_TOPIC = "SELECT original_topic FROM messages WHERE tenant_id = $1 AND id = $2"
-MESSAGE_DLQ_PENDING = """
-SELECT count(*) FROM messages
-WHERE tenant_id = $1 AND topic = $2 AND status = 'pending' AND original_topic IS NOT NULL"""
+MESSAGE_DLQ_PENDING = f"""
+SELECT count(*) FROM messages AS m
+WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND (m.status = 'pending' OR {_LAPSED})"""
 
 # Requeue every pending message of a DLQ. Messages whose key has a pending twin in the original topic stay in the
 # DLQ (requeueing would break the one-pending-per-key rule); among DLQ messages sharing a key the newest goes.
-# $2 dlq topic, $3 default max_retries
+# $2 dlq topic, $3 default max_retries, $4 default TTL
 MESSAGE_REQUEUE_TOPIC = f"""
 WITH locked AS (
-    SELECT id, key, original_topic FROM messages
-    WHERE tenant_id = $1 AND topic = $2 AND status = 'pending' AND original_topic IS NOT NULL
-    FOR UPDATE SKIP LOCKED
+    SELECT m.id, m.key, m.original_topic FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND (m.status = 'pending' OR {_LAPSED})
+    FOR UPDATE OF m SKIP LOCKED
 ), candidates AS (
     SELECT DISTINCT ON (coalesce(l.key, l.id::text)) l.id
     FROM locked AS l
@@ -314,20 +447,34 @@ MESSAGE_DELETE = "DELETE FROM messages WHERE tenant_id = $1 AND id = $2 RETURNIN
 # statements are built from fixed fragments: statuses come from the fixed set below, never from input; values are
 # always bind parameters. Plans: Bitmap Index Scan on each group's index (BitmapOr for both), then for browsing a
 # top-N sort by id: proportional to the topic's size (an admin path, never the queue's).
+# A status filter means the status a reader sees (`VIEW_STATUS`): `pending` includes lapsed leases and leaves out
+# messages past their TTL, which count as `expired` until a reaper marks them.
 #: Statuses by partial index: live ones in messages_dequeue_idx, finished ones in messages_done_idx.
 STATUS_GROUPS = (("pending", "processing"), ("failed", "expired"))
 KNOWN_STATUSES = frozenset(s for group in STATUS_GROUPS for s in group)
+# Per (index group, status seen): the condition on a row of that group.
+_SEEN_AS = {
+    ("pending", "processing"): {
+        "pending": f"({_ALIVE} AND (m.status = 'pending' OR m.available_at <= now()))",
+        "processing": f"({_ALIVE} AND m.status = 'processing' AND m.available_at > now())",
+        "expired": f"NOT {_ALIVE}",
+    },
+    ("failed", "expired"): {"failed": "m.status = 'failed'", "expired": "m.status = 'expired'"},
+}
 
 
 def _status_condition(statuses: list[str]) -> str:
-    """`(status IN (...live...) AND status IN (...chosen...)) OR (...)`: one arm per group, literal statuses."""
+    """`(status IN (...group...) AND (seen as one of the chosen)) OR (...)`: one arm per group, literal statuses."""
     arms = []
     for members in STATUS_GROUPS:
-        chosen = [s for s in members if s in statuses]
-        if chosen:
-            in_group = ", ".join(f"'{s}'" for s in members)
-            wanted = ", ".join(f"'{s}'" for s in chosen)
-            arms.append(f"(m.status IN ({in_group}) AND m.status IN ({wanted}))")
+        seen = _SEEN_AS[members]
+        chosen = [seen[s] for s in sorted(statuses) if s in seen]
+        if len(chosen) == len(seen):
+            chosen = []  # the whole group: no condition beyond the index's
+        in_group = ", ".join(f"'{s}'" for s in members)
+        if chosen or any(s in seen for s in statuses):
+            condition = f" AND ({' OR '.join(chosen)})" if chosen else ""
+            arms.append(f"(m.status IN ({in_group}){condition})")
     return "(" + " OR ".join(arms) + ")"
 
 
@@ -362,14 +509,16 @@ def message_delete_by_key(statuses: list[str]) -> str:
     return f"DELETE FROM messages AS m WHERE {_filter(statuses, topic=True, key=True)}"
 
 
-STATS_BY_TOPIC_STATUS = """
-SELECT topic, status, count(*) AS count FROM messages WHERE tenant_id = $1
-GROUP BY topic, status ORDER BY topic, status"""
+STATS_BY_TOPIC_STATUS = f"""
+SELECT m.topic, {VIEW_STATUS} AS status, count(*) AS count FROM messages AS m WHERE m.tenant_id = $1
+GROUP BY 1, 2 ORDER BY 1, 2"""
 
-# One row per topic that has messages or a config. `pending` counts every pending message, `delayed` the part of
-# them not yet available; `processing` includes leases that ran out and await redelivery.
-TOPIC_SUMMARY = """
-WITH counts AS (
+# One row per topic that has messages or a config, counted by the status a reader sees (`VIEW_STATUS`):
+# `pending` counts every pending message and lapsed lease, `delayed` the part of them not yet available.
+TOPIC_SUMMARY = f"""
+WITH seen AS (
+    SELECT m.topic, {VIEW_STATUS} AS status, m.available_at FROM messages AS m WHERE m.tenant_id = $1
+), counts AS (
     SELECT topic,
            count(*) FILTER (WHERE status = 'pending') AS pending,
            count(*) FILTER (WHERE status = 'processing') AS processing,
@@ -377,7 +526,7 @@ WITH counts AS (
            count(*) FILTER (WHERE status = 'expired') AS expired,
            count(*) FILTER (WHERE status = 'pending' AND available_at > now()) AS delayed,
            min(available_at) FILTER (WHERE status = 'pending' AND available_at <= now()) AS oldest_available
-    FROM messages WHERE tenant_id = $1 GROUP BY topic
+    FROM seen GROUP BY topic
 )
 SELECT coalesce(c.topic, tc.topic) AS topic, coalesce(c.pending, 0) AS pending,
        coalesce(c.processing, 0) AS processing, coalesce(c.failed, 0) AS failed, coalesce(c.expired, 0) AS expired,

@@ -119,6 +119,23 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
         return views
 
 
+class QueueDefaults(msgspec.Struct, frozen=True):
+    """The global defaults a topic without a config takes, as statements that route messages need them."""
+
+    max_retries: int = 3
+    message_ttl_seconds: int = 0
+    dlq_enabled: bool = True
+    expire_to_dlq: bool = False
+
+
+class DeadLettered(msgspec.Struct, frozen=True):
+    """A message a dequeue took but did not deliver: its lease had lapsed once too often (see
+    `sql.MESSAGE_DEQUEUE`). `fate` is `dlq` or `failed`; `topic` the one it was taken from."""
+
+    topic: str
+    fate: str
+
+
 class TopicConfig(msgspec.Struct, frozen=True):
     """A topic's overrides; None falls back to the global default."""
 

@@ -327,4 +327,4 @@ async def test_ttl_hides_expired_messages_before_any_reaper(client: httpx.AsyncC
     mid = await enqueue(client, "short")
     await asyncio.sleep(1.2)
     assert await dequeue(client, "short") == []
-    assert (await client.get(f"/api/messages/{mid}")).json()["status"] == "pending"  # until the reaper marks it
+    assert (await client.get(f"/api/messages/{mid}")).json()["status"] == "expired"  # even before the reaper marks it

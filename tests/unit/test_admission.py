@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections import Counter
 
 import asyncpg
-import pytest
 
 from mq import errors
-from mq.queue.admission import NO_CAPS, Caps, RefusalMemo, refusal
+from mq.queue.admission import NO_CAPS, Caps, refusal
 
 
 def test_uncapped_writes_pass_no_gate() -> None:
@@ -46,26 +45,6 @@ def test_refusals_become_domain_errors() -> None:
     topics = refusal(_postgres_error("SKQ03", "", "3/3"))
     assert isinstance(topics, errors.QuotaExceeded) and topics.retry_after is None  # 403: waiting will not help
     assert refusal(_postgres_error("23505", "", "")) is None
-
-
-def test_the_memo_refuses_only_what_would_not_have_fitted() -> None:
-    memo = RefusalMemo(seconds=60)
-    memo.remember(1, errors.QueueFull("full", details={"topic": "a", "max_depth": 10, "depth": 8}))
-    memo.check(1, [("a", 2, 10)])  # 8 + 2 fits
-    memo.check(2, [("a", 5, 10)])  # another tenant
-    with pytest.raises(errors.QueueFull) as first:
-        memo.check(1, [("a", 3, 10)])
-    with pytest.raises(errors.QueueFull) as second:
-        memo.check(1, [("a", 3, 10)])
-    assert first.value is not second.value  # fresh exceptions, not one growing traceback
-    memo.remember(1, errors.QuotaExceeded("topics", details={"quota": "max_topics", "limit": 1, "used": 1}))
-    memo.check(1, [("", 100, 1000)])
-
-
-def test_the_memo_forgets_after_its_time() -> None:
-    memo = RefusalMemo(seconds=0)
-    memo.remember(1, errors.QuotaExceeded("x", details={"quota": "max_messages", "limit": 1, "used": 1}, retry_after=1))
-    memo.check(1, [("", 5, 1)])
 
 
 def test_copy_admission_is_one_literal_call() -> None:
