@@ -23,7 +23,7 @@ from api.app import create_app
 from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis
 from mq.db.engine import migrate
 from mq.logs import configure_logging
-from mq.settings import Settings, get_settings
+from mq.settings import DEFAULT_ADMIN_PASSWORD, Settings, get_settings
 
 log = logging.getLogger("skiplock")
 
@@ -97,11 +97,23 @@ _UVICORN_OPTIONS: dict[str, Any] = {
 }
 
 
+def _proxy_options(settings: Settings) -> dict[str, Any]:
+    """X-Forwarded-For and X-Forwarded-Proto are believed from `trusted_proxies` only: they set the client address
+    (login limiting) and the scheme (the session cookie's Secure flag behind a TLS-terminating proxy)."""
+    return {"proxy_headers": True, "forwarded_allow_ips": settings.trusted_proxies}
+
+
 def _announce(settings: Settings) -> None:
     base = f"http://{settings.host}:{settings.port}"
     log.info("Skiplock on %s (OpenAPI at %s/schema); admin user %r", base, base, settings.admin_username)
-    if settings.admin_password.get_secret_value() == Settings.model_fields["admin_password"].default.get_secret_value():
+    if settings.admin_password.get_secret_value() == DEFAULT_ADMIN_PASSWORD:
         log.warning("the platform admin has the default password: for local use only")
+    if not settings.on_loopback and settings.metrics_token is None and not settings.metrics_public:
+        log.warning(
+            "/metrics answers 403 on %s: set SKIPLOCK_METRICS_TOKEN (or SKIPLOCK_METRICS_PUBLIC=true where only "
+            "Prometheus can reach the port): it names every tenant's slugs and topics",
+            settings.host,
+        )
 
 
 def _serve_workers(settings: Settings) -> None:
@@ -119,6 +131,7 @@ def _serve_workers(settings: Settings) -> None:
         port=settings.port,
         workers=settings.workers,
         log_level=settings.log_level.lower(),
+        **_proxy_options(settings),
         **_UVICORN_OPTIONS,
     )
 
@@ -130,6 +143,7 @@ async def serve(settings: Settings, app: Litestar | None = None) -> None:
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
+        **_proxy_options(settings),
         **_UVICORN_OPTIONS,
     )
     server = _Server(config)

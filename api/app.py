@@ -16,7 +16,7 @@ from api.errors import EXCEPTION_HANDLERS
 from api.observability import ObservabilityMiddleware, stamp_response
 from api.routes.admin import AdminController
 from api.routes.messages import MessageController
-from api.routes.session import login, logout, me
+from api.routes.session import change_password, login, logout, me
 from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
 from api.routes.topics import TopicController
@@ -64,6 +64,7 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
             login,
             logout,
             me,
+            change_password,
         ],
         lifespan=[lifespan],
         middleware=[ObservabilityMiddleware, auth_middleware],

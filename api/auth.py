@@ -5,6 +5,7 @@ from __future__ import annotations
 import binascii
 import hmac
 from base64 import b64decode
+from collections.abc import Iterable
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -38,33 +39,73 @@ class AuthMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] == ScopeType.HTTP and path.startswith("/api/") and path not in PUBLIC_API_PATHS:
-            authorization = tenant = cookie = csrf = None
-            for name, value in scope["headers"]:
-                if name == b"authorization":
-                    authorization = value
-                elif name == b"x-tenant":
-                    tenant = value
-                elif name == b"cookie":
-                    cookie = value
-                elif name == CSRF_HEADER:
-                    csrf = value
-            runtime: Runtime = scope["app"].state.runtime
-            session = _cookie(cookie, SESSION_COOKIE) if authorization is None and cookie else None
-            if session is not None:
-                principal, expected = await runtime.auth.authenticate_session(session)
-                if scope["method"] not in _SAFE_METHODS and not (csrf and hmac.compare_digest(csrf, expected.encode())):
-                    raise errors.Forbidden("missing or wrong X-CSRF-Token for a session request")
-            else:
-                client = scope.get("client")
-                address = client[0] if client else None
-                principal = await runtime.auth.authenticate_header(authorization, _basic_credentials, address)
-            if tenant:
-                principal = await runtime.auth.address_tenant(principal, tenant.decode("latin-1"))
-            if principal.tenant_id is not None:  # metrics label tenants by slug
-                runtime.metrics.tenant_names[principal.tenant_id] = principal.tenant_slug or ""
-            scope["user"] = principal
+        if scope["type"] == ScopeType.HTTP and path.startswith("/api/"):
+            unsafe = scope["method"] not in _SAFE_METHODS
+            if unsafe:
+                refuse_cross_site(scope["headers"])
+            if path not in PUBLIC_API_PATHS:
+                await self._authenticate(scope, unsafe)
         await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _authenticate(scope: Scope, unsafe: bool) -> None:
+        authorization = tenant = cookie = csrf = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                authorization = value
+            elif name == b"x-tenant":
+                tenant = value
+            elif name == b"cookie":
+                cookie = value
+            elif name == CSRF_HEADER:
+                csrf = value
+        runtime: Runtime = scope["app"].state.runtime
+        session = _cookie(cookie, SESSION_COOKIE) if authorization is None and cookie else None
+        if session is not None:
+            principal, expected = await runtime.auth.authenticate_session(session)
+            if unsafe and not (csrf and hmac.compare_digest(csrf, expected.encode())):
+                raise errors.Forbidden("missing or wrong X-CSRF-Token for a session request")
+        else:
+            client = scope.get("client")
+            address = client[0] if client else None
+            principal = await runtime.auth.authenticate_header(authorization, _basic_credentials, address)
+        if tenant:
+            principal = await runtime.auth.address_tenant(principal, tenant.decode("latin-1"))
+        if principal.tenant_id is not None:  # metrics label tenants by slug
+            runtime.metrics.tenant_names[principal.tenant_id] = principal.tenant_slug or ""
+        scope["user"] = principal
+
+
+def refuse_cross_site(headers: Iterable[tuple[bytes, bytes]]) -> None:
+    """Checks on every state-changing /api request, before credentials are looked at (docs/security.md, "CSRF").
+
+    A browser that remembers Basic credentials (or holds a session cookie) sends them with a cross-site request
+    too, and a cross-site `fetch` or form may send a body without a CORS preflight only as `text/plain`, a form
+    encoding or multipart. So a body must be `application/json` (415 otherwise), which a cross-site page cannot
+    send without a preflight this server never grants; and a request a browser marks as coming from another site
+    (`Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not this host) is refused outright (403).
+    Clients that are not browsers send neither header and are not affected."""
+    content_type = origin = fetch_site = host = None
+    has_body = False
+    for name, value in headers:
+        if name == b"content-type":
+            content_type = value
+        elif name == b"content-length":
+            has_body = value.strip() not in (b"", b"0")
+        elif name == b"transfer-encoding":
+            has_body = True
+        elif name == b"origin":
+            origin = value
+        elif name == b"sec-fetch-site":
+            fetch_site = value
+        elif name == b"host":
+            host = value
+    if fetch_site in (b"cross-site", b"same-site"):
+        raise errors.Forbidden("cross-site requests may not change anything")
+    if origin is not None and (host is None or origin.partition(b"://")[2] != host):
+        raise errors.Forbidden("cross-origin requests may not change anything")
+    if has_body and (content_type is None or content_type.partition(b";")[0].strip().lower() != b"application/json"):
+        raise errors.UnsupportedMediaType("a request body must be JSON (Content-Type: application/json)")
 
 
 def _cookie(header: bytes, name: str) -> str | None:
@@ -88,7 +129,7 @@ def _basic_credentials(header: bytes | None) -> tuple[str, str]:
     except (binascii.Error, UnicodeDecodeError):
         raise errors.Unauthorized("malformed Basic credentials") from None
     username, sep, password = decoded.partition(":")
-    if not sep:
+    if not sep or "\x00" in decoded:  # no user has a NUL in its name or password: Postgres text cannot hold one
         raise errors.Unauthorized("malformed Basic credentials")
     return username, password
 

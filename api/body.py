@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T", bound=msgspec.Struct)
 
+# msgspec decodes nested JSON recursively and raises RecursionError past Python's limit (about 1,000 levels).
+_TOO_DEEP = "body is not valid JSON: nested too deeply"
+
 
 @cache
 def _decoder(model_type: type[Any]) -> msgspec.json.Decoder[Any]:
@@ -47,6 +50,8 @@ class StrictBody(MsgspecDTO[T], Generic[T]):
                 raise ValidationException("a JSON body is required") from None
         try:
             return _decoder(model_type).decode(value)
+        except RecursionError:
+            raise ValidationException(_TOO_DEEP) from None
         except msgspec.ValidationError as exc:
             raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
         except msgspec.DecodeError as exc:
@@ -69,6 +74,8 @@ class BatchBody(StrictBody[BatchEnqueueBody]):
     def decode_bytes(self, value: bytes) -> Any:
         try:
             return decode_batch(value)
+        except RecursionError:
+            raise ValidationException(_TOO_DEEP) from None
         except msgspec.ValidationError as exc:
             raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
         except msgspec.DecodeError as exc:

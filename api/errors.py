@@ -16,6 +16,7 @@ log = logging.getLogger(__name__)
 DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
     (errors.ReservedTopic, 400, "reserved_topic"),
     (errors.InvalidRequest, 400, "invalid_request"),
+    (errors.UnsupportedMediaType, 415, "unsupported_media_type"),
     (errors.Unauthorized, 401, "unauthorized"),
     (errors.Forbidden, 403, "forbidden"),
     (errors.MessageNotFound, 404, "message_not_found"),
@@ -40,7 +41,7 @@ HTTP_STATUS_CODES = {
     405: "invalid_request",
     409: "key_conflict",
     413: "payload_too_large",
-    415: "invalid_request",
+    415: "unsupported_media_type",
     429: "rate_limited",
     503: "unavailable",
 }
@@ -74,7 +75,7 @@ def handle_domain_error(_: Request[Any, Any, Any], exc: errors.SkiplockError) ->
     for cls, status, code in DOMAIN_ERRORS:
         if isinstance(exc, cls):
             headers = None
-            if isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded):
+            if isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded | errors.Unavailable):
                 if exc.retry_after is None:  # a quota that waiting will not lift
                     return error_response(403, code, exc.message, exc.details)
                 headers = {"Retry-After": str(exc.retry_after)}

@@ -31,7 +31,7 @@ def _request_id(scope: Scope) -> str:
     if known is None:
         known = ""
         for name, value in scope["headers"]:
-            if name == b"x-request-id" and _SANE_ID.match(value):
+            if name == b"x-request-id" and _SANE_ID.fullmatch(value):
                 known = value.decode()
                 break
         known = scope[_ID_KEY] = known or uuid.uuid4().hex  # type: ignore[literal-required]

@@ -176,6 +176,19 @@ class TopicConfigBody(Strict):
     expire_to_dlq: bool | None = None
 
 
+class PasswordChangeBody(Strict):
+    """PUT /api/auth/password: the caller's current password, and the new one."""
+
+    current_password: Annotated[str, Meta(max_length=1024)]
+    new_password: Annotated[str, Meta(max_length=1024)]
+
+
+class PasswordBody(Strict):
+    """PUT /api/admin/platform-admins/{username}/password."""
+
+    password: Annotated[str, Meta(max_length=1024)]
+
+
 class ScheduleBody(Strict):
     """PUT /api/admin/delete-reaper/schedule: a 5-field cron in UTC, "" = off."""
 
@@ -190,15 +203,19 @@ class ScheduleView(msgspec.Struct):
 # --- tenants and users ---------------------------------------------------------------------------------------------
 
 NonNegative = Annotated[int, Meta(ge=0)]
+#: Largest value a bigint column or parameter holds.
+MAX_BIGINT = 2**63 - 1
+#: Largest `offset` a page accepts (Postgres takes OFFSET as a bigint).
+MAX_OFFSET = MAX_BIGINT
 
 
 class Quotas(Strict, omit_defaults=True):
     """Per-tenant limits; each is optional (absent: no limit)."""
 
-    max_topics: NonNegative | None = None
-    max_messages: NonNegative | None = None
-    max_payload_bytes: NonNegative | None = None
-    enqueue_rate: Annotated[int, Meta(ge=1)] | None = None
+    max_topics: Annotated[int, Meta(ge=0, le=2**31 - 1)] | None = None
+    max_messages: Annotated[int, Meta(ge=0, le=MAX_BIGINT)] | None = None
+    max_payload_bytes: Annotated[int, Meta(ge=0, le=MAX_BIGINT)] | None = None
+    enqueue_rate: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
 
 
 class TenantCreateBody(Strict):

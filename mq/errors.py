@@ -22,6 +22,10 @@ class ReservedTopic(InvalidRequest):
     """Topics ending in `.dlq` are dead-letter topics; messages reach them only by failing."""
 
 
+class UnsupportedMediaType(SkiplockError):
+    """A request body must be JSON (`Content-Type: application/json`)."""
+
+
 class Unauthorized(SkiplockError):
     """Valid credentials are required."""
 
@@ -85,3 +89,7 @@ class QuotaExceeded(SkiplockError):
 
 class Unavailable(SkiplockError):
     """The service cannot answer right now; try again."""
+
+    def __init__(self, message: str | None = None, details: Any = None, retry_after: int = 1) -> None:
+        super().__init__(message, details)
+        self.retry_after = retry_after

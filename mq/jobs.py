@@ -71,18 +71,30 @@ async def job_lock(
 ) -> AsyncIterator[asyncpg.pool.PoolConnectionProxy[Any] | None]:
     """The connection holding the job's lock, or None when another process holds it (and `wait` is false;
     with `wait`, block until it is free). The lock goes with the connection: released at exit or if the
-    process dies."""
+    process dies.
+
+    The hot-path pool does not reset connections it takes back, so a session lock must never go back to it: if
+    anything (a cancellation, a lost connection) stops the unlock from completing, or strikes while the lock may
+    have been granted, the connection is terminated instead, and its backend's locks die with it. A lock left in
+    the pool would stop this job on every replica for as long as that connection lived."""
     async with pool.acquire() as conn:
         key = lock_key(job)
-        if wait:
-            await conn.execute("SELECT pg_advisory_lock($1)", key)
-        elif not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
-            yield None
-            return
+        released = False
         try:
-            yield conn
+            if wait:
+                await conn.execute("SELECT pg_advisory_lock($1)", key)
+            elif not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
+                released = True
+                yield None
+                return
+            try:
+                yield conn
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                released = True
         finally:
-            await conn.execute("SELECT pg_advisory_unlock($1)", key)
+            if not released:
+                conn.terminate()
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,17 @@ class ExpiryReaper(_BatchJob):
 
     def _arguments(self) -> tuple[Any, ...]:
         return self.expire_to_dlq, self.dlq_enabled
+
+
+class OrphanSweeper(_BatchJob):
+    """Deletes what enqueues racing a forced tenant delete wrote under the deleted tenant's id (reported under the
+    tenant's id, its slug being gone), and the tombstones left by those deletes once they stay empty."""
+
+    name = "orphan_sweeper"
+    statement = sql.ORPHANS_SWEEP
+
+    def _arguments(self) -> tuple[Any, ...]:
+        return ()
 
 
 class DeleteReaper(_BatchJob):
@@ -221,6 +244,7 @@ class Jobs:
         self.settings = settings
         self.metrics = metrics
         self.expiry = ExpiryReaper(pool, settings.reaper_batch_size, settings.expire_to_dlq, settings.dlq_enabled)
+        self.orphans = OrphanSweeper(pool, settings.reaper_batch_size)
         self.delete = DeleteReaper(pool, settings.reaper_batch_size, settings.failed_retention_seconds)
         self.gauges = GaugeRefresher(pool)
         self.schedule = DeleteSchedule(pool, settings.delete_reaper_schedule, publish)
@@ -232,8 +256,10 @@ class Jobs:
             listener()
 
     async def expire(self, *, wait: bool = False) -> JobResult:
-        """One expiry reaper run, counted in this process's metrics."""
+        """One expiry reaper run, counted in this process's metrics; then the orphan sweeper (rows of deleted
+        tenants are not counted: they belong to no tenant any more)."""
         result = await self.expiry.run_once(wait=wait)
+        await self.orphans.run_once(wait=wait)
         self.metrics.count_by_topic(self.metrics.expired, result.by_topic)
         return result
 

@@ -21,9 +21,10 @@ from mq.queue.types import QueueDefaults
 from mq.queue.wakeups import WakeupHub
 from mq.settings import Settings
 from mq.tenancy.auth import Authenticator
-from mq.tenancy.bootstrap import bootstrap
+from mq.tenancy.bootstrap import bootstrap, refuse_default_admin_password
 from mq.tenancy.invalidation import AuthInvalidation
 from mq.tenancy.limits import LoginLimiter
+from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.quotas import QuotaCache
 from mq.tenancy.repository import TenancyRepository
 from mq.tenancy.service import TenancyService
@@ -82,8 +83,10 @@ class Runtime:
             settings.login_failure_limit,
             settings.login_failure_limit_per_address,
             settings.login_failure_window_seconds,
+            settings.login_failure_limit_per_username,
         )
-        auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size, limiter)
+        passwords = PasswordChecks(settings.password_check_concurrency, settings.password_check_queue)
+        auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size, limiter, passwords)
 
         def forget() -> None:  # credentials, roles, grants, tenant status or quotas changed somewhere
             auth.forget()
@@ -95,7 +98,8 @@ class Runtime:
         await broadcast.start()
         if bootstrap_users:
             await bootstrap(tenancy, settings)
-        tenants = TenancyService(tenancy, invalidation)
+            await refuse_default_admin_password(tenancy, settings)
+        tenants = TenancyService(tenancy, invalidation, passwords)
         return cls(
             settings=settings,
             pool=pool,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: The bootstrap admin's password when none is set: for a local `make run` only.
+DEFAULT_ADMIN_PASSWORD = "skiplock-admin"  # noqa: S105 (a documented local default, refused off loopback)
 
 
 class Settings(BaseSettings):
@@ -42,8 +46,9 @@ class Settings(BaseSettings):
     # --- bootstrap ------------------------------------------------------------------------------------------
     admin_username: str = "admin"
     """Platform admin created on first start if no user of that name exists."""
-    admin_password: SecretStr = SecretStr("skiplock-admin")
-    """Its password. The default is for local use only: set your own anywhere else."""
+    admin_password: SecretStr = SecretStr(DEFAULT_ADMIN_PASSWORD)
+    """Its password. The default is for local use only: a server bound to any address but loopback refuses to
+    start while a platform admin still has it (see `allow_default_admin_password`)."""
     default_tenant: str = "default"
     """Slug of the tenant created on first start ("" creates none)."""
 
@@ -99,7 +104,10 @@ class Settings(BaseSettings):
 
     # --- observability ----------------------------------------------------------------------------------------
     metrics_token: SecretStr | None = None
-    """Bearer token `GET /metrics` requires; unset: /metrics is open (keep it on an internal network)."""
+    """Bearer token `GET /metrics` requires. Unset: /metrics is open on a loopback address only; on any other
+    it answers 403 unless `metrics_public` is set (the metrics name every tenant's slugs and topics)."""
+    metrics_public: bool = False
+    """Serve /metrics without a token on a non-loopback address (a network only Prometheus can reach)."""
     metrics_max_topics_per_tenant: int = Field(default=50, ge=1)
     """Topic labels per tenant in metrics; further topics are counted under `topic="other"`."""
     log_format: str = Field(default="json", pattern="^(json|text)$")
@@ -113,11 +121,36 @@ class Settings(BaseSettings):
     session_ttl_seconds: int = Field(default=43200, ge=60)
     """How long an admin UI session lasts after login (stored in Postgres; logout or a password change ends it)."""
     login_failure_limit: int = Field(default=10, ge=1)
-    """Failed logins allowed per username within the window; then 429 until it passes."""
+    """Failed logins allowed per (username, client address) within the window; then that client gets 429 for that
+    username until the window passes. Clients whose credentials were verified before are never limited."""
     login_failure_limit_per_address: int = Field(default=100, ge=1)
-    """Failed logins allowed per client address within the window (higher: many users may share a proxy)."""
+    """Failed logins allowed per client address within the window, whatever the usernames (higher: many users
+    may share a proxy)."""
+    login_failure_limit_per_username: int = Field(default=1000, ge=1)
+    """Failed logins allowed per username within the window from all addresses together: a ceiling against a
+    distributed guess, far above what one client can reach (`login_failure_limit`)."""
     login_failure_window_seconds: int = Field(default=300, ge=1)
     """The window over which failed logins are counted (in Redis, shared by every instance)."""
+    password_check_concurrency: int = Field(default=2, ge=1, le=64)
+    """argon2 verifications or hashes running at once per process (each ~64 MiB and ~170 ms of a core)."""
+    password_check_queue: int = Field(default=32, ge=0)
+    """Password checks that may wait for one of those; beyond, 503 `unavailable` with Retry-After at once."""
+    allow_default_admin_password: bool = False
+    """Serve on a non-loopback address although a platform admin still has the default password. For a
+    throwaway local setup only: anyone who can reach the port could administer every tenant."""
+    trusted_proxies: str = "127.0.0.1"
+    """Comma-separated addresses (or `*`) of proxies whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed:
+    the client address for login limiting and the scheme for the session cookie's `Secure` flag."""
+
+    @property
+    def on_loopback(self) -> bool:
+        """Whether the server listens on a loopback address only (no other machine can reach it)."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
 
 
 @lru_cache(maxsize=1)

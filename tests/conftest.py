@@ -118,6 +118,39 @@ def redis_url() -> Iterator[str]:
     server.stop()
 
 
+#: Where a Redis 7 comes from when no URL is given: Debian's `redis-server` (`.ci/run` installs it).
+SYSTEM_REDIS = Path("/usr/bin/redis-server")
+
+
+@pytest.fixture(scope="session")
+def redis7_url() -> Iterator[str | None]:
+    """A Redis 7 (production's), beside the session's `redis_url` (the embedded 6.2 `make run` ships): Redis-
+    specific behaviour is tested on both. `SKIPLOCK_TEST_REDIS7_URL`, else Debian's redis-server; None when
+    neither is there (CI installs it and fails rather than skip)."""
+    if url := os.environ.get("SKIPLOCK_TEST_REDIS7_URL"):
+        yield url
+        return
+    if not SYSTEM_REDIS.exists():
+        if os.environ.get("CI"):
+            raise RuntimeError("CI needs Redis 7: apt-get install redis-server")
+        yield None
+        return
+    server = EmbeddedRedis(_scratch_dir() / "redis7", binary=SYSTEM_REDIS)
+    server.start()
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(params=["redis-6.2", "redis-7"])
+def any_redis_url(request: pytest.FixtureRequest, redis_url: str, redis7_url: str | None) -> str:
+    """Each Redis the product supports in turn: the embedded one (6.2) and a Redis 7."""
+    if request.param == "redis-6.2":
+        return redis_url
+    if redis7_url is None:
+        pytest.skip("no Redis 7 here (apt-get install redis-server)")
+    return redis7_url
+
+
 def _database_url(server_url: str, name: str) -> str:
     base, _, _ = asyncpg_dsn(server_url).rpartition("/")
     return f"{base}/{name}"

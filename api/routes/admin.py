@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, get, post, put
-from litestar.status_codes import HTTP_200_OK
+from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.auth import require_platform_admin
 from api.body import strict_body
-from api.schemas import ScheduleBody, ScheduleView
+from api.schemas import PasswordBody, ScheduleBody, ScheduleView
 from mq import errors
 from mq.jobs import Jobs
 from mq.tenancy.auth import Principal
+from mq.tenancy.service import TenancyService
 from workers.schedule import cron_trigger
 
 AnyRequest = Request[Principal, Any, Any]
@@ -57,3 +58,14 @@ class AdminController(Controller):
             raise errors.InvalidRequest(f"schedule: {exc}") from None
         await jobs.schedule.put(schedule)
         return ScheduleView(schedule=schedule, active=bool(schedule))
+
+    @put(
+        "/platform-admins/{username:str}/password",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Set a platform admin's password (ends its sessions and cached credentials everywhere)",
+        **strict_body(PasswordBody),
+    )
+    async def set_platform_admin_password(self, request: AnyRequest, username: str, data: PasswordBody) -> None:
+        require_platform_admin(request.user)
+        tenants: TenancyService = request.app.state.runtime.tenants
+        await tenants.set_platform_admin_password(username, data.password)

@@ -11,6 +11,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CON
 from api.auth import require_grant, tenant_for
 from api.body import BatchBody, json_post
 from api.schemas import (
+    MAX_OFFSET,
     AckBody,
     BatchAckBody,
     BatchEnqueueBody,
@@ -163,7 +164,7 @@ class MessageController(Controller):
         status: str | None = None,
         key: str | None = None,
         limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=MAX_OFFSET)] = 0,
     ) -> MessagePage:
         principal = request.user
         tenant = tenant_for(principal, action="read", topic=topic)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from litestar import Request, Response, delete, get, post
+from litestar import Request, Response, delete, get, post, put
 from litestar.datastructures import Cookie
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from api.auth import CSRF_COOKIE, SESSION_COOKIE
+from api.body import strict_body
+from api.schemas import PasswordChangeBody
 from mq import errors
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
@@ -47,8 +49,8 @@ async def login(request: AnyRequest) -> Response[None]:
 async def logout(request: AnyRequest) -> Response[None]:
     runtime: Runtime = request.app.state.runtime
     token = request.cookies.get(SESSION_COOKIE)
-    if token:
-        await runtime.auth.end_session(token)
+    # Only a session that really ended is announced: any caller could otherwise flush every instance's caches.
+    if token and await runtime.auth.end_session(token):
         await runtime.invalidation.changed()  # other instances drop the session from their caches too
     return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, "", "", 0))
 
@@ -57,3 +59,15 @@ async def logout(request: AnyRequest) -> Response[None]:
 async def me(request: AnyRequest) -> Me:
     principal = request.user
     return Me(username=principal.username, role=principal.role, tenant=principal.tenant_slug)
+
+
+@put(
+    "/api/auth/password",
+    status_code=HTTP_204_NO_CONTENT,
+    summary="Change your own password (ends your sessions and cached credentials everywhere)",
+    **strict_body(PasswordChangeBody),
+)
+async def change_password(request: AnyRequest, data: PasswordChangeBody) -> Response[None]:
+    runtime: Runtime = request.app.state.runtime
+    await runtime.tenants.change_own_password(request.user.user_id, data.current_password, data.new_password)
+    return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, "", "", 0))

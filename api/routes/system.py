@@ -46,7 +46,13 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
 @get("/metrics", summary="Prometheus metrics (a bearer token when SKIPLOCK_METRICS_TOKEN is set)")
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     runtime: Runtime = request.app.state.runtime
-    token = runtime.settings.metrics_token
+    settings = runtime.settings
+    token = settings.metrics_token
+    if token is None and not settings.on_loopback and not settings.metrics_public:
+        raise errors.Forbidden(
+            "/metrics names every tenant's slugs and topics: set SKIPLOCK_METRICS_TOKEN, or SKIPLOCK_METRICS_PUBLIC"
+            " where only Prometheus reaches this port"
+        )
     if token is not None:
         given = request.headers.get("authorization", "")
         expected = f"Bearer {token.get_secret_value()}"

@@ -13,6 +13,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CON
 from api.auth import require_platform_admin, tenant_for
 from api.body import json_post, strict_body
 from api.schemas import (
+    MAX_OFFSET,
     GrantBody,
     GrantList,
     GrantObject,
@@ -33,7 +34,7 @@ from mq.tenancy.service import TenancyService
 
 AnyRequest = Request[Principal, Any, Any]
 Limit = Annotated[int, Parameter(ge=1, le=200)]
-Offset = Annotated[int, Parameter(ge=0)]
+Offset = Annotated[int, Parameter(ge=0, le=MAX_OFFSET)]
 
 
 def _tenancy(request: AnyRequest) -> TenancyService:
@@ -130,7 +131,8 @@ class UserController(Controller):
     @json_post("/", UserCreateBody, status_code=HTTP_201_CREATED, summary="Create a user of the tenant")
     async def create_user(self, request: AnyRequest, data: UserCreateBody) -> UserObject:
         tenant = tenant_for(request.user, admin_only=True)
-        user = await _tenancy(request).create_user(tenant, data.username, data.password, data.role)
+        slug = request.user.tenant_slug or ""
+        user = await _tenancy(request).create_user(tenant, slug, data.username, data.password, data.role)
         return _user_object(user)
 
     @get("/", summary="List the tenant's users")

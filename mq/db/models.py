@@ -235,3 +235,14 @@ class QueueGauge(Base):
     status: Mapped[str] = mapped_column(Text, primary_key=True)
     messages: Mapped[int] = mapped_column(BigInteger)
     oldest_pending_age_seconds: Mapped[float | None] = mapped_column(Double)
+
+
+class DeletedTenant(Base):
+    """A tenant deleted with its messages (migration `2026_11_23_tenant_tombstones`). An enqueue that raced the
+    delete may have committed rows after it; `mq.jobs.OrphanSweeper` deletes what is left under these ids, then
+    the tombstone. Tenant ids are never reused, so such rows are unreachable meanwhile."""
+
+    __tablename__ = "deleted_tenants"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    deleted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -168,6 +168,27 @@ SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants A
 GROUP BY 1, 2"""
 
 
+# The orphan sweeper (`mq.jobs.OrphanSweeper`): rows of deleted tenants (written by enqueues that raced the
+# delete; migration 2026_11_23_tenant_tombstones), a batch at a time, then tombstones a sweep found empty after an
+# hour. Tombstones are few and usually none: the statement is an empty join then. Plan: Nested Loop <- Seq Scan on
+# deleted_tenants, Bitmap Heap Scan on messages (BitmapOr of the two partial indexes on tenant_id).
+ORPHANS_SWEEP = """
+WITH picked AS (
+    SELECT m.id FROM deleted_tenants AS d JOIN messages AS m ON m.tenant_id = d.tenant_id
+    LIMIT $1
+    FOR UPDATE OF m SKIP LOCKED
+), gone AS (
+    DELETE FROM messages AS m USING picked AS p WHERE m.id = p.id RETURNING m.tenant_id, m.topic
+), gates AS (
+    DELETE FROM admission_gates AS g USING deleted_tenants AS d WHERE g.tenant_id = d.tenant_id
+), buried AS (
+    DELETE FROM deleted_tenants AS d
+    WHERE d.deleted_at < now() - interval '1 hour' AND NOT EXISTS (SELECT FROM picked)
+      AND NOT EXISTS (SELECT FROM messages AS m WHERE m.tenant_id = d.tenant_id)
+)
+SELECT g.tenant_id::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP BY 1, 2"""
+
+
 # Batch enqueue: one statement for up to `max_batch_size` rows, all or nothing. The caller folds items that share
 # a (topic, key) into one row first (ON CONFLICT cannot touch a row twice in one statement). With keys, the
 # expired twins of those keys are expired first (an InitPlan before the insert's scan): a twin past its TTL is no

@@ -12,7 +12,9 @@ import msgspec
 from asyncpg.pgproto import pgproto
 
 TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
-TOPIC_RE = re.compile(TOPIC_PATTERN)
+TOPIC_RE = re.compile(TOPIC_PATTERN)  # use with fullmatch: in Python `$` also matches before a final newline
+#: Deepest nesting of a message's `metadata` (objects and arrays).
+MAX_METADATA_DEPTH = 64
 DLQ_SUFFIX = ".dlq"
 STATUSES = ("pending", "processing", "failed", "expired")
 MAX_KEY_LENGTH = 512  # with the topic, keeps a key-index entry under Postgres' btree tuple limit

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import msgspec
 
 from mq import errors
-from mq.queue.types import DLQ_SUFFIX, MAX_KEY_LENGTH, TOPIC_RE, EnqueueItem
+from mq.queue.types import DLQ_SUFFIX, MAX_KEY_LENGTH, MAX_METADATA_DEPTH, TOPIC_RE, EnqueueItem
 from mq.settings import Settings
 
 
@@ -23,9 +23,26 @@ def check_text(value: str, field: str) -> None:
         raise errors.InvalidRequest(f"{field} is not valid Unicode") from None
 
 
+def check_depth(value: Any, field: str) -> None:
+    """JSON nested deeper than `MAX_METADATA_DEPTH` is refused: Postgres parses jsonb recursively and fails on a
+    deep enough document with a server error, and nothing needs such nesting."""
+    level = [value]
+    for _ in range(MAX_METADATA_DEPTH):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return
+    raise errors.InvalidRequest(f"{field} is nested deeper than {MAX_METADATA_DEPTH} levels")
+
+
 @functools.lru_cache(maxsize=4096)  # a batch names the same topic on every item; invalid names raise, uncached
 def check_topic(topic: str, *, for_enqueue: bool) -> None:
-    if not TOPIC_RE.match(topic):
+    if not TOPIC_RE.fullmatch(topic):  # fullmatch: `$` also matches before a trailing newline
         raise errors.InvalidRequest("topic must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
     if for_enqueue and topic.endswith(DLQ_SUFFIX):
         raise errors.ReservedTopic(f"{topic!r} is a dead-letter topic; enqueue into {topic[:-4]!r} instead")
@@ -46,6 +63,7 @@ def build_item(
         raise errors.PayloadTooLarge(f"payload is {len(payload)} bytes; the limit is {settings.max_payload_bytes}")
     metadata_json = None
     if metadata is not None:
+        check_depth(metadata, "metadata")
         try:
             encoded = msgspec.json.encode(metadata)
         except (msgspec.EncodeError, UnicodeEncodeError):

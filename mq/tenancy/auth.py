@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from mq import errors
 from mq.tenancy.limits import LoginLimiter
-from mq.tenancy.passwords import verify_password_async
+from mq.tenancy.names import is_slug
+from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository, UserRecord
 
 
@@ -52,10 +53,16 @@ class Principal:
 
 class Authenticator:
     def __init__(
-        self, repository: TenancyRepository, ttl_seconds: float, max_entries: int, limiter: LoginLimiter | None = None
+        self,
+        repository: TenancyRepository,
+        ttl_seconds: float,
+        max_entries: int,
+        limiter: LoginLimiter | None = None,
+        passwords: PasswordChecks | None = None,
     ) -> None:
         self._repository = repository
         self._limiter = limiter or LoginLimiter(None, 1, 1, 1)
+        self.passwords = passwords or PasswordChecks()
         self._ttl = ttl_seconds
         self._max_entries = max_entries
         self._key = secrets.token_bytes(32)
@@ -102,22 +109,26 @@ class Authenticator:
     async def _check(
         self, digest: bytes, header: bytes | None, parse: Callable[[bytes | None], tuple[str, str]], address: str | None
     ) -> tuple[Principal, str | None]:
-        """Check a credential that missed the cache, and cache it."""
+        """Check a credential that missed the cache, and cache it. A credential verified before (a stale entry) is
+        renewed without argon2 and without the login limiter while its password is unchanged: someone else's
+        failed logins never lock out a client that knows its password (docs/security.md)."""
         username, password = parse(header)
-        await self._limiter.check(address, username)
-        user = await self._repository.user_by_username(username)
         stale = self._verified.get(digest)
         verified_hash = stale[4] if stale is not None else None
+        if verified_hash is None:
+            await self._limiter.check(address, username)
+        user = await self._repository.user_by_username(username)
         still_valid = (
             user is not None
             and verified_hash is not None
             and hmac.compare_digest(user.password_hash.encode(), verified_hash.encode())
         )
-        if not still_valid and (
-            not await verify_password_async(user.password_hash if user else None, password) or user is None
-        ):
-            await self._limiter.failed(address, username)
-            raise errors.Unauthorized("invalid username or password")
+        if not still_valid:
+            if verified_hash is not None:  # the password changed since: a new check, limited as any other
+                await self._limiter.check(address, username)
+            if not await self.passwords.verify(user.password_hash if user else None, password) or user is None:
+                await self._limiter.failed(address, username)
+                raise errors.Unauthorized("invalid username or password")
         assert user is not None
         principal = await self._principal(user)
         self._remember(digest, principal, user.tenant_status, user.password_hash)
@@ -146,9 +157,12 @@ class Authenticator:
         await self._repository.create_session(_token_hash(token), uuid.UUID(principal.user_id), csrf, ttl_seconds)
         return token, csrf
 
-    async def end_session(self, token: str) -> None:
-        await self._repository.delete_session(_token_hash(token))
+    async def end_session(self, token: str) -> bool:
+        """End a session; False when the token named none (nothing to forget anywhere)."""
+        if not await self._repository.delete_session(_token_hash(token)):
+            return False
         self.forget()
+        return True
 
     async def _principal(self, user: UserRecord) -> Principal:
         grants = await self._repository.grants_of(user.id) if user.role == "member" else ()
@@ -185,7 +199,7 @@ class Authenticator:
         now = time.monotonic()
         hit = self._tenants.get(slug)
         if hit is None or hit[0] <= now:
-            tenant = await self._repository.tenant_by_slug(slug)
+            tenant = await self._repository.tenant_by_slug(slug) if is_slug(slug) else None
             if tenant is None:
                 raise errors.NotFound(f"no tenant {slug!r}")
             hit = (now + self._ttl, tenant.id, tenant.slug)

@@ -22,7 +22,7 @@ def valid_pattern(pattern: str) -> bool:
     if pattern == "*":
         return True
     base = pattern[:-2] if pattern.endswith(".*") else pattern
-    return bool(_TOPIC_RE.match(base))
+    return bool(_TOPIC_RE.fullmatch(base))
 
 
 def covers(pattern: str, topic: str) -> bool:

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from mq.db.models import AdmissionGate, Grant, Session, Tenant, User
+from mq.db.models import AdmissionGate, DeletedTenant, Grant, Session, Tenant, User
 from mq.ids import uuid7
 
 
@@ -67,12 +67,18 @@ class TenancyRepository:
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
 
     async def user_by_username(self, username: str) -> UserRecord | None:
+        return await self._user_where(User.username == username)
+
+    async def user_by_id(self, user_id: uuid.UUID) -> UserRecord | None:
+        return await self._user_where(User.id == user_id)
+
+    async def _user_where(self, condition: Any) -> UserRecord | None:
         async with self._sessions() as session:
             row = (
                 await session.execute(
                     select(User, Tenant.slug, Tenant.status)
                     .outerjoin(Tenant, Tenant.id == User.tenant_id)
-                    .where(User.username == username)
+                    .where(condition)
                 )
             ).first()
         if row is None:
@@ -130,6 +136,8 @@ class TenancyRepository:
             await session.execute(text("DELETE FROM messages WHERE tenant_id = :t"), {"t": tenant_id})
             await session.execute(delete(AdmissionGate).where(AdmissionGate.tenant_id == tenant_id))
             await session.execute(delete(Tenant).where(Tenant.id == tenant_id))
+            # An enqueue racing this delete may commit rows after our snapshot: the orphan sweeper removes them.
+            await session.execute(insert(DeletedTenant).values(tenant_id=tenant_id))
             await session.commit()
 
     async def list_users(self, tenant_id: int, limit: int, offset: int) -> tuple[list[UserView], int]:
@@ -166,6 +174,19 @@ class TenancyRepository:
             found = result.first() is not None
             await session.commit()
         return found
+
+    async def platform_admin_hashes(self) -> list[tuple[str, str]]:
+        """(username, password hash) of every platform admin."""
+        async with self._sessions() as session:
+            rows = await session.execute(select(User.username, User.password_hash).where(User.role == "platform_admin"))
+            return [(username, password_hash) for username, password_hash in rows]
+
+    async def set_password(self, user_id: uuid.UUID, password_hash: str) -> None:
+        async with self._sessions() as session:
+            await session.execute(
+                update(User).where(User.id == user_id).values(password_hash=password_hash, updated_at=func.now())
+            )
+            await session.commit()
 
     async def delete_user(self, tenant_id: int, user_id: uuid.UUID) -> bool:
         async with self._sessions() as session:
@@ -257,10 +278,12 @@ class TenancyRepository:
         user, slug, status, csrf = row
         return UserRecord(user.id, user.username, user.password_hash, user.role, user.tenant_id, slug, status), csrf
 
-    async def delete_session(self, token_hash: bytes) -> None:
+    async def delete_session(self, token_hash: bytes) -> bool:
+        """Whether a session had that token."""
         async with self._sessions() as session:
-            await session.execute(delete(Session).where(Session.token_hash == token_hash))
+            result = await session.execute(delete(Session).where(Session.token_hash == token_hash))
             await session.commit()
+            return bool(getattr(result, "rowcount", 0))
 
     async def delete_user_sessions(self, user_id: uuid.UUID) -> None:
         async with self._sessions() as session:

@@ -7,7 +7,6 @@ the event loop, and drops cached credentials whenever a change could alter who m
 
 from __future__ import annotations
 
-import re
 import uuid
 from typing import Any
 
@@ -15,11 +14,10 @@ from mq import errors
 from mq.queue.validation import check_text
 from mq.tenancy.grants import ACTIONS, valid_pattern
 from mq.tenancy.invalidation import AuthInvalidation
-from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, hash_password_async
+from mq.tenancy.names import SLUG_PATTERN, is_slug
+from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, PasswordChecks
 from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserView
 
-SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
-_SLUG_RE = re.compile(SLUG_PATTERN)
 #: Roles the user routes can give; platform admins come only from settings.
 ASSIGNABLE_ROLES = ("tenant_admin", "member")
 MAX_PASSWORD_LENGTH = 1024
@@ -27,9 +25,12 @@ MAX_USERNAME_LENGTH = 100
 
 
 class TenancyService:
-    def __init__(self, repository: TenancyRepository, invalidation: AuthInvalidation) -> None:
+    def __init__(
+        self, repository: TenancyRepository, invalidation: AuthInvalidation, passwords: PasswordChecks | None = None
+    ) -> None:
         self.repository = repository
         self.invalidation = invalidation
+        self.passwords = passwords or PasswordChecks()
 
     # --- tenants -------------------------------------------------------------------------------------------------
 
@@ -45,7 +46,7 @@ class TenancyService:
         return await self.repository.list_tenants(limit, offset)
 
     async def get_tenant(self, slug: str) -> TenantRecord:
-        tenant = await self.repository.tenant_by_slug(slug)
+        tenant = await self.repository.tenant_by_slug(slug) if is_slug(slug) else None
         if tenant is None:
             raise errors.NotFound(f"no tenant {slug!r}")
         return tenant
@@ -55,6 +56,8 @@ class TenancyService:
         their next request, its messages stay."""
         if "name" in changes:
             check_text(changes["name"], "name")
+        if not is_slug(slug):
+            raise errors.NotFound(f"no tenant {slug!r}")
         tenant = await self.repository.update_tenant(slug, changes) if changes else await self.get_tenant(slug)
         if tenant is None:
             raise errors.NotFound(f"no tenant {slug!r}")
@@ -71,10 +74,11 @@ class TenancyService:
 
     # --- users ---------------------------------------------------------------------------------------------------
 
-    async def create_user(self, tenant_id: int, username: str, password: str, role: str) -> UserView:
-        _check_username(username)
+    async def create_user(self, tenant_id: int, tenant_slug: str, username: str, password: str, role: str) -> UserView:
+        """A user of the tenant, named `<name>@<tenant-slug>` (`qualified_username`)."""
+        username = qualified_username(username, tenant_slug)
         _check_role(role)
-        password_hash = await _hash(password)
+        password_hash = await self._hash(password)
         user_id = await self.repository.create_user(username, password_hash, role, tenant_id)
         if user_id is None:
             raise errors.AlreadyExists(f"username {username!r} is taken")
@@ -96,7 +100,7 @@ class TenancyService:
             _check_role(role)
             changes["role"] = role
         if password is not None:
-            changes["password_hash"] = await _hash(password)
+            changes["password_hash"] = await self._hash(password)
         uid = _user_id(user_id)
         if uid is None or (changes and not await self.repository.update_user(tenant_id, uid, changes)):
             raise errors.NotFound("no such user")
@@ -111,6 +115,32 @@ class TenancyService:
         if uid is None or not await self.repository.delete_user(tenant_id, uid):
             raise errors.NotFound("no such user")
         await self.invalidation.changed()
+
+    async def change_own_password(self, user_id: str, current: str, new: str) -> None:
+        """Any user, its own password: the current one is asked again (a stolen session cannot lock its owner
+        out). Ends the user's sessions and cached credentials on every instance."""
+        user = await self.repository.user_by_id(uuid.UUID(user_id))
+        if user is None or not await self.passwords.verify(user.password_hash, current):
+            raise errors.Forbidden("the current password is not right")
+        await self._set_password(user.id, new)
+
+    async def set_platform_admin_password(self, username: str, new: str) -> None:
+        """A platform admin sets another's (or its own) password."""
+        user = await self.repository.user_by_username(username)
+        if user is None or user.role != "platform_admin":
+            raise errors.NotFound(f"no platform admin {username!r}")
+        await self._set_password(user.id, new)
+
+    async def _set_password(self, user_id: uuid.UUID, new: str) -> None:
+        await self.repository.set_password(user_id, await self._hash(new))
+        await self.repository.delete_user_sessions(user_id)
+        await self.invalidation.changed()  # the old password must stop working everywhere, now
+
+    async def _hash(self, password: str) -> str:
+        if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
+            raise errors.InvalidRequest(f"password must be {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters")
+        check_text(password, "password")
+        return await self.passwords.hash(password)
 
     # --- grants --------------------------------------------------------------------------------------------------
 
@@ -139,8 +169,20 @@ class TenancyService:
 
 
 def _check_slug(slug: str) -> None:
-    if not _SLUG_RE.match(slug):
+    if not is_slug(slug):
         raise errors.InvalidRequest(f"slug must match {SLUG_PATTERN}")
+
+
+def qualified_username(username: str, tenant_slug: str) -> str:
+    """A tenant's usernames end in `@<tenant-slug>`: `alice` becomes `alice@acme`, and a name already ending so
+    stays. Usernames are unique platform-wide and slugs hold no '@', so a tenant's names live in a namespace of its
+    own: its admins can only collide with their own tenant's users, and a 409 tells them nothing of any other."""
+    suffix = f"@{tenant_slug}"
+    name = username if username.endswith(suffix) else f"{username}{suffix}"
+    if name == suffix:
+        raise errors.InvalidRequest("username must not be empty")
+    _check_username(name)
+    return name
 
 
 def _check_username(username: str) -> None:
@@ -154,13 +196,6 @@ def _check_username(username: str) -> None:
 def _check_role(role: str) -> None:
     if role not in ASSIGNABLE_ROLES:
         raise errors.InvalidRequest(f"role must be one of {', '.join(ASSIGNABLE_ROLES)}")
-
-
-async def _hash(password: str) -> str:
-    if not MIN_PASSWORD_LENGTH <= len(password) <= MAX_PASSWORD_LENGTH:
-        raise errors.InvalidRequest(f"password must be {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH} characters")
-    check_text(password, "password")
-    return await hash_password_async(password)
 
 
 def _user_id(value: str) -> uuid.UUID | None:

@@ -11,8 +11,8 @@ import redis.asyncio as aioredis
 from mq.buckets import TokenBuckets
 
 
-async def test_two_instances_share_one_bucket(redis_url: str) -> None:
-    a, b = aioredis.from_url(redis_url), aioredis.from_url(redis_url)
+async def test_two_instances_share_one_bucket(any_redis_url: str) -> None:
+    a, b = aioredis.from_url(any_redis_url), aioredis.from_url(any_redis_url)
     try:
         first, second = TokenBuckets(a, instances=2), TokenBuckets(b, instances=2)
         key = f"test:{uuid.uuid4().hex}"

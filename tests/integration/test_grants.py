@@ -22,7 +22,7 @@ async def new_member(
     for action, pattern in grants:
         g = await boss.post(f"/api/users/{user_id}/grants", json={"action": action, "topic_pattern": pattern})
         assert g.status_code == 201, g.text
-    return user_id, make_client(auth=(name, PASSWORD))
+    return user_id, make_client(auth=(r.json()["username"], PASSWORD))
 
 
 async def enqueue(c: httpx.AsyncClient, topic: str) -> httpx.Response:

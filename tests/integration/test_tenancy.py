@@ -93,7 +93,9 @@ async def test_tenant_admin_manages_users_of_its_tenant(make_client, make_user, 
     assert r.status_code == 201, r.text
     alice = r.json()
     assert set(alice) == {"id", "username", "role", "tenant", "created_at", "updated_at"}
-    assert alice["username"] == name and alice["role"] == "member" and alice["tenant"] == tenant.slug
+    assert alice["username"] == f"{name}@{tenant.slug}"  # a tenant's names live under its slug
+    assert alice["role"] == "member" and alice["tenant"] == tenant.slug
+    name = alice["username"]
     dup = {"username": name, "password": "another long password"}
     assert_error(await boss.post("/api/users", json=dup), 409, "already_exists")
     page = (await boss.get("/api/users")).json()
@@ -185,7 +187,7 @@ async def test_changes_reach_every_instance_at_once(server, server_env, make_use
     second = await asyncio.to_thread(start_server, server_env)
     try:
         boss_auth = await make_user("tenant_admin", tenant)
-        name = f"e-{uuid.uuid4().hex[:8]}"
+        name = f"e-{uuid.uuid4().hex[:8]}@{tenant.slug}"
         async with (
             httpx.AsyncClient(base_url=server.base_url, auth=boss_auth, timeout=30) as boss_a,
             httpx.AsyncClient(base_url=server.base_url, auth=ADMIN, timeout=30) as admin_a,
@@ -218,3 +220,30 @@ async def test_changes_reach_every_instance_at_once(server, server_env, make_use
             await ends_within_a_second(renewed_b, 403)
     finally:
         stop_server(second)
+
+
+async def test_enqueues_racing_a_forced_delete_leave_no_orphans(make_client, db) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    for _ in range(3):
+        slug = f"doomed-{uuid.uuid4().hex[:8]}"
+        admin = make_client()
+        assert (await admin.post("/api/tenants", json={"slug": slug, "name": "doomed"})).status_code == 201
+        tenant_id = await db.fetchval("SELECT id FROM tenants WHERE slug = $1", slug)
+        producer = make_client(headers={"X-Tenant": slug})
+        stop = asyncio.Event()
+
+        async def produce(c=producer, ev=stop) -> None:  # type: ignore[no-untyped-def]
+            while not ev.is_set():
+                batch = {"topic": "t", "messages": [{"payload": b64("x")} for _ in range(20)]}
+                await c.post("/api/messages/batch", json=batch)  # 201 until the tenant is gone, then 404
+
+        producers = [asyncio.create_task(produce()) for _ in range(6)]
+        await asyncio.sleep(0.3)
+        assert (await admin.delete(f"/api/tenants/{slug}", params={"force": "true"})).status_code == 204
+        await asyncio.sleep(0.2)
+        stop.set()
+        await asyncio.gather(*producers)
+        assert (await admin.post("/api/admin/expiry-reaper/run")).status_code == 200  # the sweeper runs with it
+        assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant_id) == 0
+        assert await db.fetchval("SELECT count(*) FROM deleted_tenants WHERE tenant_id = $1", tenant_id) == 1

@@ -254,10 +254,10 @@ class CountingRepository(MessageRepository):
         return await super().topic_config(tenant_id, topic)
 
 
-async def test_cache_hits_do_not_query_postgres(db: asyncpg.Pool[Any], redis_url: str, tenant: Tenant) -> None:
+async def test_cache_hits_do_not_query_postgres(db: asyncpg.Pool[Any], any_redis_url: str, tenant: Tenant) -> None:
     await db.execute("INSERT INTO topic_configs (tenant_id, topic, max_retries) VALUES ($1, 'cached', 7)", tenant.id)
-    settings = Settings(database_url="postgresql://unused", redis_url=redis_url)
-    redis = aioredis.from_url(redis_url)
+    settings = Settings(database_url="postgresql://unused", any_redis_url=any_redis_url)
+    redis = aioredis.from_url(any_redis_url)
     try:
         first, second = CountingRepository(db), CountingRepository(db)
         one, other = TopicConfigs(first, settings, redis), TopicConfigs(second, settings, redis)
@@ -280,12 +280,12 @@ async def test_cache_hits_do_not_query_postgres(db: asyncpg.Pool[Any], redis_url
 
 @pytest.mark.parametrize("with_redis", [True, False])
 async def test_the_invalidation_reaches_every_instance(  # type: ignore[no-untyped-def]
-    db: asyncpg.Pool[Any], redis_url: str, database_url: str, with_redis: bool
+    db: asyncpg.Pool[Any], any_redis_url: str, database_url: str, with_redis: bool
 ) -> None:
     """Over Redis pub/sub, and over Postgres NOTIFY where no Redis is configured."""
-    settings = Settings(database_url=database_url, redis_url=redis_url)
-    redis = aioredis.from_url(redis_url) if with_redis else None
-    url = redis_url if with_redis else None
+    settings = Settings(database_url=database_url, any_redis_url=any_redis_url)
+    redis = aioredis.from_url(any_redis_url) if with_redis else None
+    url = any_redis_url if with_redis else None
     casts = [Broadcast(redis, url, database_url, db) for _ in range(2)]
     writer, reader = (TopicConfigs(MessageRepository(db), settings, redis, cast) for cast in casts)
     for cast in casts:

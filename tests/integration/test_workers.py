@@ -5,6 +5,7 @@ every replica, the manual triggers, and the scheduler running inside `python -m 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from typing import Any
@@ -164,14 +165,14 @@ async def test_one_replica_runs_a_job_at_a_time_and_a_dead_one_hands_over(databa
         await other_replica.close()
 
 
-async def test_a_schedule_change_reaches_every_replicas_scheduler(database_url, redis_url, db) -> None:  # type: ignore[no-untyped-def]
-    settings = Settings(database_url=database_url, redis_url=redis_url, expiry_reaper_interval_seconds=3600)
+async def test_a_schedule_change_reaches_every_replicas_scheduler(database_url, any_redis_url, db) -> None:  # type: ignore[no-untyped-def]
+    settings = Settings(database_url=database_url, any_redis_url=any_redis_url, expiry_reaper_interval_seconds=3600)
     replicas = []
     try:
         for _ in range(2):
             pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=3)
-            redis = aioredis.from_url(redis_url)
-            broadcast = Broadcast(redis, redis_url, database_url, pool)
+            redis = aioredis.from_url(any_redis_url)
+            broadcast = Broadcast(redis, any_redis_url, database_url, pool)
             jobs = Jobs(pool, settings, broadcast.publish, Metrics())
             broadcast.on("skiplock:workers:schedule", jobs.schedule_changed)
             await broadcast.start()
@@ -267,3 +268,37 @@ async def test_the_api_process_runs_the_scheduler(server_env, tenant) -> None:  
                 await asyncio.sleep(0.2)
     finally:
         await asyncio.to_thread(stop_server, srv)
+
+
+async def test_a_cancelled_run_never_leaves_its_lock_in_the_pool(database_url, db) -> None:  # type: ignore[no-untyped-def]
+    """The pool does not reset connections: a lock left on one would stop the job on every replica."""
+
+    async def no_reset(_conn: Any) -> None:  # as the hot-path pool (mq.db.engine)
+        return None
+
+    pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=1, reset=no_reset)
+    try:
+
+        class SlowJob(_BatchJob):
+            name = "cancelled_job"
+            statement = "SELECT 'x' AS tenant, 'y' AS topic, 0 AS n FROM pg_sleep(5) WHERE $1 > 0"
+
+            def _arguments(self) -> tuple[Any, ...]:
+                return ()
+
+        for cancel_after in (0.05, 0.2, 0.0):  # during the lock, the statement, and at once
+            task = asyncio.create_task(SlowJob(pool, 10).run_once(wait=True))
+            await asyncio.sleep(cancel_after)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            other = await asyncpg.connect(asyncpg_dsn(database_url))
+            try:
+                deadline = time.monotonic() + 5
+                while not await other.fetchval("SELECT pg_try_advisory_lock($1)", lock_key("cancelled_job")):
+                    assert time.monotonic() < deadline, f"lock still held after a cancel at {cancel_after} s"
+                    await asyncio.sleep(0.05)
+            finally:
+                await other.close()
+    finally:
+        await pool.close()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mq import errors
-from mq.tenancy import auth as auth_module
+from mq.tenancy import passwords as passwords_module
 from mq.tenancy.auth import Authenticator
 from mq.tenancy.passwords import hash_password
 from mq.tenancy.repository import UserRecord
@@ -33,13 +33,13 @@ class StubUsers:
 @pytest.fixture
 def verifications(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real = auth_module.verify_password_async
+    real = passwords_module.verify_password_async
 
     async def counting(password_hash: str | None, password: str) -> bool:
         calls.append(password)
         return await real(password_hash, password)
 
-    monkeypatch.setattr(auth_module, "verify_password_async", counting)
+    monkeypatch.setattr(passwords_module, "verify_password_async", counting)
     return calls
 
 
