@@ -8,10 +8,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from litestar import Litestar
+from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
 
 from api.auth import AuthMiddleware
+from api.deadline import RequestDeadline
 from api.errors import EXCEPTION_HANDLERS
 from api.observability import ObservabilityMiddleware, stamp_response
 from api.routes.admin import AdminController
@@ -67,7 +69,11 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
             change_password,
         ],
         lifespan=[lifespan],
-        middleware=[ObservabilityMiddleware, auth_middleware],
+        middleware=[
+            ObservabilityMiddleware,
+            DefineMiddleware(RequestDeadline, seconds=settings.request_timeout_seconds),
+            auth_middleware,
+        ],
         before_send=[stamp_response],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_request_body_bytes,

@@ -9,6 +9,7 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from mq import errors
+from mq.faults import is_dependency_fault
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def status_of(exc: BaseException) -> int:
         if isinstance(exc, cls):
             refusal = isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded)
             return 403 if refusal and exc.retry_after is None else status  # type: ignore[attr-defined]
-    return 500
+    return 503 if is_dependency_fault(exc) else 500
 
 
 def handle_domain_error(_: Request[Any, Any, Any], exc: errors.SkiplockError) -> Response[dict[str, Any]]:
@@ -118,6 +119,11 @@ def _validation_detail(entry: Any) -> dict[str, Any]:
 
 
 def handle_unexpected_error(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    if is_dependency_fault(exc):
+        log.warning("dependency unavailable: %s: %s", type(exc).__name__, exc)
+        return error_response(
+            503, "unavailable", "a dependency is not answering; retry shortly", headers={"Retry-After": "1"}
+        )
     log.error("internal error: %s", type(exc).__name__, exc_info=exc)
     return error_response(500, "internal", "internal server error")
 

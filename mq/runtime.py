@@ -53,7 +53,12 @@ class Runtime:
         leave it to the API)."""
         if not settings.database_url:
             raise RuntimeError("Runtime.open needs a database URL")
-        pool = await create_pool(settings.database_url, settings.db_pool_min_size, settings.db_pool_max_size)
+        pool = await create_pool(
+            settings.database_url,
+            settings.db_pool_min_size,
+            settings.db_pool_max_size,
+            settings.db_statement_timeout_seconds,
+        )
         engine = create_engine(settings.database_url)
         redis = (
             aioredis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)

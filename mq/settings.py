@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     """Connections the hot-path pool keeps open."""
     db_pool_max_size: int = Field(default=10, ge=1)
     """Most connections the hot-path pool opens; waiting long polls hold none."""
+    db_statement_timeout_seconds: float = Field(default=15, gt=0)
+    """Longest a hot-path statement may run (Postgres `statement_timeout`); past it the request answers 503."""
+    request_timeout_seconds: float = Field(default=30, gt=20)
+    """Longest a request may take, waiting for a pool connection included (503 `unavailable` beyond). Above 20 s:
+    long polls wait up to 20."""
     migrate_on_start: bool = True
     """Run `alembic upgrade head` when the server starts. Turn off where a deploy job migrates (Helm hook)."""
 

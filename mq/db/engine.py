@@ -36,8 +36,12 @@ async def _no_reset(conn: asyncpg.Connection[Any]) -> None:
     so asyncpg's default reset on release (RESET ALL; UNLISTEN *; ...) would only add a round trip per request."""
 
 
-async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool[Any]:
-    """The hot-path pool. Statements are prepared once per connection and cached by asyncpg."""
+async def create_pool(
+    url: str, min_size: int, max_size: int, statement_timeout_seconds: float = 15
+) -> asyncpg.Pool[Any]:
+    """The hot-path pool. Statements are prepared once per connection and cached by asyncpg. Postgres cancels a
+    statement past `statement_timeout_seconds` (a lock held elsewhere, an overloaded server); the client gives up
+    a little later, should the cancel itself not get through."""
     pool = await asyncpg.create_pool(
         asyncpg_dsn(url),
         min_size=min_size,
@@ -46,7 +50,9 @@ async def create_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool[An
         reset=_no_reset,
         statement_cache_size=256,
         max_inactive_connection_lifetime=300,
-        command_timeout=60,
+        command_timeout=statement_timeout_seconds + 5,
+        timeout=10,  # connecting
+        server_settings={"statement_timeout": str(int(statement_timeout_seconds * 1000))},
     )
     assert pool is not None
     return pool
@@ -59,7 +65,8 @@ def create_engine(url: str, pool_size: int = 3) -> AsyncEngine:
         pool_size=pool_size,
         max_overflow=2,
         pool_pre_ping=True,
-        connect_args={"server_settings": {"timezone": "UTC"}},
+        pool_timeout=10,
+        connect_args={"server_settings": {"timezone": "UTC", "statement_timeout": "15000"}, "timeout": 10},
     )
 
 
