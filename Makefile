@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast lint format bench explain clean
+.PHONY: help install run worker test test-fast drills fuzz lint format bench explain clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -30,6 +30,9 @@ test: $(STAMP) ## Run the whole test suite against real Postgres and Redis
 
 test-fast: $(STAMP) ## Unit tests only (no servers)
 	$(BIN)/python -m pytest tests/unit
+
+drills: $(STAMP) ## The long reliability drills (kill -9, Postgres restart, Redis loss, ...); prints their figures
+	SKIPLOCK_DRILL_LONG=1 $(BIN)/python -m pytest tests/drills -s -p no:cacheprovider -q
 
 lint: $(STAMP) ## ruff, mypy (strict) and the import-layering contracts
 	$(BIN)/ruff check .

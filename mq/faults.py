@@ -24,8 +24,13 @@ def is_dependency_fault(exc: BaseException) -> bool:
         seen.add(id(current))
         if isinstance(current, PoolTimeout | RedisConnectionError | RedisTimeoutError | ConnectionError | TimeoutError):
             return True
-        if isinstance(current, asyncpg.InterfaceError | asyncpg.exceptions.ConnectionDoesNotExistError):
-            return True  # the connection went away under a statement
+        if isinstance(
+            current,
+            asyncpg.InterfaceError | asyncpg.exceptions.ConnectionDoesNotExistError | asyncpg.InternalClientError,
+        ):
+            # The connection went away under a statement. InternalClientError ("cannot switch to state 12") is
+            # asyncpg's protocol state after a server terminated a connection mid-operation (asyncpg #1069).
+            return True
         if isinstance(current, OSError):
             return True
         if isinstance(current, asyncpg.PostgresError):

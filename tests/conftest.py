@@ -190,7 +190,7 @@ class Server:
 
 def start_server(env_overrides: dict[str, str], *, data_dir: Path | None = None, timeout: float = 60) -> Server:
     """Run `python -m api` as a user would, and wait for /readyz."""
-    port = free_port()
+    port = int(env_overrides.get("SKIPLOCK_PORT") or free_port())
     log_path = Path(tempfile.mkstemp(prefix="skiplock-server-", suffix=".log")[1])
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
     env.update(

@@ -85,6 +85,40 @@ def _tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
+def _outlive_previous(pid_file: Path, what: str, timeout: float = 30.0) -> None:
+    """A server left by a process that was killed (`kill -9` of `make run`) got its parent-death signal and is
+    shutting down, or, if the signal never came, still runs: wait for it to go (then SIGKILL it), so that a new
+    start on the same data folder never meets a busy data directory or a half-written file."""
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            log.warning("stopping the %s left running by an earlier start (pid %s)", what, pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.5)
+            break
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie or a recycled pid of something else: only a process still named like the server counts.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
 def _stop(proc: subprocess.Popen[bytes] | None, sig: int, timeout: float) -> None:
     if proc is None or proc.poll() is not None:
         return
@@ -154,6 +188,7 @@ class EmbeddedPostgres:
                         raise EmbeddedServerError(f"{folder} is not traversable by user {SERVICE_USER}")
         self.data_dir.chmod(0o700)
         run_as = {"user": user.pw_uid, "group": user.pw_gid} if user else {}
+        _outlive_previous(self.data_dir / "postmaster.pid", "embedded Postgres")
         if not (self.data_dir / "PG_VERSION").exists():
             log.info("initialising an embedded Postgres cluster in %s", self.data_dir)
             subprocess.run(
@@ -259,9 +294,13 @@ class EmbeddedRedis:
 
     def start(self, timeout: float = 30.0) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        pid_file = self.data_dir / "redis.pid"
+        _outlive_previous(pid_file, "embedded Redis")
         self.proc = _spawn(
             [
                 str(self.binary or redis_server_binary()),
+                "--pidfile",
+                str(pid_file),
                 "--port",
                 str(self.port),
                 "--bind",

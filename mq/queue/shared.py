@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
+from mq.faults import is_dependency_fault
 from mq.ids import uuid7_batch
 from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
@@ -267,7 +268,8 @@ async def _per_group(
     """Run one statement per group of requests (`run` returns one outcome per request of its group).
 
     A statement is atomic: when one fails it changed nothing, so its requests are run again one by one, and each
-    caller gets its own result or error. Groups that succeeded before are never run again.
+    caller gets its own result or error; unless the database itself failed (down, too slow): then every request
+    of the group gets that error at once. Groups that succeeded before are never run again.
     """
     groups: dict[Hashable, list[int]] = {}
     for index, request in enumerate(requests):
@@ -278,8 +280,8 @@ async def _per_group(
         try:
             results: list[Outcome | BaseException] = list(await run(group_key, chosen))
         except Exception as exc:
-            if len(chosen) == 1:
-                results = [exc]
+            if len(chosen) == 1 or is_dependency_fault(exc):  # one by one would only fail again, slower
+                results = [exc] * len(chosen)
             else:
                 results = []
                 for request in chosen:

@@ -1,0 +1,206 @@
+"""The drills' load: producers and consumers over HTTP against real servers, with a ledger of what the server
+acknowledged, checked message by message at the end.
+
+Producers enqueue plain messages (single and batch) and keyed ones; each payload carries a token of its own, so
+every delivery is checked against what was enqueued under that token. Keys are each enqueued twice in a row
+(the second an upsert, or a new message if the first was already leased): for a key, the content of its last
+acknowledged enqueue must be delivered; an earlier one may be superseded. Requests whose answer never came
+(a killed server) are not in the ledger: if they were written, their deliveries count as `unacknowledged`, never
+as lost or duplicated. Consumers lease with a short visibility timeout and ack; a token delivered again after it
+was acked is a duplicate (possible only after a lapsed lease: an ack lost with a killed server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+TOPIC = "drill"
+VISIBILITY = 5
+
+
+def seconds(short: float, long: float) -> float:
+    """A drill's duration: `short` in the suite (CI), `long` under `make drills` (SKIPLOCK_DRILL_LONG=1)."""
+    return long if os.environ.get("SKIPLOCK_DRILL_LONG") == "1" else short
+
+
+@dataclass
+class Ledger:
+    expected: dict[str, bytes] = field(default_factory=dict)  # token -> payload the server acknowledged
+    superseded_ok: set[str] = field(default_factory=set)  # tokens a later enqueue of the same key may replace
+    delivered: Counter[str] = field(default_factory=Counter)  # token -> deliveries whose ack answered 200
+    received: Counter[str] = field(default_factory=Counter)  # token -> deliveries, acked or not
+    seen: dict[str, bytes] = field(default_factory=dict)  # token -> the payload a delivery carried
+    statuses: Counter[str] = field(default_factory=Counter)  # "enqueue 201", "dequeue 503", "error ConnectError"
+    slow: int = 0  # requests that took longer than the request deadline allows
+    enqueued_at: float = 0.0
+
+    def note(self, kind: str, response: httpx.Response | BaseException, started: float) -> None:
+        label = response.status_code if isinstance(response, httpx.Response) else type(response).__name__
+        self.statuses[f"{kind} {label}"] += 1
+        if time.monotonic() - started > 35:
+            self.slow += 1
+
+    def count(self, prefix: str) -> int:
+        return sum(n for k, n in self.statuses.items() if k.split()[1].startswith(prefix))
+
+    def result(self) -> dict[str, Any]:
+        lost = [t for t in self.expected if not self.delivered[t] and t not in self.superseded_ok]
+        changed = [t for t, raw in self.seen.items() if t in self.expected and raw != self.expected[t]]
+        return {
+            "acknowledged_enqueues": len(self.expected),
+            "delivered": sum(1 for t in self.expected if self.delivered[t]),
+            "lost": len(lost),
+            "changed": len(changed),
+            # a token acked twice: a double delivery inside a visibility window (must be 0)
+            "double_acked": sum(n - 1 for n in self.delivered.values() if n > 1),
+            # deliveries after a lapsed lease (an ack or a dequeue's answer lost with a killed server): allowed
+            "redeliveries": sum(n - 1 for n in self.received.values() if n > 1),
+            # delivered, though their enqueue never answered 2xx (answer lost with a killed server)
+            "unacknowledged_deliveries": sum(1 for t in self.delivered if t not in self.expected),
+            "5xx": self.count("5"),
+            "500": self.count("500"),
+            "slow_requests": self.slow,
+            "statuses": dict(sorted(self.statuses.items())),
+        }
+
+
+def _payload(token: str) -> bytes:
+    return json.dumps({"token": token, "pad": "x" * 64}).encode()
+
+
+class Load:
+    """`producers` and `consumers` tasks against whatever `base_url()` answers now (a drill may move it)."""
+
+    def __init__(
+        self, base_url: Callable[[], str], auth: tuple[str, str], tenant: str, producers: int = 4, consumers: int = 4
+    ) -> None:
+        self.base_url = base_url
+        self.auth = auth
+        self.headers = {"X-Tenant": tenant}
+        self.ledger = Ledger()
+        self.producing = asyncio.Event()
+        self.consuming = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._producers, self._consumers = producers, consumers
+        self.acked_tokens: set[str] = set()
+
+    def start(self) -> None:
+        self.producing.set()
+        self.consuming.set()
+        self._tasks = [asyncio.create_task(self._produce(n)) for n in range(self._producers)]
+        self._tasks += [asyncio.create_task(self._consume()) for _ in range(self._consumers)]
+
+    async def stop_producing(self) -> None:
+        self.producing.clear()
+
+    async def drain(self, timeout: float) -> None:
+        """Consume until every acknowledged token was delivered (or `timeout`), then stop."""
+        self.producing.clear()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ledger = self.ledger
+            if all(ledger.delivered[t] or t in ledger.superseded_ok for t in ledger.expected):
+                break
+            await asyncio.sleep(0.2)
+        self.consuming.clear()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.base_url(), auth=self.auth, headers=self.headers, timeout=httpx.Timeout(40, connect=2)
+        )
+
+    async def _request(self, kind: str, method: str, path: str, **kwargs: Any) -> httpx.Response | None:
+        started = time.monotonic()
+        try:
+            async with self._client() as c:
+                response = await c.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            self.ledger.note(kind, exc, started)
+            await asyncio.sleep(0.2)  # the server is away: do not spin
+            return None
+        self.ledger.note(kind, response, started)
+        if response.status_code >= 500:
+            await asyncio.sleep(min(float(response.headers.get("Retry-After", "1")), 1.0))
+        return response
+
+    async def _produce(self, n: int) -> None:
+        ledger = self.ledger
+        round_ = 0
+        while self.producing.is_set():
+            round_ += 1
+            if round_ % 3 == 0:  # a batch of plain messages
+                tokens = [uuid.uuid4().hex for _ in range(10)]
+                body = {"topic": TOPIC, "messages": [{"payload": _b64(_payload(t))} for t in tokens]}
+                r = await self._request("enqueue", "POST", "/api/messages/batch", json=body)
+                if r is not None and r.status_code == 201:
+                    for t in tokens:
+                        ledger.expected[t] = _payload(t)
+            elif round_ % 3 == 1:  # a plain single
+                t = uuid.uuid4().hex
+                body = {"topic": TOPIC, "payload": _b64(_payload(t))}
+                r = await self._request("enqueue", "POST", "/api/messages", json=body)
+                if r is not None and r.status_code == 201:
+                    ledger.expected[t] = _payload(t)
+            else:  # a key, twice: the first content may be superseded by the second
+                key = f"k-{n}-{uuid.uuid4().hex[:12]}"
+                first, second = uuid.uuid4().hex, uuid.uuid4().hex
+                for token in (first, second):
+                    body = {"topic": TOPIC, "payload": _b64(_payload(token)), "key": key}
+                    r = await self._request("enqueue", "POST", "/api/messages", json=body)
+                    if r is not None and r.status_code == 201:
+                        ledger.expected[token] = _payload(token)
+                ledger.superseded_ok.add(first)
+
+    async def _consume(self) -> None:
+        ledger = self.ledger
+        while self.consuming.is_set():
+            body = {"topic": TOPIC, "count": 10, "visibility_timeout_seconds": VISIBILITY, "wait_seconds": 1}
+            r = await self._request("dequeue", "POST", "/api/messages/dequeue", json=body)
+            if r is None or r.status_code != 200:
+                continue
+            messages = r.json()["messages"]
+            if not messages:
+                continue
+            acks = {"acks": [{"id": m["id"], "receipt": m["receipt"]} for m in messages]}
+            a = await self._request("ack", "POST", "/api/messages/ack", json=acks)
+            if a is None or a.status_code != 200:
+                for m in messages:  # the leases lapse; the messages come back
+                    with contextlib.suppress(ValueError, KeyError):
+                        ledger.received[json.loads(base64.b64decode(m["payload"]))["token"]] += 1
+                continue
+            failed = {f["id"] for f in a.json()["failed"]}
+            for m in messages:
+                raw = base64.b64decode(m["payload"])
+                with contextlib.suppress(ValueError, KeyError):
+                    token = json.loads(raw)["token"]
+                    ledger.received[token] += 1
+                    ledger.seen[token] = raw
+                    if m["id"] not in failed:
+                        ledger.delivered[token] += 1
+
+    async def cancel(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def report(name: str, figures: dict[str, Any]) -> None:
+    """Print a drill's figures (make drills shows them; docs/reliability.md records them)."""
+    print(f"\nDRILL {name}: " + json.dumps(figures, sort_keys=True))
