@@ -16,12 +16,14 @@ from api.auth import AuthMiddleware
 from api.deadline import RequestDeadline
 from api.errors import EXCEPTION_HANDLERS
 from api.observability import ObservabilityMiddleware, stamp_response
+from api.openapi import document_errors
 from api.routes.admin import AdminController
 from api.routes.messages import MessageController
 from api.routes.session import change_password, login, logout, me
 from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
 from api.routes.topics import TopicController
+from api.schemas import strict_body_names
 from mq import __version__
 from mq.runtime import Runtime
 from mq.settings import Settings, get_settings
@@ -51,7 +53,7 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
                 workers.shutdown()
             await runtime.close()
 
-    return Litestar(
+    app = Litestar(
         route_handlers=[
             MessageController,
             TopicController,
@@ -88,3 +90,5 @@ def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] =
         logging_config=None,  # the process configures logging once (api.__main__)
         debug=False,
     )
+    document_errors(app.openapi_schema, strict_body_names())  # built once here and served as is from then on
+    return app

@@ -9,18 +9,22 @@ from msgspec import Meta
 
 from mq.queue.types import (
     MAX_DELAY_SECONDS,
+    MAX_KEY_LENGTH,
     MAX_VISIBILITY_SECONDS,
     MAX_WAIT_SECONDS,
     TOPIC_PATTERN,
     MessageView,
     TopicSummary,
 )
+from mq.tenancy.passwords import MIN_PASSWORD_LENGTH
 
 Topic = Annotated[str, Meta(pattern=TOPIC_PATTERN, description="Topic name")]
 Delay = Annotated[float, Meta(ge=0, le=MAX_DELAY_SECONDS, description="Seconds before the message is visible")]
 Priority = Annotated[int, Meta(ge=0, le=9, description="0..9, higher is dequeued first")]
 Visibility = Annotated[int, Meta(ge=1, le=MAX_VISIBILITY_SECONDS)]
 Payload = Annotated[bytes, Meta(description="Base64 of the raw payload bytes")]
+Key = Annotated[str, Meta(min_length=1, max_length=MAX_KEY_LENGTH, description="Upsert key")]
+Password = Annotated[str, Meta(min_length=MIN_PASSWORD_LENGTH, max_length=1024)]
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -28,26 +32,26 @@ class Strict(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class EnqueueBody(Strict):
-    topic: str
+    topic: Topic
     payload: Payload
     metadata: dict[str, Any] | None = None
-    key: str | None = None
+    key: Key | None = None
     delay_seconds: Delay = 0
     priority: Priority = 0
 
 
 class BatchItem(Strict):
     payload: Payload
-    topic: str | None = None
+    topic: Topic | None = None
     metadata: dict[str, Any] | None = None
-    key: str | None = None
+    key: Key | None = None
     delay_seconds: Delay = 0
     priority: Priority = 0
 
 
 class BatchEnqueueBody(Strict):
     messages: Annotated[list[BatchItem], Meta(min_length=1)]
-    topic: str | None = None
+    topic: Topic | None = None
 
 
 class InvalidItem(msgspec.Struct):
@@ -89,8 +93,8 @@ class IdsResponse(msgspec.Struct):
 
 
 class DequeueBody(Strict):
-    topic: str
-    count: Annotated[int, Meta(ge=1)] = 1
+    topic: Topic
+    count: Annotated[int, Meta(ge=1, le=1000, description="1..1000 (SKIPLOCK_MAX_BATCH_SIZE may lower it)")] = 1
     visibility_timeout_seconds: Visibility | None = None
     wait_seconds: Annotated[float, Meta(ge=0, le=MAX_WAIT_SECONDS)] = 0
 
@@ -180,13 +184,13 @@ class PasswordChangeBody(Strict):
     """PUT /api/auth/password: the caller's current password, and the new one."""
 
     current_password: Annotated[str, Meta(max_length=1024)]
-    new_password: Annotated[str, Meta(max_length=1024)]
+    new_password: Password
 
 
 class PasswordBody(Strict):
     """PUT /api/admin/platform-admins/{username}/password."""
 
-    password: Annotated[str, Meta(max_length=1024)]
+    password: Password
 
 
 class ScheduleBody(Strict):
@@ -205,8 +209,9 @@ class ScheduleView(msgspec.Struct):
 NonNegative = Annotated[int, Meta(ge=0)]
 #: Largest value a bigint column or parameter holds.
 MAX_BIGINT = 2**63 - 1
-#: Largest `offset` a page accepts (Postgres takes OFFSET as a bigint).
-MAX_OFFSET = MAX_BIGINT
+#: Largest `offset` a page accepts: 2^53 - 1, exact in a JSON number (OpenAPI documents it as one; a bigint
+#: bound would print as 9.223372036854776e18 and let larger values look valid).
+MAX_OFFSET = 2**53 - 1
 
 
 class Quotas(Strict, omit_defaults=True):
@@ -247,12 +252,12 @@ class TenantPage(msgspec.Struct):
 
 class UserCreateBody(Strict):
     username: str
-    password: str
+    password: Password
     role: Literal["tenant_admin", "member"] = "member"
 
 
 class UserUpdateBody(Strict):
-    password: str | None = None
+    password: Password | None = None
     role: Literal["tenant_admin", "member"] | None = None
 
 
@@ -286,3 +291,14 @@ class GrantObject(msgspec.Struct):
 
 class GrantList(msgspec.Struct):
     items: list[GrantObject]
+
+
+def strict_body_names() -> set[str]:
+    """The names of the request bodies that refuse unknown fields (every `Strict` struct)."""
+    found: set[str] = set()
+    pending: list[type[Strict]] = [Strict]
+    while pending:
+        cls = pending.pop()
+        found.add(cls.__name__)
+        pending.extend(cls.__subclasses__())
+    return found

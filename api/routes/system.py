@@ -6,7 +6,7 @@ import asyncio
 import hmac
 from typing import Any
 
-from litestar import Request, Response, get
+from litestar import MediaType, Request, Response, get
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from mq import __version__, errors
@@ -43,7 +43,15 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     return Response(body, status_code=200 if ready else 503)
 
 
-@get("/metrics", summary="Prometheus metrics (a bearer token when SKIPLOCK_METRICS_TOKEN is set)")
+# Litestar appends the charset to text types itself; prometheus_client's constant carries one already.
+_METRICS_TYPE = "; ".join(p.strip() for p in CONTENT_TYPE_LATEST.split(";") if not p.strip().startswith("charset"))
+
+
+@get(
+    "/metrics",
+    summary="Prometheus metrics (a bearer token when SKIPLOCK_METRICS_TOKEN is set)",
+    media_type=MediaType.TEXT,
+)
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     runtime: Runtime = request.app.state.runtime
     settings = runtime.settings
@@ -59,7 +67,7 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise errors.Unauthorized("/metrics needs the metrics bearer token")
     await runtime.metrics.read_gauges(runtime.pool)
-    return Response(runtime.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+    return Response(runtime.metrics.exposition(), media_type=_METRICS_TYPE)
 
 
 @get("/api/version", summary="Server version")
