@@ -416,22 +416,23 @@ _RESTORE_FROM_DLQ = """
     status = 'pending', available_at = now(), receipt = NULL, last_error = NULL, updated_at = now()"""
 
 # Which dead letters a requeue takes: pending ones, failed ones (one by one only) and lapsed leases, which are
-# available exactly as pending ones are.
+# available exactly as pending ones are; none past its TTL (gone for every purpose).
 _LAPSED = "(m.status = 'processing' AND m.available_at <= now())"
+_TAKEABLE = f"((m.status = 'pending' OR {_LAPSED}) AND {_ALIVE})"
 
 # Requeue one dead-lettered message to its original topic; max_retries comes back from the topic's config or the
 # global default $3. A failed message in a DLQ may be requeued too. $2 id, $3 default max_retries, $4 default TTL
 MESSAGE_REQUEUE = f"""
 UPDATE messages AS m SET {_RESTORE_FROM_DLQ}
 WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL
-  AND (m.status IN ('pending', 'failed') OR {_LAPSED})
+  AND (m.status = 'failed' OR {_TAKEABLE})
 RETURNING m.topic"""
 
 # Before a requeue into a capped topic: the topic it would go to, and how many messages a DLQ holds pending.
 MESSAGE_ORIGINAL_TOPIC = "SELECT original_topic FROM messages WHERE tenant_id = $1 AND id = $2"
 MESSAGE_DLQ_PENDING = f"""
 SELECT count(*) FROM messages AS m
-WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND (m.status = 'pending' OR {_LAPSED})"""
+WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND {_TAKEABLE}"""
 
 # Requeue every pending message of a DLQ. Messages whose key has a pending twin in the original topic stay in the
 # DLQ (requeueing would break the one-pending-per-key rule); among DLQ messages sharing a key the newest goes.
@@ -439,7 +440,7 @@ WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND (m.
 MESSAGE_REQUEUE_TOPIC = f"""
 WITH locked AS (
     SELECT m.id, m.key, m.original_topic FROM messages AS m
-    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND (m.status = 'pending' OR {_LAPSED})
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND {_TAKEABLE}
     FOR UPDATE OF m SKIP LOCKED
 ), candidates AS (
     SELECT DISTINCT ON (coalesce(l.key, l.id::text)) l.id

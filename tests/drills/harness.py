@@ -6,8 +6,10 @@ every delivery is checked against what was enqueued under that token. Keys are e
 (the second an upsert, or a new message if the first was already leased): for a key, the content of its last
 acknowledged enqueue must be delivered; an earlier one may be superseded. Requests whose answer never came
 (a killed server) are not in the ledger: if they were written, their deliveries count as `unacknowledged`, never
-as lost or duplicated. Consumers lease with a short visibility timeout and ack; a token delivered again after it
-was acked is a duplicate (possible only after a lapsed lease: an ack lost with a killed server).
+as lost or duplicated. Consumers lease with a short visibility timeout and ack; a token acked twice is a double
+delivery, a token delivered again before its ack answered is a redelivery (after a lapsed lease: an ack lost with
+a killed server). Consumers read the DLQ too: a message whose lease lapsed max_retries times is dead-lettered
+there (a lapse counts as an attempt), not lost.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Ledger:
     delivered: Counter[str] = field(default_factory=Counter)  # token -> deliveries whose ack answered 200
     received: Counter[str] = field(default_factory=Counter)  # token -> deliveries, acked or not
     seen: dict[str, bytes] = field(default_factory=dict)  # token -> the payload a delivery carried
+    dead_lettered: set[str] = field(default_factory=set)  # tokens delivered from the DLQ
     statuses: Counter[str] = field(default_factory=Counter)  # "enqueue 201", "dequeue 503", "error ConnectError"
     slow: int = 0  # requests that took longer than the request deadline allows
     enqueued_at: float = 0.0
@@ -54,6 +57,9 @@ class Ledger:
 
     def count(self, prefix: str) -> int:
         return sum(n for k, n in self.statuses.items() if k.split()[1].startswith(prefix))
+
+    def lost_tokens(self) -> list[str]:
+        return [t for t in self.expected if not self.delivered[t] and t not in self.superseded_ok]
 
     def result(self) -> dict[str, Any]:
         lost = [t for t in self.expected if not self.delivered[t] and t not in self.superseded_ok]
@@ -68,6 +74,8 @@ class Ledger:
             # deliveries after a lapsed lease (an ack or a dequeue's answer lost with a killed server): allowed
             "redeliveries": sum(n - 1 for n in self.received.values() if n > 1),
             # delivered, though their enqueue never answered 2xx (answer lost with a killed server)
+            # reached the DLQ after max_retries lapsed leases (acks lost with killed servers) and consumed there
+            "dead_lettered": len(self.dead_lettered),
             "unacknowledged_deliveries": sum(1 for t in self.delivered if t not in self.expected),
             "5xx": self.count("5"),
             "500": self.count("500"),
@@ -166,8 +174,12 @@ class Load:
 
     async def _consume(self) -> None:
         ledger = self.ledger
+        rounds = 0
         while self.consuming.is_set():
-            body = {"topic": TOPIC, "count": 10, "visibility_timeout_seconds": VISIBILITY, "wait_seconds": 1}
+            rounds += 1
+            # Every fifth round reads the DLQ: a message whose leases lapsed max_retries times waits there.
+            topic = f"{TOPIC}.dlq" if rounds % 5 == 0 else TOPIC
+            body = {"topic": topic, "count": 10, "visibility_timeout_seconds": VISIBILITY, "wait_seconds": 1}
             r = await self._request("dequeue", "POST", "/api/messages/dequeue", json=body)
             if r is None or r.status_code != 200:
                 continue
@@ -190,6 +202,8 @@ class Load:
                     ledger.seen[token] = raw
                     if m["id"] not in failed:
                         ledger.delivered[token] += 1
+                        if m["topic"] != TOPIC:
+                            ledger.dead_lettered.add(token)
 
     async def cancel(self) -> None:
         for task in self._tasks:
