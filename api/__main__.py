@@ -20,6 +20,7 @@ import uvloop
 from litestar import Litestar
 
 from api.app import create_app
+from api.http_protocol import GuardedHttpProtocol
 from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis
 from mq.db.engine import migrate
 from mq.logs import configure_logging
@@ -90,7 +91,7 @@ def _with_embedded_servers(settings: Settings, started: list[EmbeddedPostgres | 
 _UVICORN_OPTIONS: dict[str, Any] = {
     "access_log": False,
     "loop": "uvloop",
-    "http": "httptools",
+    "http": GuardedHttpProtocol,  # httptools, with header size and time limits
     "lifespan": "on",
     "timeout_graceful_shutdown": 25,
     "log_config": None,  # logging is configured once for the process (mq.logs), uvicorn's loggers included

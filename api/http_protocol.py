@@ -1,0 +1,94 @@
+"""Uvicorn's httptools protocol with the limits a public server needs and uvicorn does not set:
+
+- request headers (request line included) of at most `MAX_HEADER_BYTES`; more answers 431 and closes;
+- headers complete within `HEADER_TIMEOUT_SECONDS` of the connection opening (or of a kept-alive request's first
+  byte); a connection that sends nothing, or trickles its headers, answers 408 and is closed. Without this an idle
+  TCP connection stays open forever (measured: 10,000 of them all stayed, tests/drills/test_hostile_http.py);
+- malformed requests answer 400 in the contract's error shape rather than uvicorn's plain text.
+
+A slow body is the request deadline's business (`api.deadline`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+MAX_HEADER_BYTES = 64 * 1024
+HEADER_TIMEOUT_SECONDS = 10.0
+
+_REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+
+
+class GuardedHttpProtocol(HttpToolsProtocol):
+    _header_bytes = 0  # exact: request line and header fields of the request being read
+    _raw_bytes = 0  # everything received since the request began, while its headers are incomplete
+    _in_headers = True
+    _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_headers:
+            self._raw_bytes += len(data)
+        super().data_received(data)
+        if self._in_headers and self._raw_bytes > MAX_HEADER_BYTES:
+            self._refuse(431, "request headers are larger than 64 KiB")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if not self._in_headers:  # the next request on a kept-alive connection
+            self._start_headers()
+
+    def on_url(self, url: bytes) -> None:
+        self._header_bytes += len(url)
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_bytes += len(name) + len(value) + 4
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_headers = False
+        self._stop_timer()
+        if self._header_bytes > MAX_HEADER_BYTES:
+            self._refuse(431, "request headers are larger than 64 KiB")
+            return
+        super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse(400, "malformed HTTP request")
+
+    def _start_headers(self) -> None:
+        self._in_headers, self._header_bytes, self._raw_bytes = True, 0, 0
+        self._stop_timer()
+        self._header_timer = self.loop.call_later(HEADER_TIMEOUT_SECONDS, self._headers_too_slow)
+
+    def _stop_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self._in_headers and not self.transport.is_closing():
+            self._refuse(408, f"request headers did not arrive within {HEADER_TIMEOUT_SECONDS:g} s")
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer in the contract's error shape and close; nothing of the request reaches the app."""
+        self._stop_timer()
+        self._in_headers = False
+        if self.transport.is_closing():
+            return
+        body = json.dumps({"code": "invalid_request", "error": message}).encode()
+        head = b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+        self.transport.write(head % (status, _REASONS[status], len(body)) + body)
+        self.transport.close()
