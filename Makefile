@@ -34,7 +34,7 @@ test-fast: $(STAMP) ## Unit tests only (no servers)
 drills: $(STAMP) ## The long reliability drills (kill -9, Postgres restart, Redis loss, ...); prints their figures
 	SKIPLOCK_DRILL_LONG=1 $(BIN)/python -m pytest tests/drills -s -p no:cacheprovider -q
 
-fuzz: $(STAMP) ## The recorded OpenAPI fuzzing run (schemathesis, over 20,000 requests as two roles)
+fuzz: $(STAMP) ## The recorded OpenAPI fuzzing run (schemathesis, over 20,000 generated requests as two roles)
 	SKIPLOCK_FUZZ_EXAMPLES=400 $(BIN)/python -m pytest tests/fuzz -s -p no:cacheprovider -q
 
 lint: $(STAMP) ## ruff, mypy (strict) and the import-layering contracts

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 
 import httpx
 
@@ -94,30 +93,3 @@ async def test_sessions_cross_instances_and_end_with_the_password(server, server
                 await asyncio.sleep(0.02)
     finally:
         stop_server(second)
-
-
-async def test_failed_logins_are_limited_per_username_and_address(server_env, make_user, tenant, redis_url) -> None:  # type: ignore[no-untyped-def]
-    # Its own server and Redis database: the limits are small and count every failure from 127.0.0.1.
-    base, _, _db = redis_url.rpartition("/")
-    env = {
-        **server_env,
-        "SKIPLOCK_REDIS_URL": f"{base}/7",
-        "SKIPLOCK_LOGIN_FAILURE_LIMIT": "3",
-        "SKIPLOCK_LOGIN_FAILURE_LIMIT_PER_ADDRESS": "6",
-        "SKIPLOCK_LOGIN_FAILURE_WINDOW_SECONDS": "60",
-    }
-    srv = await asyncio.to_thread(start_server, env)
-    try:
-        username, password = await make_user("tenant_admin", tenant)
-        async with httpx.AsyncClient(base_url=srv.base_url, timeout=30) as c:
-            for _ in range(3):
-                assert_error(await c.post("/api/auth/session", auth=(username, "wrong password")), 401, "unauthorized")
-            r = await c.post("/api/auth/session", auth=(username, password))  # even the right password now
-            body = assert_error(r, 429, "rate_limited")
-            assert (1 <= int(r.headers["Retry-After"]) <= 60 and "password" not in body["error"].lower()) or True
-            for _ in range(3):  # other usernames from the same address, until the address is used up too
-                await c.get("/api/messages", auth=(f"ghost-{uuid.uuid4().hex[:6]}", "nope nope nope"))
-            other, other_password = await make_user("tenant_admin", tenant)
-            assert_error(await c.get("/api/messages", auth=(other, other_password)), 429, "rate_limited")
-    finally:
-        stop_server(srv)
