@@ -5,7 +5,6 @@ from __future__ import annotations
 import binascii
 import hmac
 from base64 import b64decode
-from collections.abc import Iterable
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -22,6 +21,21 @@ SESSION_COOKIE = "skiplock_session"
 CSRF_COOKIE = "skiplock_csrf"
 CSRF_HEADER = b"x-csrf-token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: The request headers this middleware reads, picked from the raw list in one pass.
+_READ_HEADERS = frozenset(
+    {
+        b"authorization",
+        b"x-tenant",
+        b"cookie",
+        CSRF_HEADER,
+        b"content-type",
+        b"content-length",
+        b"transfer-encoding",
+        b"origin",
+        b"sec-fetch-site",
+        b"host",
+    }
+)
 
 
 class AuthMiddleware:
@@ -40,25 +54,18 @@ class AuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == ScopeType.HTTP and path.startswith("/api/"):
+            headers = {name: value for name, value in scope["headers"] if name in _READ_HEADERS}  # one pass
             unsafe = scope["method"] not in _SAFE_METHODS
             if unsafe:
-                refuse_cross_site(scope["headers"])
+                refuse_cross_site(headers)
             if path not in PUBLIC_API_PATHS:
-                await self._authenticate(scope, unsafe)
+                await self._authenticate(scope, headers, unsafe)
         await self.app(scope, receive, send)
 
     @staticmethod
-    async def _authenticate(scope: Scope, unsafe: bool) -> None:
-        authorization = tenant = cookie = csrf = None
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                authorization = value
-            elif name == b"x-tenant":
-                tenant = value
-            elif name == b"cookie":
-                cookie = value
-            elif name == CSRF_HEADER:
-                csrf = value
+    async def _authenticate(scope: Scope, headers: dict[bytes, bytes], unsafe: bool) -> None:
+        authorization, tenant = headers.get(b"authorization"), headers.get(b"x-tenant")
+        cookie, csrf = headers.get(b"cookie"), headers.get(CSRF_HEADER)
         runtime: Runtime = scope["app"].state.runtime
         session = _cookie(cookie, SESSION_COOKIE) if authorization is None and cookie else None
         if session is not None:
@@ -76,7 +83,7 @@ class AuthMiddleware:
         scope["user"] = principal
 
 
-def refuse_cross_site(headers: Iterable[tuple[bytes, bytes]]) -> None:
+def refuse_cross_site(headers: dict[bytes, bytes]) -> None:
     """Checks on every state-changing /api request, before credentials are looked at (docs/security.md, "CSRF").
 
     A browser that remembers Basic credentials (or holds a session cookie) sends them with a cross-site request
@@ -84,22 +91,16 @@ def refuse_cross_site(headers: Iterable[tuple[bytes, bytes]]) -> None:
     encoding or multipart. So a body must be `application/json` (415 otherwise), which a cross-site page cannot
     send without a preflight this server never grants; and a request a browser marks as coming from another site
     (`Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not this host) is refused outright (403).
-    Clients that are not browsers send neither header and are not affected."""
-    content_type = origin = fetch_site = host = None
-    has_body = False
-    for name, value in headers:
-        if name == b"content-type":
-            content_type = value
-        elif name == b"content-length":
-            has_body = value.strip() not in (b"", b"0")
-        elif name == b"transfer-encoding":
-            has_body = True
-        elif name == b"origin":
-            origin = value
-        elif name == b"sec-fetch-site":
-            fetch_site = value
-        elif name == b"host":
-            host = value
+    Clients that are not browsers send neither header and are not affected. `headers`: the request's, by name
+    (`_READ_HEADERS`)."""
+    content_type, origin, fetch_site, host = (
+        headers.get(b"content-type"),
+        headers.get(b"origin"),
+        headers.get(b"sec-fetch-site"),
+        headers.get(b"host"),
+    )
+    length = headers.get(b"content-length")
+    has_body = b"transfer-encoding" in headers or (length is not None and length.strip() not in (b"", b"0"))
     if fetch_site in (b"cross-site", b"same-site"):
         raise errors.Forbidden("cross-site requests may not change anything")
     if origin is not None and (host is None or origin.partition(b"://")[2] != host):
