@@ -11,19 +11,19 @@ STAMP := $(VENV)/.installed
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml client/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./client
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install Skiplock with its dev tools
 
 run: $(STAMP) ## Serve Skiplock (embedded Postgres and Redis unless SKIPLOCK_DATABASE_URL / SKIPLOCK_REDIS_URL are set)
-	$(BIN)/python -m api
+	$(BIN)/python -m skiplock serve
 
 worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `make run` runs them itself)
-	$(BIN)/python -m workers
+	$(BIN)/python -m skiplock worker
 
 test: $(STAMP) ## Run the whole test suite against real Postgres and Redis
 	$(BIN)/python -m pytest

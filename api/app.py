@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from litestar import Litestar
@@ -27,31 +27,35 @@ from api.schemas import strict_body_names
 from mq import __version__
 from mq.runtime import Runtime
 from mq.settings import Settings, get_settings
-from workers.scheduler import Workers
+
+#: Something that runs beside the API for as long as the app does, on the app's `Runtime` (the scheduled jobs,
+#: when the process that serves the API hosts them too: composed by `skiplock.process`, never imported here).
+HostedService = Callable[[Runtime], AbstractAsyncContextManager[None]]
 
 
-def create_app(settings: Settings | None = None, *, auth_middleware: type[Any] = AuthMiddleware) -> Litestar:
-    """An app that opens its `Runtime` on startup (the database must be reachable and migrated), and runs the
-    scheduled jobs unless `settings.run_workers` is off.
-    `auth_middleware` is replaced only by the benchmark, to measure what authentication costs."""
+def create_app(
+    settings: Settings | None = None,
+    *,
+    hosted: Sequence[HostedService] = (),
+    auth_middleware: type[Any] = AuthMiddleware,
+) -> Litestar:
+    """An app that opens its `Runtime` on startup (the database must be reachable and migrated) and runs each of
+    `hosted` on it until shutdown. `auth_middleware` is replaced only by the benchmark, to measure what
+    authentication costs."""
     settings = settings or get_settings()
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.runtime = runtime = await Runtime.open(settings)
-        workers = Workers(runtime.jobs) if settings.run_workers else None
-        if workers is not None:
-            await workers.start()
-        # Everything alive now (the framework, the routes, the pools) lives as long as the process: keep it out of
-        # the collector's full passes, which otherwise walk it all again every few thousand requests.
-        gc.collect()
-        gc.freeze()
-        try:
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(runtime.close)
+            for service in hosted:
+                await stack.enter_async_context(service(runtime))
+            # Everything alive now (the framework, the routes, the pools) lives as long as the process: keep it
+            # out of the collector's full passes, which otherwise walk it all again every few thousand requests.
+            gc.collect()
+            gc.freeze()
             yield
-        finally:
-            if workers is not None:
-                workers.shutdown()
-            await runtime.close()
 
     app = Litestar(
         route_handlers=[

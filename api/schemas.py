@@ -7,12 +7,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from mq.names import TOPIC_PATTERN
 from mq.queue.types import (
     MAX_DELAY_SECONDS,
     MAX_KEY_LENGTH,
     MAX_VISIBILITY_SECONDS,
     MAX_WAIT_SECONDS,
-    TOPIC_PATTERN,
     MessageView,
     TopicSummary,
 )

@@ -17,10 +17,10 @@ from typing import Any
 
 import asyncpg
 
-from mq.db.embedded import EmbeddedPostgres
 from mq.db.engine import asyncpg_dsn, migrate
 from mq.ids import uuid7
 from mq.queue import sql
+from skiplock.local import EmbeddedPostgres
 
 ROWS = int(os.environ.get("SKIPLOCK_EXPLAIN_ROWS", "1000000"))
 

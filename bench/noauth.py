@@ -11,8 +11,8 @@ import uuid
 import uvloop
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from api.__main__ import serve
 from api.app import create_app
+from api.server import serve
 from mq.settings import get_settings
 from mq.tenancy.auth import Principal
 

@@ -1,7 +1,7 @@
 """`make bench`: Skiplock's HTTP API against raw SQL on the same Postgres, in the same run.
 
 Raw SQL is asyncpg straight on a minimal queue table (`bench_raw`: id, visible_at, payload). The API runs as
-`python -m api` on the same Postgres server. Each workload runs CLIENTS concurrent clients for SECONDS per round;
+`python -m skiplock` on the same Postgres server. Each workload runs CLIENTS concurrent clients for SECONDS per round;
 the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Results go to bench/out/ as JSON.
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
@@ -39,9 +39,9 @@ import msgspec
 import psutil
 
 from bench.httpclient import HttpConnection
-from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis, free_port
 from mq.db.engine import asyncpg_dsn, migrate
 from mq.ids import uuid7_batch
+from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = int(os.environ.get("SKIPLOCK_BENCH_CLIENTS", "8"))
@@ -510,9 +510,9 @@ def merged(results: list[Result]) -> Result:
 
 
 def start_api(
-    database_url: str, redis_url: str, data_dir: Path, module: str = "api"
+    database_url: str, redis_url: str, data_dir: Path, module: str = "skiplock"
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`python -m api` (or the auth-less `bench.noauth`) on the benchmark's database."""
+    """`python -m skiplock` (or the auth-less `bench.noauth`) on the benchmark's database."""
     port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")},

@@ -23,6 +23,7 @@ import asyncpg
 
 from mq.metrics import Metrics
 from mq.queue import sql
+from mq.schedule import check_schedule, normalized
 from mq.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -219,8 +220,10 @@ class DeleteSchedule:
         )
         return self.default if stored is None else stored
 
-    async def put(self, schedule: str) -> None:
-        """Store (the caller validated it) and tell every instance."""
+    async def put(self, schedule: str) -> str:
+        """Store a valid schedule (InvalidRequest otherwise) and tell every instance; returns it as stored."""
+        schedule = normalized(schedule)
+        check_schedule(schedule)
         await self.pool.execute(
             """INSERT INTO worker_settings (name, value) VALUES ($1, $2)
                ON CONFLICT (name) DO UPDATE SET value = $2, updated_at = now()""",
@@ -228,6 +231,7 @@ class DeleteSchedule:
             schedule,
         )
         await self._publish(SCHEDULE_CHANNEL, schedule.encode())
+        return schedule
 
 
 class Jobs:

@@ -19,13 +19,13 @@ from mq.queue.repository import MessageRepository
 from mq.queue.service import QueueService
 from mq.queue.types import QueueDefaults
 from mq.queue.wakeups import WakeupHub
+from mq.quotas import QuotaCache
 from mq.settings import Settings
 from mq.tenancy.auth import Authenticator
 from mq.tenancy.bootstrap import bootstrap, refuse_default_admin_password
 from mq.tenancy.invalidation import AuthInvalidation
 from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
-from mq.tenancy.quotas import QuotaCache
 from mq.tenancy.repository import TenancyRepository
 from mq.tenancy.service import TenancyService
 

@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     run_workers: bool = True
     """Run the scheduled jobs (reapers, gauges) in this API process too, as `make run` does. Any number of
     processes may run them: each job runs on one at a time (a Postgres advisory lock). Off where a separate
-    `python -m workers` deployment runs them."""
+    `skiplock worker` deployment runs them."""
     expiry_reaper_interval_seconds: float = Field(default=60, gt=0)
     """How often messages past their TTL are marked `expired` (or moved to their DLQ)."""
     delete_reaper_schedule: str = ""

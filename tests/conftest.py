@@ -26,9 +26,9 @@ import asyncpg
 import httpx
 import pytest
 
-from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis, free_port
 from mq.db.engine import asyncpg_dsn, migrate
 from mq.tenancy.passwords import hash_password
+from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN = ("admin", "skiplock-admin")  # the product default, so the README quickstart runs as printed
@@ -189,7 +189,7 @@ class Server:
 
 
 def start_server(env_overrides: dict[str, str], *, data_dir: Path | None = None, timeout: float = 60) -> Server:
-    """Run `python -m api` as a user would, and wait for /readyz."""
+    """Run `skiplock serve` as a user would, and wait for /readyz."""
     port = int(env_overrides.get("SKIPLOCK_PORT") or free_port())
     log_path = Path(tempfile.mkstemp(prefix="skiplock-server-", suffix=".log")[1])
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
@@ -205,7 +205,7 @@ def start_server(env_overrides: dict[str, str], *, data_dir: Path | None = None,
     env.update(env_overrides)
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "api"], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "skiplock", "serve"], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
         )
     server = Server(f"http://127.0.0.1:{port}", process, log_path)
     deadline = time.monotonic() + timeout

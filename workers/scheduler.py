@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from mq.jobs import Jobs
-from workers.schedule import cron_trigger
+from mq.runtime import Runtime
+from mq.schedule import cron_trigger
+from mq.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -92,3 +97,31 @@ class Workers:
 
     async def _delete(self) -> None:
         await self.jobs.delete_done()
+
+
+@asynccontextmanager
+async def hosted_workers(runtime: Runtime) -> AsyncIterator[None]:
+    """The jobs scheduled in a process that also does other work (the API's, under `make run`)."""
+    workers = Workers(runtime.jobs)
+    await workers.start()
+    try:
+        yield
+    finally:
+        workers.shutdown()
+
+
+async def run_alone(settings: Settings) -> None:
+    """The jobs in a process of their own (`skiplock worker`), until SIGTERM or Ctrl-C."""
+    runtime = await Runtime.open(settings, bootstrap_users=False)
+    workers = Workers(runtime.jobs)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await workers.start()
+        await stop.wait()
+    finally:
+        workers.shutdown()
+        await runtime.close()
+        log.info("workers stopped")

@@ -10,11 +10,9 @@ from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 from api.auth import require_platform_admin
 from api.body import strict_body
 from api.schemas import PasswordBody, ScheduleBody, ScheduleView
-from mq import errors
 from mq.jobs import Jobs
 from mq.tenancy.auth import Principal
 from mq.tenancy.service import TenancyService
-from workers.schedule import cron_trigger
 
 AnyRequest = Request[Principal, Any, Any]
 
@@ -50,13 +48,7 @@ class AdminController(Controller):
         **strict_body(ScheduleBody),
     )
     async def put_schedule(self, request: AnyRequest, data: ScheduleBody) -> ScheduleView:
-        jobs = _jobs(request)
-        schedule = " ".join(data.schedule.split())
-        try:
-            cron_trigger(schedule)
-        except ValueError as exc:
-            raise errors.InvalidRequest(f"schedule: {exc}") from None
-        await jobs.schedule.put(schedule)
+        schedule = await _jobs(request).schedule.put(data.schedule)
         return ScheduleView(schedule=schedule, active=bool(schedule))
 
     @put(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib.resources
 from typing import Any
 
 import asyncpg
@@ -10,7 +10,9 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-_ROOT = Path(__file__).resolve().parents[2]
+#: The Alembic scripts ship inside the package (the checkout's `migrations/` folder, installed as
+#: `mq.db.migrations`), so an installed wheel or image migrates without the checkout.
+MIGRATIONS_PACKAGE = "mq.db.migrations"
 
 
 def asyncpg_dsn(url: str) -> str:
@@ -72,7 +74,8 @@ def create_engine(url: str, pool_size: int = 3) -> AsyncEngine:
 
 def migrate(url: str, revision: str = "head") -> None:
     """Run Alembic up to `revision` (blocking: call before the event loop serves, or in a thread)."""
-    config = Config(str(_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(_ROOT / "migrations"))
+    config = Config()
+    config.set_main_option("script_location", str(importlib.resources.files(MIGRATIONS_PACKAGE)))
+    config.set_main_option("path_separator", "os")
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     command.upgrade(config, revision)

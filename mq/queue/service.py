@@ -19,12 +19,12 @@ import asyncpg
 from mq import errors
 from mq.buckets import TokenBuckets
 from mq.metrics import Metrics
+from mq.names import DLQ_SUFFIX, check_text
 from mq.queue.admission import Caps
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
 from mq.queue.types import (
-    DLQ_SUFFIX,
     MAX_ERROR_LENGTH,
     STATUSES,
     AckResult,
@@ -38,10 +38,10 @@ from mq.queue.types import (
     parse_uuid,
     parse_uuids,
 )
-from mq.queue.validation import check_text, check_topic
+from mq.queue.validation import check_topic
 from mq.queue.wakeups import WakeupHub
+from mq.quotas import NO_QUOTAS, QuotaCache
 from mq.settings import Settings
-from mq.tenancy.quotas import NO_QUOTAS, QuotaCache
 
 # A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
 # listening connection reconnected.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -11,11 +10,8 @@ from typing import Any
 import msgspec
 from asyncpg.pgproto import pgproto
 
-TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
-TOPIC_RE = re.compile(TOPIC_PATTERN)  # use with fullmatch: in Python `$` also matches before a final newline
 #: Deepest nesting of a message's `metadata` (objects and arrays).
 MAX_METADATA_DEPTH = 64
-DLQ_SUFFIX = ".dlq"
 STATUSES = ("pending", "processing", "failed", "expired")
 MAX_KEY_LENGTH = 512  # with the topic, keeps a key-index entry under Postgres' btree tuple limit
 MAX_ERROR_LENGTH = 4096  # a nack's error text is cut to this many characters

@@ -9,18 +9,9 @@ from typing import Any, Protocol
 import msgspec
 
 from mq import errors
-from mq.queue.types import DLQ_SUFFIX, MAX_KEY_LENGTH, MAX_METADATA_DEPTH, TOPIC_RE, EnqueueItem
+from mq.names import DLQ_SUFFIX, TOPIC_RE, check_text
+from mq.queue.types import MAX_KEY_LENGTH, MAX_METADATA_DEPTH, EnqueueItem
 from mq.settings import Settings
-
-
-def check_text(value: str, field: str) -> None:
-    """Postgres text holds neither NUL nor lone surrogates: refuse them as bad input, not a server error."""
-    if "\x00" in value:
-        raise errors.InvalidRequest(f"{field} must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise errors.InvalidRequest(f"{field} is not valid Unicode") from None
 
 
 def check_depth(value: Any, field: str) -> None:

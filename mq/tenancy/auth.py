@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mq import errors
+from mq.names import is_slug
 from mq.tenancy.limits import LoginLimiter
-from mq.tenancy.names import is_slug
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository, UserRecord
 

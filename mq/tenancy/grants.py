@@ -8,13 +8,11 @@ read = browse messages and stats.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from mq.queue.types import DLQ_SUFFIX, TOPIC_PATTERN
+from mq.names import DLQ_SUFFIX, is_topic
 
 ACTIONS = ("produce", "consume", "read")
-_TOPIC_RE = re.compile(TOPIC_PATTERN)
 
 
 def valid_pattern(pattern: str) -> bool:
@@ -22,7 +20,7 @@ def valid_pattern(pattern: str) -> bool:
     if pattern == "*":
         return True
     base = pattern[:-2] if pattern.endswith(".*") else pattern
-    return bool(_TOPIC_RE.fullmatch(base))
+    return is_topic(base)
 
 
 def covers(pattern: str, topic: str) -> bool:

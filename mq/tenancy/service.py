@@ -11,10 +11,9 @@ import uuid
 from typing import Any
 
 from mq import errors
-from mq.queue.validation import check_text
+from mq.names import SLUG_PATTERN, check_text, is_slug
 from mq.tenancy.grants import ACTIONS, valid_pattern
 from mq.tenancy.invalidation import AuthInvalidation
-from mq.tenancy.names import SLUG_PATTERN, is_slug
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, PasswordChecks
 from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserView
 

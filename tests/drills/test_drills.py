@@ -19,7 +19,7 @@ import httpx
 import psutil
 import pytest
 
-from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis, free_port
+from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
 from tests.conftest import ADMIN, Server, Tenant, _scratch_dir, start_server, stop_server
 from tests.drills.harness import Load, report, seconds
 
@@ -217,7 +217,7 @@ async def test_redis_loss_under_load(server_env: dict[str, str], tenant: Tenant,
 
 
 async def test_a_worker_replica_killed_mid_reap(database_url: str, tenant: Tenant, db: asyncpg.Pool[Any]) -> None:
-    """Two `python -m workers` replicas; the one reaping is killed with SIGKILL mid-run: the other takes over
+    """Two `skiplock worker` replicas; the one reaping is killed with SIGKILL mid-run: the other takes over
     within one interval and every message is reaped exactly once."""
     import subprocess
     import sys

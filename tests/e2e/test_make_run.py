@@ -1,4 +1,4 @@
-"""`python -m api` as `make run` starts it: embedded servers, data that survives a restart, nothing left behind."""
+"""`skiplock serve` as `make run` starts it: embedded servers, data that survives a restart, nothing left behind."""
 
 from __future__ import annotations
 

@@ -21,9 +21,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from mq import errors
-from mq.db.embedded import free_port
 from mq.tenancy.invalidation import CHANNEL
 from mq.tenancy.limits import LoginLimiter
+from skiplock.local import free_port
 from tests.conftest import ADMIN, ROOT, Server, Tenant, start_server, stop_server
 from tests.integration.helpers import assert_error
 
@@ -175,11 +175,15 @@ async def test_a_tenants_admins_cannot_learn_other_tenants_usernames(
 
 
 def _serve_once(env: dict[str, str], timeout: float = 60) -> tuple[int | None, str]:
-    """Start `python -m api`: (its exit code, or None when it came up and was stopped; its log)."""
+    """Start `skiplock serve`: (its exit code, or None when it came up and was stopped; its log)."""
     port = free_port()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "api"], cwd=ROOT, env={**env, "SKIPLOCK_PORT": str(port)}, stdout=log, stderr=log
+            [sys.executable, "-m", "skiplock", "serve"],
+            cwd=ROOT,
+            env={**env, "SKIPLOCK_PORT": str(port)},
+            stdout=log,
+            stderr=log,
         )
         deadline = time.monotonic() + timeout
         code: int | None = None

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from mq.db.embedded import EmbeddedPostgres, EmbeddedRedis
+from skiplock.local import EmbeddedPostgres, EmbeddedRedis
 from tests.conftest import ADMIN, Server, _scratch_dir, start_server, stop_server
 from tests.integration.helpers import b64
 

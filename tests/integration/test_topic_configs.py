@@ -16,10 +16,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from mq.broadcast import Broadcast
-from mq.db.embedded import EmbeddedRedis
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.settings import Settings
+from skiplock.local import EmbeddedRedis
 from tests.conftest import ADMIN, Server, Tenant, start_server, stop_server
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue
 

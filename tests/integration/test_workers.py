@@ -1,6 +1,6 @@
 """The reapers and the scheduler against real Postgres and Redis: batching and counts, DLQ routing of expired
 messages, one run at a time across replicas and hand-over when one dies, the delete reaper's schedule reaching
-every replica, the manual triggers, and the scheduler running inside `python -m api`."""
+every replica, the manual triggers, and the scheduler running inside `skiplock serve`."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 import pytest
 
 from mq import errors
-from mq.queue.validation import build_item, check_text, check_topic
+from mq.names import check_text
+from mq.queue.validation import build_item, check_topic
 from mq.settings import Settings
 
 SETTINGS = Settings()

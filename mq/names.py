@@ -1,0 +1,37 @@
+"""Rules on names and text shared by the queue and the tenancy: topic names (and their dead-letter topics),
+tenant slugs, and text Postgres can store. Pure functions and constants, no I/O."""
+
+from __future__ import annotations
+
+import re
+
+from mq import errors
+
+TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+TOPIC_RE = re.compile(TOPIC_PATTERN)  # use with fullmatch: in Python `$` also matches before a final newline
+#: A topic's dead-letter topic is the topic's name with this suffix.
+DLQ_SUFFIX = ".dlq"
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
+_SLUG_RE = re.compile(SLUG_PATTERN)
+
+
+def is_topic(value: str) -> bool:
+    """Whether `value` can name a topic."""
+    return TOPIC_RE.fullmatch(value) is not None
+
+
+def is_slug(value: str) -> bool:
+    """Whether `value` can be a tenant's slug (fullmatch: in Python `$` also matches before a final newline).
+    Lookups of anything else answer "no such tenant" without asking the database."""
+    return _SLUG_RE.fullmatch(value) is not None
+
+
+def check_text(value: str, field: str) -> None:
+    """Postgres text holds neither NUL nor lone surrogates: refuse them as bad input, not a server error."""
+    if "\x00" in value:
+        raise errors.InvalidRequest(f"{field} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise errors.InvalidRequest(f"{field} is not valid Unicode") from None

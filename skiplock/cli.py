@@ -1,0 +1,105 @@
+"""The `skiplock` command (`python -m skiplock`; `make run` is `skiplock serve`).
+
+    skiplock [serve]   the API, and the scheduled jobs unless SKIPLOCK_RUN_WORKERS=false; without
+                       SKIPLOCK_DATABASE_URL / SKIPLOCK_REDIS_URL, embedded servers with their data in SKIPLOCK_DATA_DIR
+    skiplock worker    the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL)
+    skiplock migrate   bring the database to the current schema (needs SKIPLOCK_DATABASE_URL)
+
+Settings come from the environment (`SKIPLOCK_*`, docs/configuration.md). SIGTERM or Ctrl-C stops gracefully,
+then the embedded servers: nothing is left running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+import uvloop
+
+from api.server import serve, serve_processes
+from mq.db.engine import migrate
+from mq.logs import configure_logging
+from mq.settings import DEFAULT_ADMIN_PASSWORD, Settings, get_settings
+from skiplock.local import EmbeddedPostgres, EmbeddedRedis
+from skiplock.process import server_app
+from workers.scheduler import run_alone
+
+log = logging.getLogger("skiplock")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="skiplock", description="Skiplock, a multi-tenant message queue on Postgres")
+    parser.add_argument("command", nargs="?", default="serve", choices=["serve", "worker", "migrate"])
+    command = parser.parse_args(argv).command
+    settings = get_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    if command == "serve":
+        serve_command(settings)
+        return
+    if not settings.database_url:
+        log.error("SKIPLOCK_DATABASE_URL is not set: `skiplock %s` needs the database's URL", command)
+        sys.exit(2)
+    if command == "migrate":
+        migrate(settings.database_url)
+        log.info("the database is at the current schema")
+    else:
+        uvloop.run(run_alone(settings))
+
+
+def serve_command(settings: Settings) -> None:
+    embedded: list[EmbeddedPostgres | EmbeddedRedis] = []
+    try:
+        settings = _with_embedded_servers(settings, embedded)
+        if settings.migrate_on_start:
+            assert settings.database_url is not None
+            migrate(settings.database_url)
+        _announce(settings)
+        if settings.workers > 1:
+            _serve_processes(settings)
+        else:
+            uvloop.run(serve(settings, server_app(settings)))  # uvicorn's loop option applies only to its own loop
+    finally:
+        for server in reversed(embedded):
+            server.stop()
+        if embedded:
+            log.info("embedded servers stopped")
+
+
+def _with_embedded_servers(settings: Settings, started: list[EmbeddedPostgres | EmbeddedRedis]) -> Settings:
+    updates: dict[str, str] = {}
+    data_dir = settings.data_dir.resolve()
+    if not settings.database_url:
+        pg = EmbeddedPostgres(data_dir / "postgres")
+        started.append(pg)
+        updates["database_url"] = pg.start()
+    if not settings.redis_url:
+        redis = EmbeddedRedis(data_dir / "redis")
+        started.append(redis)
+        updates["redis_url"] = redis.start()
+    return settings.model_copy(update=updates) if updates else settings
+
+
+def _announce(settings: Settings) -> None:
+    base = f"http://{settings.host}:{settings.port}"
+    log.info("Skiplock on %s (OpenAPI at %s/schema); admin user %r", base, base, settings.admin_username)
+    if settings.admin_password.get_secret_value() == DEFAULT_ADMIN_PASSWORD:
+        log.warning("the platform admin has the default password: for local use only")
+    if not settings.on_loopback and settings.metrics_token is None and not settings.metrics_public:
+        log.warning(
+            "/metrics answers 403 on %s: set SKIPLOCK_METRICS_TOKEN (or SKIPLOCK_METRICS_PUBLIC=true where only "
+            "Prometheus can reach the port): it names every tenant's slugs and topics",
+            settings.host,
+        )
+
+
+def _serve_processes(settings: Settings) -> None:
+    """Several server processes on one port; each reads its settings from the environment, where the embedded
+    servers' URLs are put first. This process supervises them and stops the embedded servers last."""
+    assert settings.database_url is not None
+    os.environ["SKIPLOCK_DATABASE_URL"] = settings.database_url
+    if settings.redis_url:
+        os.environ["SKIPLOCK_REDIS_URL"] = settings.redis_url
+    os.environ["SKIPLOCK_MIGRATE_ON_START"] = "false"
+    serve_processes(settings, "skiplock.process:server_app")

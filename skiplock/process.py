@@ -1,0 +1,16 @@
+"""What one server process runs: the API, and the scheduled jobs beside it unless `run_workers` is off."""
+
+from __future__ import annotations
+
+from litestar import Litestar
+
+from api.app import HostedService, create_app
+from mq.settings import Settings, get_settings
+from workers.scheduler import hosted_workers
+
+
+def server_app(settings: Settings | None = None) -> Litestar:
+    """The app `skiplock serve` runs (also uvicorn's factory when it runs several processes)."""
+    settings = settings or get_settings()
+    hosted: list[HostedService] = [hosted_workers] if settings.run_workers else []
+    return create_app(settings, hosted=hosted)
