@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
-import uuid
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 
-from mq.db.engine import asyncpg_dsn, migrate
 from mq.ids import uuid7
 from mq.queue import sql
-from skiplock.local import EmbeddedPostgres
+from tests.support.servers import migrated_database, postgres_server
 
 ROWS = int(os.environ.get("SKIPLOCK_EXPLAIN_ROWS", "1000000"))
 
@@ -54,18 +50,12 @@ async def explain(conn: asyncpg.Connection[Any], name: str, statement: str, *arg
 
 
 async def main() -> None:
-    server_url = os.environ.get("SKIPLOCK_BENCH_DATABASE_URL")
-    pg = None
-    if not server_url:
-        scratch = Path(tempfile.mkdtemp(prefix="skiplock-explain-"))
-        scratch.chmod(0o755)
-        pg = EmbeddedPostgres(scratch / "pg", database="postgres")
-        server_url = pg.start()
-    name = f"skiplock_explain_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(asyncpg_dsn(server_url))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    url = asyncpg_dsn(server_url).rsplit("/", 1)[0] + "/" + name
-    await asyncio.to_thread(migrate, url)
+    with postgres_server("SKIPLOCK_BENCH_DATABASE_URL") as server_url:
+        async with migrated_database(server_url, "skiplock_explain") as url:
+            await explain_all(url)
+
+
+async def explain_all(url: str) -> None:
     conn = await asyncpg.connect(url)
     try:
         await conn.execute("INSERT INTO tenants (slug, name) VALUES ('a', 'a'), ('b', 'b')")
@@ -133,10 +123,6 @@ async def main() -> None:
         await explain(conn, "topic_summary", sql.TOPIC_SUMMARY, 1)
     finally:
         await conn.close()
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        await admin.close()
-        if pg is not None:
-            pg.stop()
 
 
 if __name__ == "__main__":

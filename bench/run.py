@@ -24,8 +24,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -39,9 +37,17 @@ import msgspec
 import psutil
 
 from bench.httpclient import HttpConnection
-from mq.db.engine import asyncpg_dsn, migrate
+from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
-from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
+from tests.support.servers import (
+    Server,
+    migrated_database,
+    postgres_server,
+    redis_server,
+    scratch_dir,
+    start_server,
+    stop_server,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = int(os.environ.get("SKIPLOCK_BENCH_CLIENTS", "8"))
@@ -509,35 +515,18 @@ def merged(results: list[Result]) -> Result:
 # --- orchestration -------------------------------------------------------------------------------------------
 
 
-def start_api(
-    database_url: str, redis_url: str, data_dir: Path, module: str = "skiplock"
-) -> tuple[subprocess.Popen[bytes], str]:
+def start_api(database_url: str, redis_url: str, data_dir: Path, module: str = "skiplock") -> Server:
     """`python -m skiplock` (or the auth-less `bench.noauth`) on the benchmark's database."""
-    port = free_port()
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")},
         "SKIPLOCK_DATABASE_URL": database_url,
         "SKIPLOCK_REDIS_URL": redis_url,
-        "SKIPLOCK_PORT": str(port),
         "SKIPLOCK_ADMIN_USERNAME": ADMIN[0],
         "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
         "SKIPLOCK_DEFAULT_TENANT": TENANT,
-        "SKIPLOCK_LOG_LEVEL": "warning",
-        "SKIPLOCK_DATA_DIR": str(data_dir),
         "SKIPLOCK_DB_POOL_MAX_SIZE": "16",
         "SKIPLOCK_WORKERS": os.environ.get("SKIPLOCK_BENCH_WORKERS", "1"),
     }
-    proc = subprocess.Popen([sys.executable, "-m", module], cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("API did not become ready")
+    return start_server(env, data_dir=data_dir, command=("-m", module))
 
 
 def git_commit() -> str:
@@ -550,43 +539,33 @@ def git_commit() -> str:
 
 
 async def main() -> None:
-    scratch = Path(tempfile.mkdtemp(prefix="skiplock-bench-"))
-    scratch.chmod(0o755)
-    servers: list[Any] = []
-    server_url = os.environ.get("SKIPLOCK_BENCH_DATABASE_URL")
-    if not server_url:
-        pg = EmbeddedPostgres(scratch / "pg", database="postgres")
-        server_url = pg.start()
-        servers.append(pg)
-    redis = EmbeddedRedis(scratch / "redis")
-    redis_url = redis.start()
-    servers.append(redis)
-    db_name = f"skiplock_bench_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(asyncpg_dsn(server_url))
-    await admin.execute(f'CREATE DATABASE "{db_name}"')
-    database_url = asyncpg_dsn(server_url).rsplit("/", 1)[0] + "/" + db_name
-    await asyncio.to_thread(migrate, database_url)
-    proc, base = start_api(database_url, redis_url, scratch / "data")
-    noauth_proc, noauth_base = start_api(database_url, redis_url, scratch / "data", module="bench.noauth")
+    scratch = scratch_dir("skiplock-bench-")
+    with (
+        postgres_server("SKIPLOCK_BENCH_DATABASE_URL") as server_url,
+        redis_server("SKIPLOCK_BENCH_REDIS_URL") as redis_url,
+    ):
+        async with migrated_database(server_url, "skiplock_bench") as database_url:
+            rows = await _measure_all(database_url, redis_url, scratch)
+    report(rows)
+
+
+async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list[dict[str, Any]]:
+    api = start_api(database_url, redis_url, scratch / "data")
+    noauth = start_api(database_url, redis_url, scratch / "data", module="bench.noauth")
     pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=CLIENTS + 2, max_size=CLIENTS + 4)
     assert pool is not None
     try:
         tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", TENANT)
-        rows = await measure(pool, base, tenant_id) if "sql" in PARTS else []
+        rows = await measure(pool, api.base_url, tenant_id) if "sql" in PARTS else []
         if "auth" in PARTS:
-            rows += await measure_auth(pool, base, noauth_base, (proc.pid, noauth_proc.pid))
+            rows += await measure_auth(pool, api.base_url, noauth.base_url, (api.process.pid, noauth.process.pid))
         if "configs" in PARTS:
-            rows += await measure_topic_configs(pool, base, tenant_id, proc.pid)
+            rows += await measure_topic_configs(pool, api.base_url, tenant_id, api.process.pid)
     finally:
         await pool.close()
-        for p in (proc, noauth_proc):
-            p.terminate()
-            p.wait(30)
-        await admin.execute(f'DROP DATABASE "{db_name}" WITH (FORCE)')
-        await admin.close()
-        for server in reversed(servers):
-            server.stop()
-    report(rows)
+        stop_server(api)
+        stop_server(noauth)
+    return rows
 
 
 def report(rows: list[dict[str, Any]]) -> None:

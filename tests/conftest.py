@@ -1,125 +1,48 @@
 """Shared fixtures: real Postgres and Redis servers, a migrated database, a running Skiplock, fresh tenants.
 
-Where the servers come from, in order: a URL from the environment (`SKIPLOCK_TEST_DATABASE_URL`,
-`SKIPLOCK_TEST_REDIS_URL`); else testcontainers when a Docker engine answers; else the embedded servers that
-`make run` uses. Each session migrates one new database with Alembic; each test gets its own tenant, which is the
-product's own isolation boundary, so tests never see each other's rows.
+Where the servers come from, in order (`tests.support.servers`): a URL from the environment
+(`SKIPLOCK_TEST_DATABASE_URL`, `SKIPLOCK_TEST_REDIS_URL`); else testcontainers when a Docker engine answers; else
+the embedded servers that `make run` uses. Each session migrates one new database with Alembic; each test gets its
+own tenant, which is the product's own isolation boundary, so tests never see each other's rows.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 
-from mq.db.engine import asyncpg_dsn, migrate
+from mq.db.engine import asyncpg_dsn
 from mq.tenancy.passwords import hash_password
-from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
-
-ROOT = Path(__file__).resolve().parents[1]
-ADMIN = ("admin", "skiplock-admin")  # the product default, so the README quickstart runs as printed
-
-
-def _scratch_dir() -> Path:
-    # Traversable by the embedded Postgres' service user when the suite runs as root.
-    path = Path(tempfile.mkdtemp(prefix="skiplock-test-"))
-    path.chmod(0o755)
-    return path
-
-
-def _docker_answers() -> bool:
-    """Whether a Docker engine answers, checked without leaving a client's sockets open."""
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    try:
-        if host.startswith("unix://"):
-            with socket.socket(socket.AF_UNIX) as s:
-                s.settimeout(1)
-                s.connect(host[len("unix://") :])
-        elif host.startswith("tcp://"):
-            name, _, port = host[len("tcp://") :].partition(":")
-            socket.create_connection((name, int(port or 2375)), timeout=1).close()
-        else:
-            return False
-    except OSError:
-        return False
-    return True
-
-
-def _docker_container(kind: str) -> Any:
-    """A started testcontainers container, or None when no Docker engine answers."""
-    if not _docker_answers():
-        return None
-    try:
-        from docker.errors import DockerException
-
-        if kind == "postgres":
-            from testcontainers.community.postgres import PostgresContainer
-
-            container: Any = PostgresContainer("postgres:16-alpine", driver=None)
-        else:
-            from testcontainers.community.redis import RedisContainer
-
-            container = RedisContainer("redis:7-alpine")
-        container.start()
-        return container
-    except (DockerException, ImportError, OSError, ConnectionError):
-        return None
-    except Exception as exc:
-        if "docker" in type(exc).__module__.lower() or "Docker" in str(exc):
-            return None
-        raise
+from tests.support.servers import (
+    ADMIN,
+    Server,
+    migrated_database,
+    postgres_server,
+    redis_server,
+    start_server,
+    stop_server,
+    system_redis_server,
+)
+from tests.support.tenants import Tenant
 
 
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:
     """A Postgres server URL (its maintenance database)."""
-    if url := os.environ.get("SKIPLOCK_TEST_DATABASE_URL"):
+    with postgres_server() as url:
         yield url
-        return
-    container = _docker_container("postgres")
-    if container is not None:
-        yield container.get_connection_url()
-        container.stop()
-        return
-    server = EmbeddedPostgres(_scratch_dir() / "pg", database="postgres")
-    server.start()
-    yield server.url
-    server.stop()
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
-    if url := os.environ.get("SKIPLOCK_TEST_REDIS_URL"):
+    with redis_server() as url:
         yield url
-        return
-    container = _docker_container("redis")
-    if container is not None:
-        host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
-        yield f"redis://{host}:{port}/0"
-        container.stop()
-        return
-    server = EmbeddedRedis(_scratch_dir() / "redis")
-    server.start()
-    yield server.url
-    server.stop()
-
-
-#: Where a Redis 7 comes from when no URL is given: Debian's `redis-server` (`.ci/run` installs it).
-SYSTEM_REDIS = Path("/usr/bin/redis-server")
 
 
 @pytest.fixture(scope="session")
@@ -130,15 +53,10 @@ def redis7_url() -> Iterator[str | None]:
     if url := os.environ.get("SKIPLOCK_TEST_REDIS7_URL"):
         yield url
         return
-    if not SYSTEM_REDIS.exists():
-        if os.environ.get("CI"):
+    with system_redis_server() as url:
+        if url is None and os.environ.get("CI"):
             raise RuntimeError("CI needs Redis 7: apt-get install redis-server")
-        yield None
-        return
-    server = EmbeddedRedis(_scratch_dir() / "redis7", binary=SYSTEM_REDIS)
-    server.start()
-    yield server.url
-    server.stop()
+        yield url
 
 
 @pytest.fixture(params=["redis-6.2", "redis-7"])
@@ -151,22 +69,11 @@ def any_redis_url(request: pytest.FixtureRequest, redis_url: str, redis7_url: st
     return redis7_url
 
 
-def _database_url(server_url: str, name: str) -> str:
-    base, _, _ = asyncpg_dsn(server_url).rpartition("/")
-    return f"{base}/{name}"
-
-
 @pytest.fixture(scope="session")
 async def database_url(pg_server_url: str) -> AsyncIterator[str]:
     """A new database for this session, migrated to head with Alembic."""
-    name = f"skiplock_test_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(asyncpg_dsn(pg_server_url))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    url = _database_url(pg_server_url, name)
-    await asyncio.to_thread(migrate, url)  # Alembic runs its own event loop
-    yield url
-    await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    await admin.close()
+    async with migrated_database(pg_server_url) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -176,57 +83,6 @@ async def db(database_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
     assert pool is not None
     yield pool
     await pool.close()
-
-
-@dataclass
-class Server:
-    base_url: str
-    process: subprocess.Popen[bytes]
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-def start_server(env_overrides: dict[str, str], *, data_dir: Path | None = None, timeout: float = 60) -> Server:
-    """Run `skiplock serve` as a user would, and wait for /readyz."""
-    port = int(env_overrides.get("SKIPLOCK_PORT") or free_port())
-    log_path = Path(tempfile.mkstemp(prefix="skiplock-server-", suffix=".log")[1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
-    env.update(
-        {
-            "SKIPLOCK_PORT": str(port),
-            "SKIPLOCK_ADMIN_USERNAME": ADMIN[0],
-            "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
-            "SKIPLOCK_DATA_DIR": str(data_dir or _scratch_dir()),
-            "SKIPLOCK_LOG_LEVEL": "warning",
-        }
-    )
-    env.update(env_overrides)
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "skiplock", "serve"], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
-        )
-    server = Server(f"http://127.0.0.1:{port}", process, log_path)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{server.base_url}/readyz", timeout=1).status_code == 200:
-                return server
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"server not ready in {timeout}s:\n{server.log()}")
-
-
-def stop_server(server: Server) -> None:
-    if server.process.poll() is None:
-        server.process.terminate()
-        try:
-            server.process.wait(30)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
 
 
 @pytest.fixture(scope="session")
@@ -257,12 +113,6 @@ def second_server(server_env: dict[str, str]) -> Iterator[Server]:
     srv = start_server(server_env)
     yield srv
     stop_server(srv)
-
-
-@dataclass
-class Tenant:
-    id: int
-    slug: str
 
 
 @pytest.fixture

@@ -20,8 +20,9 @@ import psutil
 import pytest
 
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
-from tests.conftest import ADMIN, Server, Tenant, _scratch_dir, start_server, stop_server
 from tests.drills.harness import Load, report, seconds
+from tests.support.servers import ADMIN, Server, scratch_dir, start_server, stop_server
+from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.drill
 
@@ -100,7 +101,7 @@ async def test_kill_9_of_the_api_under_load(server_env: dict[str, str], tenant: 
 async def test_kill_9_of_make_run_and_start_again_on_the_same_data(tenant: Tenant) -> None:
     """`make run`'s whole process (API and its embedded Postgres and Redis) is killed with SIGKILL under load;
     the next start on the same data folder comes up cleanly, with every acknowledged message."""
-    data_dir = _scratch_dir() / "data"
+    data_dir = scratch_dir() / "data"
     port = free_port()
     env = {"SKIPLOCK_PORT": str(port), "SKIPLOCK_DEFAULT_TENANT": "drill"}
     server = await _start(env, data_dir=data_dir)
@@ -128,7 +129,7 @@ async def test_kill_9_of_make_run_and_start_again_on_the_same_data(tenant: Tenan
 
 async def test_postgres_restart_under_load(server_env: dict[str, str], tenant: Tenant) -> None:
     """Postgres stops (fast shutdown) for 10 s under load and comes back on the same port and data."""
-    pg = EmbeddedPostgres(_scratch_dir() / "pg", database="drill")
+    pg = EmbeddedPostgres(scratch_dir() / "pg", database="drill")
     pg_url = pg.start()
     try:
         env = {**server_env, "SKIPLOCK_DATABASE_URL": pg_url, "SKIPLOCK_MIGRATE_ON_START": "true"}
@@ -172,7 +173,7 @@ async def test_postgres_restart_under_load(server_env: dict[str, str], tenant: T
 async def test_redis_loss_under_load(server_env: dict[str, str], tenant: Tenant, client: httpx.AsyncClient) -> None:
     """Redis stops for 10 s under load (topic limits and quotas configured, so every Redis use is exercised):
     no request fails; limits fall back; caches heal; login limiting resumes."""
-    redis = EmbeddedRedis(_scratch_dir() / "redis")
+    redis = EmbeddedRedis(scratch_dir() / "redis")
     redis_url = redis.start()
     port = redis.port
     env = {**server_env, "SKIPLOCK_REDIS_URL": redis_url}
@@ -188,7 +189,7 @@ async def test_redis_loss_under_load(server_env: dict[str, str], tenant: Tenant,
             await asyncio.sleep(seconds(3, 20))
             await asyncio.to_thread(redis.stop)
             await asyncio.sleep(10)
-            redis = EmbeddedRedis(_scratch_dir() / "redis2", port=port)
+            redis = EmbeddedRedis(scratch_dir() / "redis2", port=port)
             await asyncio.to_thread(redis.start)
             await asyncio.sleep(seconds(3, 20))
             await load.drain(timeout=60)
@@ -222,7 +223,7 @@ async def test_a_worker_replica_killed_mid_reap(database_url: str, tenant: Tenan
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.support.servers import ROOT
 
     n = 60000
     await db.execute("INSERT INTO topic_configs (tenant_id, topic, expire_to_dlq) VALUES ($1, 'reap', true)", tenant.id)
@@ -242,7 +243,7 @@ async def test_a_worker_replica_killed_mid_reap(database_url: str, tenant: Tenan
             "SKIPLOCK_GAUGES_INTERVAL_SECONDS": "3600",
         }
     )
-    logs = [_scratch_dir() / f"worker-{i}.log" for i in range(2)]
+    logs = [scratch_dir() / f"worker-{i}.log" for i in range(2)]
     replicas = []
     for path in logs:
         with path.open("wb") as out:

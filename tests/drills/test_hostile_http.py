@@ -16,9 +16,10 @@ import httpx
 import psutil
 import pytest
 
-from tests.conftest import ADMIN, Server, Tenant, start_server, stop_server
 from tests.drills.harness import report, seconds
 from tests.integration.helpers import b64
+from tests.support.servers import ADMIN, Server, start_server, stop_server
+from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.drill
 

@@ -9,7 +9,7 @@ import signal
 import httpx
 import psutil
 
-from tests.conftest import ADMIN, _scratch_dir, start_server
+from tests.support.servers import ADMIN, scratch_dir, start_server
 
 TENANT = {"X-Tenant": "default"}
 
@@ -19,7 +19,7 @@ def _children_alive(pids: list[int]) -> list[int]:
 
 
 def test_embedded_run_keeps_messages_across_restart_and_stops_cleanly() -> None:
-    data_dir = _scratch_dir() / "data"
+    data_dir = scratch_dir() / "data"
     server = start_server({}, data_dir=data_dir)
     children = [c.pid for c in psutil.Process(server.process.pid).children(recursive=True)]
     assert len(children) >= 2, "embedded Postgres and Redis should run as children"
@@ -43,7 +43,7 @@ def test_embedded_run_keeps_messages_across_restart_and_stops_cleanly() -> None:
 
 
 def test_kill_9_leaves_no_embedded_server_running() -> None:
-    server = start_server({}, data_dir=_scratch_dir() / "data")
+    server = start_server({}, data_dir=scratch_dir() / "data")
     children = [c.pid for c in psutil.Process(server.process.pid).children(recursive=True)]
     server.process.kill()
     server.process.wait(10)

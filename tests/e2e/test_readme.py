@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from tests.conftest import ROOT, start_server, stop_server
+from tests.support.servers import ROOT, start_server, stop_server
 
 
 def quickstart() -> str:

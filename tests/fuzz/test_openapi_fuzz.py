@@ -24,8 +24,9 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.conftest import Server, Tenant
 from tests.integration.helpers import b64
+from tests.support.servers import Server
+from tests.support.tenants import Tenant
 
 CHECKS_LEFT_OUT = "ignored_auth,allow_header_conformance,positive_data_acceptance,negative_data_rejection"
 
@@ -63,7 +64,7 @@ def _schemathesis(server: Server, auth: tuple[str, str], examples: int, report: 
 async def roles(db: asyncpg.Pool[Any], tenant: Tenant, make_client: Any) -> dict[str, tuple[str, str]]:
     """A tenant admin, and a member with grants (read everything, produce and consume `f*` topics), both of
     this test's tenant, with some data to find."""
-    from tests.conftest import ADMIN
+    from tests.support.servers import ADMIN
 
     admin = make_client(auth=ADMIN, headers={"X-Tenant": tenant.slug})
     made = {}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 
-from tests.conftest import ADMIN
 from tests.integration.helpers import assert_error, dequeue, enqueue
+from tests.support.servers import ADMIN
 
 
 async def test_missing_or_bad_credentials_are_401_with_challenge(make_client) -> None:  # type: ignore[no-untyped-def]

@@ -23,8 +23,9 @@ from litestar.exceptions import LitestarDeprecationWarning
 from api.app import create_app
 from mq.settings import Settings
 from mq.tenancy.passwords import hash_password
-from tests.conftest import ADMIN, Tenant
 from tests.integration.helpers import b64
+from tests.support.servers import ADMIN
+from tests.support.tenants import Tenant
 
 PUBLIC, ANY_USER, LIST, READ, PRODUCE, CONSUME, TENANT_ADMIN, PLATFORM = (
     "public",

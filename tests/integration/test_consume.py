@@ -212,7 +212,7 @@ async def test_many_long_polls_hold_no_connections(client: httpx.AsyncClient, ma
 
 
 async def test_long_poll_wakes_on_an_enqueue_through_another_instance(server_env, tenant) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import ADMIN, start_server, stop_server
+    from tests.support.servers import ADMIN, start_server, stop_server
 
     first, second = await asyncio.gather(
         asyncio.to_thread(start_server, server_env), asyncio.to_thread(start_server, server_env)

@@ -9,8 +9,8 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tests.conftest import Tenant
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, unb64
+from tests.support.tenants import Tenant
 
 
 async def _age(db: asyncpg.Pool[Any], message_id: str, **seconds_ago: float) -> None:

@@ -117,7 +117,7 @@ async def test_grant_routes(make_client, make_user, tenant) -> None:  # type: ig
 
 
 async def test_grants_of_another_tenants_user_are_out_of_reach(make_client, make_user, tenant, db) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import Tenant
+    from tests.support.tenants import Tenant
 
     other_slug = f"t-{uuid.uuid4().hex[:12]}"
     other_id = await db.fetchval("INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id", other_slug)

@@ -11,8 +11,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.conftest import ADMIN, Tenant
 from tests.integration.helpers import assert_error, b64, enqueue
+from tests.support.servers import ADMIN
+from tests.support.tenants import Tenant
 
 
 def _basic(username: str, password: str) -> dict[str, str]:

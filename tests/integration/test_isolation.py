@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.conftest import Tenant
 from tests.integration.helpers import assert_error, b64
+from tests.support.tenants import Tenant
 
 
 async def snapshot(db: Any, tenant_id: int) -> list[tuple[Any, ...]]:

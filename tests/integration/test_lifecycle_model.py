@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
-from tests.conftest import ADMIN, Server
 from tests.integration.helpers import b64, unb64
+from tests.support.servers import ADMIN, Server
 
 MAX_RETRIES = 2
 

@@ -24,8 +24,9 @@ from mq import errors
 from mq.tenancy.invalidation import CHANNEL
 from mq.tenancy.limits import LoginLimiter
 from skiplock.local import free_port
-from tests.conftest import ADMIN, ROOT, Server, Tenant, start_server, stop_server
 from tests.integration.helpers import assert_error
+from tests.support.servers import ADMIN, ROOT, Server, start_server, stop_server
+from tests.support.tenants import Tenant
 
 
 async def test_failed_login_counters_expire_on_every_supported_redis(any_redis_url: str) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 
 from mq.jobs import GaugeRefresher
-from tests.conftest import ADMIN, Server, Tenant, start_server, stop_server
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, metric
+from tests.support.servers import ADMIN, Server, start_server, stop_server
+from tests.support.tenants import Tenant
 
 
 async def scrape(base_url: str, **headers: str) -> str:

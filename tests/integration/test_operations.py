@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis
-from tests.conftest import ADMIN, Server, _scratch_dir, start_server, stop_server
 from tests.integration.helpers import b64
+from tests.support.servers import ADMIN, Server, scratch_dir, start_server, stop_server
 
 
 async def wait_for_ready(base_url: str, status: int, part: str | None = None, timeout: float = 30) -> dict[str, Any]:
@@ -30,7 +30,7 @@ async def wait_for_ready(base_url: str, status: int, part: str | None = None, ti
 
 async def test_readiness_follows_postgres_and_redis() -> None:
     # Servers of this test's own, to stop and start again (on the same ports, with the same data).
-    scratch = _scratch_dir()
+    scratch = scratch_dir()
     pg, redis = EmbeddedPostgres(scratch / "pg"), EmbeddedRedis(scratch / "redis")
     await asyncio.to_thread(pg.start)
     await asyncio.to_thread(redis.start)

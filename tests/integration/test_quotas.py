@@ -10,8 +10,9 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tests.conftest import ADMIN, Server, Tenant
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue
+from tests.support.servers import ADMIN, Server
+from tests.support.tenants import Tenant
 
 
 async def set_quotas(admin: httpx.AsyncClient, tenant: Tenant, **quotas: int) -> None:

@@ -7,8 +7,8 @@ import time
 
 import httpx
 
-from tests.conftest import ADMIN, start_server, stop_server
 from tests.integration.helpers import assert_error, b64
+from tests.support.servers import ADMIN, start_server, stop_server
 
 
 def cookie_client(base_url: str, response: httpx.Response, csrf: bool = True) -> httpx.AsyncClient:

@@ -143,7 +143,7 @@ async def test_user_bodies_are_validated(make_client, make_user, tenant) -> None
 async def test_users_of_another_tenant_are_invisible(make_client, make_user, tenant, db) -> None:  # type: ignore[no-untyped-def]
     other_slug = slug()
     other_id = await db.fetchval("INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id", other_slug)
-    from tests.conftest import Tenant
+    from tests.support.tenants import Tenant
 
     stranger_name, _ = await make_user("member", Tenant(other_id, other_slug))
     stranger_id = str(await db.fetchval("SELECT id FROM users WHERE username = $1", stranger_name))
@@ -182,7 +182,7 @@ async def test_changes_reach_every_instance_at_once(server, server_env, make_use
 
     import httpx
 
-    from tests.conftest import ADMIN, start_server, stop_server
+    from tests.support.servers import ADMIN, start_server, stop_server
 
     second = await asyncio.to_thread(start_server, server_env)
     try:

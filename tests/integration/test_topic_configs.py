@@ -20,8 +20,9 @@ from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.settings import Settings
 from skiplock.local import EmbeddedRedis
-from tests.conftest import ADMIN, Server, Tenant, start_server, stop_server
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue
+from tests.support.servers import ADMIN, Server, start_server, stop_server
+from tests.support.tenants import Tenant
 
 
 def at(text: str) -> datetime:

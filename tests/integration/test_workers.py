@@ -20,8 +20,9 @@ from mq.ids import uuid7_batch
 from mq.jobs import DeleteReaper, ExpiryReaper, Jobs, _BatchJob, job_lock, lock_key
 from mq.metrics import Metrics
 from mq.settings import Settings
-from tests.conftest import ADMIN, Server, Tenant, start_server, stop_server
 from tests.integration.helpers import assert_error, b64, metric
+from tests.support.servers import ADMIN, Server, start_server, stop_server
+from tests.support.tenants import Tenant
 from workers.scheduler import Workers
 
 

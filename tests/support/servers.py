@@ -1,0 +1,216 @@
+"""Real Postgres and Redis servers, migrated databases, and Skiplock servers started as a user starts them.
+
+Where Postgres and Redis come from, in order: a URL from the environment; else testcontainers when a Docker engine
+answers; else the embedded servers that `make run` uses (`skiplock.local`). The test suite (`tests/conftest.py`)
+and the benchmarks (`bench/`) both start their servers here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+from mq.db.engine import asyncpg_dsn, migrate
+from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+ADMIN = ("admin", "skiplock-admin")  # the product default, so the README quickstart runs as printed
+#: Where a Redis 7 comes from when no URL is given: Debian's `redis-server` (`.ci/run` installs it).
+SYSTEM_REDIS = Path("/usr/bin/redis-server")
+
+
+def scratch_dir(prefix: str = "skiplock-test-") -> Path:
+    """A new temporary folder, traversable by the embedded Postgres' service user when running as root."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    return path
+
+
+def _docker_answers() -> bool:
+    """Whether a Docker engine answers, checked without leaving a client's sockets open."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        if host.startswith("unix://"):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(1)
+                s.connect(host[len("unix://") :])
+        elif host.startswith("tcp://"):
+            name, _, port = host[len("tcp://") :].partition(":")
+            socket.create_connection((name, int(port or 2375)), timeout=1).close()
+        else:
+            return False
+    except OSError:
+        return False
+    return True
+
+
+def _docker_container(kind: str) -> Any:
+    """A started testcontainers container, or None when no Docker engine answers."""
+    if not _docker_answers():
+        return None
+    try:
+        from docker.errors import DockerException
+
+        if kind == "postgres":
+            from testcontainers.community.postgres import PostgresContainer
+
+            container: Any = PostgresContainer("postgres:16-alpine", driver=None)
+        else:
+            from testcontainers.community.redis import RedisContainer
+
+            container = RedisContainer("redis:7-alpine")
+        container.start()
+        return container
+    except (DockerException, ImportError, OSError, ConnectionError):
+        return None
+    except Exception as exc:
+        if "docker" in type(exc).__module__.lower() or "Docker" in str(exc):
+            return None
+        raise
+
+
+@contextlib.contextmanager
+def postgres_server(url_variable: str = "SKIPLOCK_TEST_DATABASE_URL") -> Iterator[str]:
+    """A Postgres server's URL (its maintenance database), for as long as the block runs."""
+    if url := os.environ.get(url_variable):
+        yield url
+        return
+    container = _docker_container("postgres")
+    if container is not None:
+        try:
+            yield container.get_connection_url()
+        finally:
+            container.stop()
+        return
+    server = EmbeddedPostgres(scratch_dir() / "pg", database="postgres")
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def redis_server(url_variable: str = "SKIPLOCK_TEST_REDIS_URL") -> Iterator[str]:
+    """A Redis server's URL: the environment's, a container's, or the embedded Redis 6.2 `make run` ships."""
+    if url := os.environ.get(url_variable):
+        yield url
+        return
+    container = _docker_container("redis")
+    if container is not None:
+        try:
+            yield f"redis://{container.get_container_host_ip()}:{container.get_exposed_port(6379)}/0"
+        finally:
+            container.stop()
+        return
+    server = EmbeddedRedis(scratch_dir() / "redis")
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def system_redis_server() -> Iterator[str | None]:
+    """Debian's redis-server (Redis 7, production's) on a free port; None when it is not installed."""
+    if not SYSTEM_REDIS.exists():
+        yield None
+        return
+    server = EmbeddedRedis(scratch_dir() / "redis7", binary=SYSTEM_REDIS)
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def database_url_on(server_url: str, name: str) -> str:
+    base, _, _ = asyncpg_dsn(server_url).rpartition("/")
+    return f"{base}/{name}"
+
+
+@contextlib.asynccontextmanager
+async def migrated_database(server_url: str, prefix: str = "skiplock_test") -> AsyncIterator[str]:
+    """A new database on the server, migrated to head with Alembic; dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(asyncpg_dsn(server_url))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        url = database_url_on(server_url, name)
+        await asyncio.to_thread(migrate, url)  # Alembic runs its own event loop
+        yield url
+        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@dataclass
+class Server:
+    base_url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def start_server(
+    env_overrides: dict[str, str],
+    *,
+    data_dir: Path | None = None,
+    timeout: float = 60,
+    command: tuple[str, ...] = ("-m", "skiplock", "serve"),
+) -> Server:
+    """Run `skiplock serve` (or `python <command>`) as a user would, and wait for /readyz."""
+    port = int(env_overrides.get("SKIPLOCK_PORT") or free_port())
+    log_path = Path(tempfile.mkstemp(prefix="skiplock-server-", suffix=".log")[1])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
+    env.update(
+        {
+            "SKIPLOCK_PORT": str(port),
+            "SKIPLOCK_ADMIN_USERNAME": ADMIN[0],
+            "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
+            "SKIPLOCK_DATA_DIR": str(data_dir or scratch_dir()),
+            "SKIPLOCK_LOG_LEVEL": "warning",
+        }
+    )
+    env.update(env_overrides)
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, *command], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+        )
+    server = Server(f"http://127.0.0.1:{port}", process, log_path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.log()}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{server.base_url}/readyz", timeout=1).status_code == 200:
+                return server
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"server not ready in {timeout}s:\n{server.log()}")
+
+
+def stop_server(server: Server) -> None:
+    if server.process.poll() is None:
+        server.process.terminate()
+        try:
+            server.process.wait(30)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
