@@ -1,0 +1,166 @@
+"""The package as an operator installs it, outside the checkout: a wheel in a fresh virtualenv runs `skiplock
+migrate`, the API (`skiplock serve`) and a worker (`skiplock worker`) against a real Postgres.
+
+The wheel is built from a copy of the tracked sources, so nothing in the checkout can leak in; its dependencies come
+from the test environment's site-packages (added after the new environment's own, by path: no network here), while
+Skiplock's own modules must come from the wheel, which the test checks.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from skiplock.local import free_port
+from tests.support.servers import ADMIN, ROOT, database_url_on, scratch_dir
+from tests.support.waiting import eventually, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv with the wheel installed; yields its bin folder."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    dist = work / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", dist, source],
+        check=True,
+    )
+    [wheel] = dist.glob("skiplock-*.whl")
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel], check=True
+    )
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(site) / "test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv / "bin"
+
+
+def _env(**settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SKIPLOCK_", "PYTHON"))}
+    return {**env, "SKIPLOCK_LOG_LEVEL": "info", **{f"SKIPLOCK_{k.upper()}": v for k, v in settings.items()}}
+
+
+@pytest.fixture
+async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
+    name = f"skiplock_wheel_{os.urandom(4).hex()}"
+    admin = await asyncpg.connect(database_url_on(pg_server_url, "postgres"))
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    yield database_url_on(pg_server_url, name)
+    await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    await admin.close()
+
+
+async def test_wheel_migrates_serves_and_runs_workers(installed: Path, empty_database: str, redis_url: str) -> None:
+    outside = scratch_dir()  # not the checkout: nothing importable by accident
+    where = subprocess.run(
+        [installed / "python", "-c", "import api, mq, skiplock, workers; print(mq.__file__, api.__file__)"],
+        cwd=outside,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(ROOT) not in where and str(installed.parent) in where, where
+
+    migrate = subprocess.run(
+        [installed / "skiplock", "migrate"],
+        check=False,
+        cwd=outside,
+        env=_env(database_url=empty_database),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert migrate.returncode == 0, migrate.stderr
+    conn = await asyncpg.connect(empty_database)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM alembic_version") == 1
+    finally:
+        await conn.close()
+
+    port = free_port()
+    serve_log = outside / "serve.log"
+    with serve_log.open("wb") as log:
+        server = subprocess.Popen(
+            [installed / "skiplock", "serve"],
+            cwd=outside,
+            env=_env(
+                database_url=empty_database,
+                redis_url=redis_url,
+                port=str(port),
+                migrate_on_start="false",
+                run_workers="false",
+                admin_password=ADMIN[1],
+                data_dir=str(outside / "data"),
+            ),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    worker_log = outside / "worker.log"
+    with worker_log.open("wb") as log:
+        worker = subprocess.Popen(
+            [installed / "skiplock", "worker"],
+            cwd=outside,
+            env=_env(database_url=empty_database, redis_url=redis_url, expiry_reaper_interval_seconds="1"),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+
+        def ready() -> bool:
+            assert server.poll() is None, serve_log.read_text()
+            try:
+                return httpx.get(f"{base}/readyz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, timeout=60, what="the installed server's /readyz")
+        async with httpx.AsyncClient(base_url=base, auth=ADMIN, headers={"X-Tenant": "default"}) as client:
+            payload = base64.b64encode(b"from the wheel").decode()
+            r = await client.post("/api/messages", json={"topic": "w", "payload": payload, "key": "k"})
+            assert r.status_code == 201, r.text
+            r = await client.post("/api/messages/dequeue", json={"topic": "w"})
+            assert [m["id"] for m in r.json()["messages"]] == [r.json()["messages"][0]["id"]]
+            assert (await client.get("/schema/openapi.json")).status_code == 200
+
+        conn = await asyncpg.connect(empty_database)
+        try:
+
+            async def reaped() -> bool:
+                assert worker.poll() is None, worker_log.read_text()
+                return bool(await conn.fetchval("SELECT count(*) FROM job_runs WHERE job = 'expiry_reaper'"))
+
+            await eventually(reaped, timeout=60, what="a run of the installed worker's expiry reaper")
+        finally:
+            await conn.close()
+    finally:
+        for process in (server, worker):
+            process.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0, serve_log.read_text()
+        assert worker.wait(30) == 0, worker_log.read_text()
