@@ -37,11 +37,17 @@ drills: $(STAMP) ## The long reliability drills (kill -9, Postgres restart, Redi
 fuzz: $(STAMP) ## The recorded OpenAPI fuzzing run (schemathesis, over 20,000 generated requests as two roles)
 	SKIPLOCK_FUZZ_EXAMPLES=400 $(BIN)/python -m pytest tests/fuzz -s -p no:cacheprovider -q
 
-lint: $(STAMP) ## ruff, mypy (strict) and the import-layering contracts
+lint: $(STAMP) openapi-client ## ruff, mypy (strict), the import-layering contracts, and the generated TypeScript client
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+openapi: $(STAMP) ## Write the OpenAPI document to docs/openapi.json (the reviewed snapshot a test compares)
+	$(BIN)/python -m tests.openapi.snapshot
+
+openapi-client: ## Generate TypeScript types from docs/openapi.json and type-check a client written against them
+	cd tests/openapi/client && npm ci --no-audit --no-fund --loglevel=error && npm run --silent check
 
 format: $(STAMP) ## Apply ruff's formatting and safe fixes
 	$(BIN)/ruff format .

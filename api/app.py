@@ -16,13 +16,13 @@ from api.auth import AuthMiddleware
 from api.deadline import RequestDeadline
 from api.errors import EXCEPTION_HANDLERS
 from api.observability import ObservabilityMiddleware, stamp_response
-from api.openapi import document_errors
+from api.openapi import finish_document
 from api.routes.admin import AdminController
 from api.routes.messages import MessageController
 from api.routes.session import change_password, login, logout, me
 from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
-from api.routes.topics import TopicController
+from api.routes.topics import TopicConfigController, TopicController
 from api.schemas import strict_body_names
 from mq import __version__
 from mq.runtime import Runtime
@@ -61,6 +61,7 @@ def create_app(
         route_handlers=[
             MessageController,
             TopicController,
+            TopicConfigController,
             TenantController,
             UserController,
             AdminController,
@@ -94,5 +95,5 @@ def create_app(
         logging_config=None,  # the process configures logging once (api.__main__)
         debug=False,
     )
-    document_errors(app.openapi_schema, strict_body_names())  # built once here and served as is from then on
+    finish_document(app.openapi_schema, strict_body_names())  # built once here and served as is from then on
     return app

@@ -1,6 +1,7 @@
-"""The OpenAPI document's error responses: every operation documents the contract's error shape,
-`{code, error, details?}`, for each status it may answer with an error (Litestar documents its own
-`ValidationException` shape, which Skiplock never sends).
+"""What the OpenAPI document says beyond what Litestar derives from the routes: every operation documents the
+contract's error shape, `{code, error, details?}`, for each status it may answer with an error (Litestar documents
+its own `ValidationException` shape, which Skiplock never sends), and how it authenticates (HTTP Basic, or the
+session cookie with the CSRF header on unsafe methods; none on the probes, a bearer token on /metrics).
 
 Per-route lists of error statuses are left to the schema work of the API's next revision; until then every
 operation documents the statuses any `/api` request can meet (bad input, auth, missing, conflicts, limits,
@@ -8,6 +9,8 @@ dependency faults), and the fuzzing (tests/fuzz) checks every answer against the
 """
 
 from __future__ import annotations
+
+import json
 
 from litestar.openapi.spec import (
     Components,
@@ -18,8 +21,11 @@ from litestar.openapi.spec import (
     OpenAPIType,
     Reference,
     Schema,
+    SecurityRequirement,
+    SecurityScheme,
 )
 
+from api.auth import CSRF_HEADER, SESSION_COOKIE
 from api.errors import DOMAIN_ERRORS, HTTP_STATUS_CODES
 
 ERROR_SCHEMA = "Error"
@@ -52,6 +58,58 @@ def error_schema() -> Schema:
         },
         description="Every error Skiplock answers",
     )
+
+
+SECURITY_SCHEMES = {
+    "basicAuth": SecurityScheme(type="http", scheme="basic", description="A user's username and password"),
+    "sessionCookie": SecurityScheme(
+        type="apiKey",
+        name=SESSION_COOKIE,
+        security_scheme_in="cookie",
+        description="The session POST /api/auth/session starts (the admin UI's)",
+    ),
+    "csrfToken": SecurityScheme(
+        type="apiKey",
+        name=CSRF_HEADER.decode(),
+        security_scheme_in="header",
+        description="With a session, on unsafe methods: the value of the skiplock_csrf cookie",
+    ),
+    "metricsToken": SecurityScheme(type="http", scheme="bearer", description="SKIPLOCK_METRICS_TOKEN, when set"),
+}
+#: Operations anyone may call (load balancers' probes, what a client asks before logging in).
+PUBLIC_OPERATIONS = frozenset({"getHealth", "getReadiness", "getVersion", "getAuthStatus"})
+_SAFE_METHODS = frozenset({"get", "head", "options"})
+
+
+def _security(operation_id: str | None, method: str) -> list[SecurityRequirement]:
+    if operation_id in PUBLIC_OPERATIONS:
+        return []
+    if operation_id == "getMetrics":
+        return [{}, {"metricsToken": []}]
+    if operation_id == "login":
+        return [{"basicAuth": []}]
+    session: SecurityRequirement = (
+        {"sessionCookie": []}
+        if method in _SAFE_METHODS
+        else {
+            "sessionCookie": [],
+            "csrfToken": [],
+        }
+    )
+    return [{"basicAuth": []}, session]
+
+
+def finish_document(document: OpenAPI, strict_bodies: set[str]) -> None:
+    """Document authentication, and the error responses (`document_errors`)."""
+    components = document.components or Components()
+    document.components = components
+    components.security_schemes = dict(SECURITY_SCHEMES)
+    for item in (document.paths or {}).values():
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method, None)
+            if operation is not None:
+                operation.security = _security(operation.operation_id, method)
+    document_errors(document, strict_bodies)
 
 
 def document_errors(document: OpenAPI, strict_bodies: set[str]) -> None:
@@ -103,3 +161,8 @@ def _any_json_may_be_null(schema: Schema | Reference) -> None:
         schema.any_of, schema.one_of = schema.one_of, None
     for child in (schema.properties or {}).values():
         _any_json_may_be_null(child)
+
+
+def openapi_json(document: OpenAPI) -> str:
+    """The document as the snapshot `docs/openapi.json` holds it: sorted keys, two-space indents, final newline."""
+    return json.dumps(document.to_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

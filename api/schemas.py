@@ -1,30 +1,63 @@
-"""Request and response bodies. Unknown fields are refused; bounds come from the contract."""
+"""Every request and response body of the API, in one place: the OpenAPI document is built from these.
+
+Requests end in `Body` and refuse unknown fields (`Strict`); responses end in `View`, and lists of them come in
+one generic `Page` (paged) or a `...ListView`. Bounds, statuses, roles and actions are the core's constants and
+`Literal` types, never restated numbers. The views the core builds on the hot path (`MessageView`,
+`TopicSummaryView`, `BatchAckView`, `TopicConfig`) are the wire shapes themselves, re-exported here.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
+from litestar.params import KwargDefinition
 from msgspec import Meta
 
-from mq.names import TOPIC_PATTERN
+from mq.names import SLUG_PATTERN, TOPIC_PATTERN
 from mq.queue.types import (
+    MAX_BACKOFF_SECONDS,
+    MAX_BACKOFF_STEPS,
     MAX_DELAY_SECONDS,
+    MAX_DEPTH_LIMIT,
+    MAX_DEQUEUE_COUNT,
     MAX_KEY_LENGTH,
+    MAX_PRIORITY,
+    MAX_RETRIES_LIMIT,
+    MAX_THROUGHPUT_LIMIT,
+    MAX_TTL_SECONDS,
     MAX_VISIBILITY_SECONDS,
     MAX_WAIT_SECONDS,
+    AckFailureView,
+    BatchAckView,
+    MessageStatus,
     MessageView,
-    TopicSummary,
+    NackOutcome,
+    TopicConfig,
+    TopicSummaryView,
 )
+from mq.quotas import MAX_BIGINT, MAX_ENQUEUE_RATE, MAX_TOPICS_LIMIT
+from mq.schedule import MAX_SCHEDULE_LENGTH
+from mq.tenancy.grants import MAX_PATTERN_LENGTH, Action, AssignableRole, Role, TenantStatus
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH
+from mq.tenancy.service import MAX_PASSWORD_LENGTH, MAX_TENANT_NAME_LENGTH
+
+__all__ = ["AckFailureView", "BatchAckView", "MessageView", "TopicConfig", "TopicSummaryView"]
+
+T = TypeVar("T")
 
 Topic = Annotated[str, Meta(pattern=TOPIC_PATTERN, description="Topic name")]
 Delay = Annotated[float, Meta(ge=0, le=MAX_DELAY_SECONDS, description="Seconds before the message is visible")]
-Priority = Annotated[int, Meta(ge=0, le=9, description="0..9, higher is dequeued first")]
+Priority = Annotated[int, Meta(ge=0, le=MAX_PRIORITY, description="0..9, higher is dequeued first")]
 Visibility = Annotated[int, Meta(ge=1, le=MAX_VISIBILITY_SECONDS)]
 Payload = Annotated[bytes, Meta(description="Base64 of the raw payload bytes")]
 Key = Annotated[str, Meta(min_length=1, max_length=MAX_KEY_LENGTH, description="Upsert key")]
-Password = Annotated[str, Meta(min_length=MIN_PASSWORD_LENGTH, max_length=1024)]
+Password = Annotated[str, Meta(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
+#: Largest page a list answers.
+MAX_PAGE_LIMIT = 200
+#: Largest `offset` a page accepts: 2^53 - 1, exact in a JSON number (OpenAPI documents it as one; a bigint
+#: bound would print as 9.223372036854776e18 and let larger values look valid).
+MAX_OFFSET = 2**53 - 1
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -84,22 +117,24 @@ def decode_batch(raw: bytes) -> BatchEnqueueBody:
     return BatchEnqueueBody(messages=items, topic=loose.topic)
 
 
-class IdResponse(msgspec.Struct):
+class IdView(msgspec.Struct):
     id: str
 
 
-class IdsResponse(msgspec.Struct):
+class IdsView(msgspec.Struct):
     ids: list[str]
 
 
 class DequeueBody(Strict):
     topic: Topic
-    count: Annotated[int, Meta(ge=1, le=1000, description="1..1000 (SKIPLOCK_MAX_BATCH_SIZE may lower it)")] = 1
+    count: Annotated[
+        int, Meta(ge=1, le=MAX_DEQUEUE_COUNT, description="1..1000 (SKIPLOCK_MAX_BATCH_SIZE may lower it)")
+    ] = 1
     visibility_timeout_seconds: Visibility | None = None
     wait_seconds: Annotated[float, Meta(ge=0, le=MAX_WAIT_SECONDS)] = 0
 
 
-class DequeueResponse(msgspec.Struct):
+class DequeueView(msgspec.Struct):
     messages: list[MessageView]
 
 
@@ -122,8 +157,8 @@ class NackBody(Strict):
     delay_seconds: Delay | None = None
 
 
-class NackResponse(msgspec.Struct):
-    outcome: str
+class NackView(msgspec.Struct):
+    outcome: NackOutcome
 
 
 class ExtendBody(Strict):
@@ -131,37 +166,61 @@ class ExtendBody(Strict):
     receipt: str | None = None
 
 
-class ExtendResponse(msgspec.Struct):
+class ExtendView(msgspec.Struct):
     visibility_deadline: str
 
 
 class PurgeBody(Strict):
-    statuses: list[str] | None = None
+    statuses: list[MessageStatus] | None = None
 
 
-class CountResponse(msgspec.Struct):
-    count: int
+class Page(msgspec.Struct, Generic[T]):
+    """A page of a list, newest or sorted first: `total` items match, `limit` from `offset` are here."""
 
-
-class MessagePage(msgspec.Struct):
-    items: list[MessageView]
+    items: list[T]
     total: int
     limit: int
     offset: int
 
 
-class TopicsResponse(msgspec.Struct):
-    items: list[TopicSummary]
+#: A page of MessageViews, under its own name in the OpenAPI document (a generic's default name holds module paths).
+MessagePage = Annotated[Page[MessageView], KwargDefinition(schema_component_key="MessagePage")]
 
 
-class StatRow(msgspec.Struct):
+class TopicListView(msgspec.Struct):
+    items: list[TopicSummaryView]
+
+
+class StatRowView(msgspec.Struct):
     topic: str
-    status: str
+    status: MessageStatus
     count: int
 
 
-class StatsResponse(msgspec.Struct):
-    topics: list[StatRow]
+class StatsView(msgspec.Struct):
+    topics: list[StatRowView]
+
+
+class RequeuedView(msgspec.Struct):
+    requeued: int
+
+
+class DeletedView(msgspec.Struct):
+    deleted: int
+
+
+class ExpiredView(msgspec.Struct):
+    expired: int
+
+
+class TopicConfigView(TopicConfig, frozen=True):
+    """A topic's config with its topic's name (the items of GET /api/topic-configs)."""
+
+    topic: str = ""
+
+
+class TopicConfigListView(msgspec.Struct):
+    items: list[TopicConfigView]
 
 
 # --- topic configs ------------------------------------------------------------------------------------------------
@@ -170,12 +229,14 @@ class StatsResponse(msgspec.Struct):
 class TopicConfigBody(Strict):
     """PUT /api/topic-configs/{topic}: the whole config; null or omitted = the global default."""
 
-    max_retries: Annotated[int, Meta(ge=0, le=1000)] | None = None
-    message_ttl_seconds: Annotated[int, Meta(ge=0, le=31_536_000)] | None = None
-    max_depth: Annotated[int, Meta(ge=1, le=2_000_000_000)] | None = None
-    throughput_limit: Annotated[int, Meta(ge=1, le=1_000_000)] | None = None
-    visibility_timeout_seconds: Annotated[int, Meta(ge=1, le=43200)] | None = None
-    retry_backoff_seconds: Annotated[list[Annotated[int, Meta(ge=0, le=86400)]], Meta(max_length=32)] | None = None
+    max_retries: Annotated[int, Meta(ge=0, le=MAX_RETRIES_LIMIT)] | None = None
+    message_ttl_seconds: Annotated[int, Meta(ge=0, le=MAX_TTL_SECONDS)] | None = None
+    max_depth: Annotated[int, Meta(ge=1, le=MAX_DEPTH_LIMIT)] | None = None
+    throughput_limit: Annotated[int, Meta(ge=1, le=MAX_THROUGHPUT_LIMIT)] | None = None
+    visibility_timeout_seconds: Visibility | None = None
+    retry_backoff_seconds: (
+        Annotated[list[Annotated[int, Meta(ge=0, le=MAX_BACKOFF_SECONDS)]], Meta(max_length=MAX_BACKOFF_STEPS)] | None
+    ) = None
     dlq_enabled: bool | None = None
     expire_to_dlq: bool | None = None
 
@@ -183,7 +244,7 @@ class TopicConfigBody(Strict):
 class PasswordChangeBody(Strict):
     """PUT /api/auth/password: the caller's current password, and the new one."""
 
-    current_password: Annotated[str, Meta(max_length=1024)]
+    current_password: Annotated[str, Meta(max_length=MAX_PASSWORD_LENGTH)]
     new_password: Password
 
 
@@ -196,7 +257,7 @@ class PasswordBody(Strict):
 class ScheduleBody(Strict):
     """PUT /api/admin/delete-reaper/schedule: a 5-field cron in UTC, "" = off."""
 
-    schedule: Annotated[str, Meta(max_length=200)]
+    schedule: Annotated[str, Meta(max_length=MAX_SCHEDULE_LENGTH)]
 
 
 class ScheduleView(msgspec.Struct):
@@ -206,91 +267,111 @@ class ScheduleView(msgspec.Struct):
 
 # --- tenants and users ---------------------------------------------------------------------------------------------
 
-NonNegative = Annotated[int, Meta(ge=0)]
-#: Largest value a bigint column or parameter holds.
-MAX_BIGINT = 2**63 - 1
-#: Largest `offset` a page accepts: 2^53 - 1, exact in a JSON number (OpenAPI documents it as one; a bigint
-#: bound would print as 9.223372036854776e18 and let larger values look valid).
-MAX_OFFSET = 2**53 - 1
+TenantName = Annotated[str, Meta(min_length=1, max_length=MAX_TENANT_NAME_LENGTH)]
 
 
 class Quotas(Strict, omit_defaults=True):
     """Per-tenant limits; each is optional (absent: no limit)."""
 
-    max_topics: Annotated[int, Meta(ge=0, le=2**31 - 1)] | None = None
+    max_topics: Annotated[int, Meta(ge=0, le=MAX_TOPICS_LIMIT)] | None = None
     max_messages: Annotated[int, Meta(ge=0, le=MAX_BIGINT)] | None = None
     max_payload_bytes: Annotated[int, Meta(ge=0, le=MAX_BIGINT)] | None = None
-    enqueue_rate: Annotated[int, Meta(ge=1, le=1_000_000_000)] | None = None
+    enqueue_rate: Annotated[int, Meta(ge=1, le=MAX_ENQUEUE_RATE)] | None = None
 
 
 class TenantCreateBody(Strict):
-    slug: str
-    name: Annotated[str, Meta(min_length=1, max_length=200)]
+    slug: Annotated[str, Meta(description=f"Lower-case letters, digits and '-': {SLUG_PATTERN}")]
+    name: TenantName
     quotas: Quotas | None = None
 
 
 class TenantUpdateBody(Strict):
-    name: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
-    status: Literal["active", "suspended"] | None = None
+    name: TenantName | None = None
+    status: TenantStatus | None = None
     quotas: Quotas | None = None
 
 
 class TenantView(msgspec.Struct):
     slug: str
     name: str
-    status: str
+    status: TenantStatus
     quotas: Quotas
     created_at: str
 
 
-class TenantPage(msgspec.Struct):
-    items: list[TenantView]
-    total: int
-    limit: int
-    offset: int
+#: A page of TenantViews, under its own name in the OpenAPI document (a generic's default name holds module paths).
+TenantPage = Annotated[Page[TenantView], KwargDefinition(schema_component_key="TenantPage")]
 
 
 class UserCreateBody(Strict):
     username: str
     password: Password
-    role: Literal["tenant_admin", "member"] = "member"
+    role: AssignableRole = "member"
 
 
 class UserUpdateBody(Strict):
     password: Password | None = None
-    role: Literal["tenant_admin", "member"] | None = None
+    role: AssignableRole | None = None
 
 
-class UserObject(msgspec.Struct):
+class UserView(msgspec.Struct):
     id: str
     username: str
-    role: str
+    role: Role
     tenant: str | None
     created_at: str
     updated_at: str
 
 
-class UserPage(msgspec.Struct):
-    items: list[UserObject]
-    total: int
-    limit: int
-    offset: int
+#: A page of UserViews, under its own name in the OpenAPI document (a generic's default name holds module paths).
+UserPage = Annotated[Page[UserView], KwargDefinition(schema_component_key="UserPage")]
 
 
 class GrantBody(Strict):
-    action: Literal["produce", "consume", "read"]
-    topic_pattern: Annotated[str, Meta(min_length=1, max_length=202)]
+    action: Action
+    topic_pattern: Annotated[str, Meta(min_length=1, max_length=MAX_PATTERN_LENGTH)]
 
 
-class GrantObject(msgspec.Struct):
+class GrantView(msgspec.Struct):
     id: str
-    action: str
+    action: Action
     topic_pattern: str
     created_at: str
 
 
-class GrantList(msgspec.Struct):
-    items: list[GrantObject]
+class GrantListView(msgspec.Struct):
+    items: list[GrantView]
+
+
+# --- the caller, and the system routes -----------------------------------------------------------------------------
+
+
+class MeView(msgspec.Struct):
+    username: str
+    role: Role
+    tenant: str | None
+
+
+class HealthView(msgspec.Struct):
+    status: Literal["ok"]
+
+
+class ReadinessView(msgspec.Struct, omit_defaults=True):
+    """`checks`: per dependency, "ok" or "failed: <error type>"; when not ready, also the error shape's fields."""
+
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, str]
+    code: Literal["unavailable"] | None = None
+    error: str | None = None
+
+
+class VersionView(msgspec.Struct):
+    version: str
+
+
+class AuthStatusView(msgspec.Struct):
+    auth_required: bool
+    methods: list[Literal["basic", "session"]]
 
 
 def strict_body_names() -> set[str]:

@@ -23,6 +23,10 @@ class Quotas(msgspec.Struct, frozen=True, gc=False):
 
 
 NO_QUOTAS = Quotas()
+# Bounds of each quota (the columns and statements that use them hold 32- and 64-bit integers).
+MAX_TOPICS_LIMIT = 2**31 - 1
+MAX_BIGINT = 2**63 - 1
+MAX_ENQUEUE_RATE = 1_000_000_000
 _TTL_SECONDS = 5.0
 _MAX_ENTRIES = 10_000
 _QUOTAS_OF_TENANT = "SELECT quotas::text FROM tenants WHERE id = $1"

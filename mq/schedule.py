@@ -10,6 +10,8 @@ from apscheduler.triggers.cron import CronTrigger
 
 from mq import errors
 
+MAX_SCHEDULE_LENGTH = 200
+
 
 def normalized(schedule: str) -> str:
     """The schedule as stored: fields separated by one space."""

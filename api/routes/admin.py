@@ -9,7 +9,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.auth import require_platform_admin
 from api.body import strict_body
-from api.schemas import PasswordBody, ScheduleBody, ScheduleView
+from api.schemas import DeletedView, ExpiredView, PasswordBody, ScheduleBody, ScheduleView
 from mq.jobs import Jobs
 from mq.tenancy.auth import Principal
 from mq.tenancy.service import TenancyService
@@ -27,16 +27,26 @@ class AdminController(Controller):
     path = "/api/admin"
     tags = ["admin"]
 
-    @post("/expiry-reaper/run", status_code=HTTP_200_OK, summary="Expire messages past their TTL now")
-    async def run_expiry_reaper(self, request: AnyRequest) -> dict[str, int]:
+    @post(
+        "/expiry-reaper/run",
+        status_code=HTTP_200_OK,
+        summary="Expire messages past their TTL now",
+        operation_id="runExpiryReaper",
+    )
+    async def run_expiry_reaper(self, request: AnyRequest) -> ExpiredView:
         """Waits for a run in progress elsewhere (the job's lock), then runs; returns the messages it expired."""
-        return {"expired": (await _jobs(request).expire(wait=True)).rows}
+        return ExpiredView(expired=(await _jobs(request).expire(wait=True)).rows)
 
-    @post("/delete-reaper/run", status_code=HTTP_200_OK, summary="Delete expired and old failed messages now")
-    async def run_delete_reaper(self, request: AnyRequest) -> dict[str, int]:
-        return {"deleted": (await _jobs(request).delete_done(wait=True)).rows}
+    @post(
+        "/delete-reaper/run",
+        status_code=HTTP_200_OK,
+        summary="Delete expired and old failed messages now",
+        operation_id="runDeleteReaper",
+    )
+    async def run_delete_reaper(self, request: AnyRequest) -> DeletedView:
+        return DeletedView(deleted=(await _jobs(request).delete_done(wait=True)).rows)
 
-    @get("/delete-reaper/schedule", summary="The delete reaper's cron schedule")
+    @get("/delete-reaper/schedule", summary="The delete reaper's cron schedule", operation_id="getDeleteReaperSchedule")
     async def get_schedule(self, request: AnyRequest) -> ScheduleView:
         schedule = await _jobs(request).schedule.get()
         return ScheduleView(schedule=schedule, active=bool(schedule))
@@ -45,6 +55,7 @@ class AdminController(Controller):
         "/delete-reaper/schedule",
         status_code=HTTP_200_OK,
         summary="Set the delete reaper's schedule for every instance",
+        operation_id="putDeleteReaperSchedule",
         **strict_body(ScheduleBody),
     )
     async def put_schedule(self, request: AnyRequest, data: ScheduleBody) -> ScheduleView:
@@ -55,6 +66,7 @@ class AdminController(Controller):
         "/platform-admins/{username:str}/password",
         status_code=HTTP_204_NO_CONTENT,
         summary="Set a platform admin's password (ends its sessions and cached credentials everywhere)",
+        operation_id="setPlatformAdminPassword",
         **strict_body(PasswordBody),
     )
     async def set_platform_admin_password(self, request: AnyRequest, username: str, data: PasswordBody) -> None:

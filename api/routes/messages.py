@@ -5,31 +5,33 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get, post
-from litestar.params import Parameter
+from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.auth import require_grant, tenant_for
 from api.body import BatchBody, json_post
 from api.schemas import (
     MAX_OFFSET,
+    MAX_PAGE_LIMIT,
     AckBody,
     BatchAckBody,
     BatchEnqueueBody,
     DequeueBody,
-    DequeueResponse,
+    DequeueView,
     EnqueueBody,
     ExtendBody,
-    ExtendResponse,
-    IdResponse,
-    IdsResponse,
+    ExtendView,
+    IdsView,
+    IdView,
     InvalidItem,
     MessagePage,
     NackBody,
-    NackResponse,
+    NackView,
+    Page,
 )
 from mq import errors
 from mq.queue.service import QueueService
-from mq.queue.types import BatchAckOutcome, MessageView
+from mq.queue.types import BatchAckView, MessageStatus, MessageView
 from mq.queue.validation import build_item, build_items
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
@@ -69,24 +71,27 @@ class MessageController(Controller):
     path = "/api/messages"
     tags = ["messages"]
 
-    @json_post("/", EnqueueBody, status_code=HTTP_201_CREATED, summary="Enqueue a message")
-    async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdResponse:
+    @json_post(
+        "/", EnqueueBody, status_code=HTTP_201_CREATED, summary="Enqueue a message", operation_id="enqueueMessage"
+    )
+    async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdView:
         tenant = tenant_for(request.user, action="produce", topic=data.topic)
         queue = _queue(request)
         item = build_item(
             queue.settings, data.topic, data.payload, data.metadata, data.key, data.delay_seconds, data.priority
         )
         message_id, _ = await queue.enqueue(tenant, item)
-        return IdResponse(id=str(message_id))
+        return IdView(id=str(message_id))
 
     @post(
         "/batch",
         status_code=HTTP_201_CREATED,
         summary="Enqueue many messages, all or nothing",
+        operation_id="enqueueMessages",
         dto=BatchBody,
         return_dto=None,
     )
-    async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsResponse:
+    async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsView:
         tenant = tenant_for(request.user, action="produce")
         queue = _queue(request)
         _batch_limit(request, len(data.messages), "messages")
@@ -111,59 +116,88 @@ class MessageController(Controller):
             for topic in {item.topic for item in items}:
                 require_grant(request.user, "produce", topic)
         ids = await queue.enqueue_batch(tenant, items)
-        return IdsResponse(ids=[str(i) for i in ids])
+        return IdsView(ids=[str(i) for i in ids])
 
-    @json_post("/dequeue", DequeueBody, status_code=HTTP_200_OK, summary="Lease messages (long poll with wait_seconds)")
-    async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueResponse:
+    @json_post(
+        "/dequeue",
+        DequeueBody,
+        status_code=HTTP_200_OK,
+        summary="Lease messages (long poll with wait_seconds)",
+        operation_id="dequeueMessages",
+    )
+    async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueView:
         tenant = tenant_for(request.user, action="consume", topic=data.topic)
         _batch_limit(request, data.count, "messages")
         messages = await _queue(request).dequeue(
             tenant, data.topic, data.count, data.visibility_timeout_seconds, data.wait_seconds
         )
-        return DequeueResponse(messages=messages)
+        return DequeueView(messages=messages)
 
-    @json_post("/ack", BatchAckBody, status_code=HTTP_200_OK, summary="Acknowledge many messages in one round trip")
-    async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckOutcome:
+    @json_post(
+        "/ack",
+        BatchAckBody,
+        status_code=HTTP_200_OK,
+        summary="Acknowledge many messages in one round trip",
+        operation_id="ackMessages",
+    )
+    async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckView:
         _batch_limit(request, len(data.acks), "acks")
         tenant = await _tenant_for_messages(request, "consume", [a.id for a in data.acks])
         return await _queue(request).ack_batch(tenant, [(a.id, a.receipt) for a in data.acks])
 
     @json_post(
-        "/{message_id:str}/ack", AckBody, status_code=HTTP_204_NO_CONTENT, summary="Acknowledge (delete) a message"
+        "/{message_id:str}/ack",
+        AckBody,
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Acknowledge (delete) a message",
+        operation_id="ackMessage",
     )
-    async def ack(self, request: AnyRequest, message_id: str, data: AckBody | None = None) -> None:
+    async def ack(self, request: AnyRequest, message_id: str, data: JSONBody[AckBody | None] = None) -> None:
         tenant = await _tenant_for_messages(request, "consume", [message_id])
         await _queue(request).ack(tenant, message_id, data.receipt if data else None)
 
     @json_post(
-        "/{message_id:str}/nack", NackBody, status_code=HTTP_200_OK, summary="Reject a message: retry, DLQ or failed"
+        "/{message_id:str}/nack",
+        NackBody,
+        status_code=HTTP_200_OK,
+        summary="Reject a message: retry, DLQ or failed",
+        operation_id="nackMessage",
     )
-    async def nack(self, request: AnyRequest, message_id: str, data: NackBody | None = None) -> NackResponse:
+    async def nack(self, request: AnyRequest, message_id: str, data: JSONBody[NackBody | None] = None) -> NackView:
         tenant = await _tenant_for_messages(request, "consume", [message_id])
         body = data or NackBody()
         outcome = await _queue(request).nack(tenant, message_id, body.receipt, body.error, body.delay_seconds)
-        return NackResponse(outcome=outcome)
+        return NackView(outcome=outcome)
 
     @json_post(
-        "/{message_id:str}/visibility", ExtendBody, status_code=HTTP_200_OK, summary="Extend a lease (heartbeat)"
+        "/{message_id:str}/visibility",
+        ExtendBody,
+        status_code=HTTP_200_OK,
+        summary="Extend a lease (heartbeat)",
+        operation_id="extendLease",
     )
-    async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendResponse:
+    async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendView:
         tenant = await _tenant_for_messages(request, "consume", [message_id])
         deadline = await _queue(request).extend(tenant, message_id, data.receipt, data.visibility_timeout_seconds)
-        return ExtendResponse(visibility_deadline=deadline)
+        return ExtendView(visibility_deadline=deadline)
 
-    @post("/{message_id:str}/requeue", status_code=HTTP_204_NO_CONTENT, summary="Move a DLQ message back")
+    @post(
+        "/{message_id:str}/requeue",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Move a DLQ message back",
+        operation_id="requeueMessage",
+    )
     async def requeue(self, request: AnyRequest, message_id: str) -> None:
         await _queue(request).requeue(await _tenant_for_messages(request, "consume", [message_id]), message_id)
 
-    @get("/", summary="Browse messages, newest first")
+    @get("/", summary="Browse messages, newest first", operation_id="listMessages")
     async def browse(
         self,
         request: AnyRequest,
         topic: str | None = None,
-        status: str | None = None,
+        status: MessageStatus | None = None,
         key: str | None = None,
-        limit: Annotated[int, Parameter(ge=1, le=200)] = 50,
+        limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_LIMIT)] = 50,
         offset: Annotated[int, Parameter(ge=0, le=MAX_OFFSET)] = 0,
     ) -> MessagePage:
         principal = request.user
@@ -171,12 +205,17 @@ class MessageController(Controller):
         if topic is None and principal.is_member and not grants.allows_every_topic(principal.grants, "read"):
             raise errors.Forbidden("name a topic you may read (a read grant on '*' lists every topic)")
         items, total = await _queue(request).browse(tenant, topic, status, key, limit, offset)
-        return MessagePage(items=items, total=total, limit=limit, offset=offset)
+        return Page(items=items, total=total, limit=limit, offset=offset)
 
-    @get("/{message_id:str}", summary="One message")
+    @get("/{message_id:str}", summary="One message", operation_id="getMessage")
     async def get_message(self, request: AnyRequest, message_id: str) -> MessageView:
         return await _queue(request).get(await _tenant_for_messages(request, "read", [message_id]), message_id)
 
-    @delete("/{message_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a message (tenant admin)")
+    @delete(
+        "/{message_id:str}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Delete a message (tenant admin)",
+        operation_id="deleteMessage",
+    )
     async def delete_message(self, request: AnyRequest, message_id: str) -> None:
         await _queue(request).delete(tenant_for(request.user, admin_only=True), message_id)

@@ -4,25 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from litestar import Request, Response, delete, get, post, put
 from litestar.datastructures import Cookie
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from api.auth import CSRF_COOKIE, SESSION_COOKIE
 from api.body import strict_body
-from api.schemas import PasswordChangeBody
+from api.schemas import MeView, PasswordChangeBody
 from mq import errors
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
-
-
-class Me(msgspec.Struct):
-    username: str
-    role: str
-    tenant: str | None
 
 
 def _cookies(request: AnyRequest, session: str, csrf: str, max_age: int) -> list[Cookie]:
@@ -35,7 +28,13 @@ def _cookies(request: AnyRequest, session: str, csrf: str, max_age: int) -> list
     ]
 
 
-@post("/api/auth/session", status_code=HTTP_204_NO_CONTENT, summary="Log in (HTTP Basic) and get a session cookie")
+@post(
+    "/api/auth/session",
+    status_code=HTTP_204_NO_CONTENT,
+    summary="Log in (HTTP Basic) and get a session cookie",
+    operation_id="login",
+    tags=["session"],
+)
 async def login(request: AnyRequest) -> Response[None]:
     if "authorization" not in request.headers:
         raise errors.Unauthorized("log in with HTTP Basic credentials")
@@ -45,7 +44,13 @@ async def login(request: AnyRequest) -> Response[None]:
     return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, token, csrf, ttl))
 
 
-@delete("/api/auth/session", status_code=HTTP_204_NO_CONTENT, summary="Log out: end the session everywhere")
+@delete(
+    "/api/auth/session",
+    status_code=HTTP_204_NO_CONTENT,
+    summary="Log out: end the session everywhere",
+    operation_id="logout",
+    tags=["session"],
+)
 async def logout(request: AnyRequest) -> Response[None]:
     runtime: Runtime = request.app.state.runtime
     token = request.cookies.get(SESSION_COOKIE)
@@ -55,16 +60,18 @@ async def logout(request: AnyRequest) -> Response[None]:
     return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, "", "", 0))
 
 
-@get("/api/auth/me", summary="Who is calling")
-async def me(request: AnyRequest) -> Me:
+@get("/api/auth/me", summary="Who is calling", operation_id="getMe", tags=["session"])
+async def me(request: AnyRequest) -> MeView:
     principal = request.user
-    return Me(username=principal.username, role=principal.role, tenant=principal.tenant_slug)
+    return MeView(username=principal.username, role=principal.role, tenant=principal.tenant_slug)
 
 
 @put(
     "/api/auth/password",
     status_code=HTTP_204_NO_CONTENT,
     summary="Change your own password (ends your sessions and cached credentials everywhere)",
+    operation_id="changePassword",
+    tags=["session"],
     **strict_body(PasswordChangeBody),
 )
 async def change_password(request: AnyRequest, data: PasswordChangeBody) -> Response[None]:

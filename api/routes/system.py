@@ -7,21 +7,29 @@ import hmac
 from typing import Any
 
 from litestar import MediaType, Request, Response, get
+from litestar.openapi.datastructures import ResponseSpec
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from api.schemas import AuthStatusView, HealthView, ReadinessView, VersionView
 from mq import __version__, errors
 from mq.runtime import Runtime
 
 READY_TIMEOUT_SECONDS = 2.0
 
 
-@get("/healthz", summary="Liveness: the process answers (no I/O)", include_in_schema=True)
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+@get("/healthz", summary="Liveness: the process answers (no I/O)", operation_id="getHealth", tags=["system"])
+async def healthz() -> HealthView:
+    return HealthView(status="ok")
 
 
-@get("/readyz", summary="Readiness: Postgres (and Redis when configured) answer")
-async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+@get(
+    "/readyz",
+    summary="Readiness: Postgres (and Redis when configured) answer",
+    operation_id="getReadiness",
+    tags=["system"],
+    responses={503: ResponseSpec(ReadinessView, description="A dependency is not answering")},
+)
+async def readyz(request: Request[Any, Any, Any]) -> Response[ReadinessView]:
     runtime: Runtime = request.app.state.runtime
     checks: dict[str, str] = {}
 
@@ -36,11 +44,10 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     if runtime.redis is not None:
         probes.append(check("redis", runtime.redis.ping()))
     await asyncio.gather(*probes)
-    ready = all(v == "ok" for v in checks.values())
-    body: dict[str, Any] = {"status": "ready" if ready else "not_ready", "checks": checks}
-    if not ready:
-        body.update(code="unavailable", error="a dependency is not answering")
-    return Response(body, status_code=200 if ready else 503)
+    if all(v == "ok" for v in checks.values()):
+        return Response(ReadinessView(status="ready", checks=checks), status_code=200)
+    body = ReadinessView("not_ready", checks, code="unavailable", error="a dependency is not answering")
+    return Response(body, status_code=503)
 
 
 # Litestar appends the charset to text types itself; prometheus_client's constant carries one already.
@@ -51,6 +58,8 @@ _METRICS_TYPE = "; ".join(p.strip() for p in CONTENT_TYPE_LATEST.split(";") if n
     "/metrics",
     summary="Prometheus metrics (a bearer token when SKIPLOCK_METRICS_TOKEN is set)",
     media_type=MediaType.TEXT,
+    operation_id="getMetrics",
+    tags=["system"],
 )
 async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     runtime: Runtime = request.app.state.runtime
@@ -70,11 +79,11 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     return Response(runtime.metrics.exposition(), media_type=_METRICS_TYPE)
 
 
-@get("/api/version", summary="Server version")
-async def version() -> dict[str, str]:
-    return {"version": __version__}
+@get("/api/version", summary="Server version", operation_id="getVersion", tags=["system"])
+async def version() -> VersionView:
+    return VersionView(version=__version__)
 
 
-@get("/api/auth/status", summary="How to authenticate")
-async def auth_status() -> dict[str, Any]:
-    return {"auth_required": True, "methods": ["basic", "session"]}
+@get("/api/auth/status", summary="How to authenticate", operation_id="getAuthStatus", tags=["session"])
+async def auth_status() -> AuthStatusView:
+    return AuthStatusView(auth_required=True, methods=["basic", "session"])

@@ -14,26 +14,28 @@ from api.auth import require_platform_admin, tenant_for
 from api.body import json_post, strict_body
 from api.schemas import (
     MAX_OFFSET,
+    MAX_PAGE_LIMIT,
     GrantBody,
-    GrantList,
-    GrantObject,
+    GrantListView,
+    GrantView,
+    Page,
     Quotas,
     TenantCreateBody,
     TenantPage,
     TenantUpdateBody,
     TenantView,
     UserCreateBody,
-    UserObject,
     UserPage,
     UserUpdateBody,
+    UserView,
 )
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
-from mq.tenancy.repository import GrantRecord, TenantRecord, UserView
+from mq.tenancy.repository import GrantRecord, TenantRecord, UserRow
 from mq.tenancy.service import TenancyService
 
 AnyRequest = Request[Principal, Any, Any]
-Limit = Annotated[int, Parameter(ge=1, le=200)]
+Limit = Annotated[int, Parameter(ge=1, le=MAX_PAGE_LIMIT)]
 Offset = Annotated[int, Parameter(ge=0, le=MAX_OFFSET)]
 
 
@@ -52,8 +54,8 @@ def _tenant_view(tenant: TenantRecord) -> TenantView:
     )
 
 
-def _user_object(user: UserView) -> UserObject:
-    return UserObject(
+def _user_view(user: UserRow) -> UserView:
+    return UserView(
         id=str(user.id),
         username=user.username,
         role=user.role,
@@ -63,8 +65,8 @@ def _user_object(user: UserView) -> UserObject:
     )
 
 
-def _grant_object(grant: GrantRecord) -> GrantObject:
-    return GrantObject(
+def _grant_view(grant: GrantRecord) -> GrantView:
+    return GrantView(
         id=str(grant.id),
         action=grant.action,
         topic_pattern=grant.topic_pattern,
@@ -80,19 +82,25 @@ class TenantController(Controller):
     path = "/api/tenants"
     tags = ["tenants"]
 
-    @json_post("/", TenantCreateBody, status_code=HTTP_201_CREATED, summary="Create a tenant (platform admins)")
+    @json_post(
+        "/",
+        TenantCreateBody,
+        status_code=HTTP_201_CREATED,
+        summary="Create a tenant (platform admins)",
+        operation_id="createTenant",
+    )
     async def create_tenant(self, request: AnyRequest, data: TenantCreateBody) -> TenantView:
         require_platform_admin(request.user)
         tenant = await _tenancy(request).create_tenant(data.slug, data.name, _quotas(data.quotas))
         return _tenant_view(tenant)
 
-    @get("/", summary="List tenants (platform admins)")
+    @get("/", summary="List tenants (platform admins)", operation_id="listTenants")
     async def list_tenants(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> TenantPage:
         require_platform_admin(request.user)
         tenants, total = await _tenancy(request).list_tenants(limit, offset)
-        return TenantPage(items=[_tenant_view(t) for t in tenants], total=total, limit=limit, offset=offset)
+        return Page(items=[_tenant_view(t) for t in tenants], total=total, limit=limit, offset=offset)
 
-    @get("/{slug:str}", summary="Get a tenant (platform admins)")
+    @get("/{slug:str}", summary="Get a tenant (platform admins)", operation_id="getTenant")
     async def get_tenant(self, request: AnyRequest, slug: str) -> TenantView:
         require_platform_admin(request.user)
         return _tenant_view(await _tenancy(request).get_tenant(slug))
@@ -101,6 +109,7 @@ class TenantController(Controller):
         "/{slug:str}",
         status_code=HTTP_200_OK,
         summary="Rename, suspend or resume a tenant, or set its quotas",
+        operation_id="updateTenant",
         **strict_body(TenantUpdateBody),
     )
     async def update_tenant(self, request: AnyRequest, slug: str, data: TenantUpdateBody) -> TenantView:
@@ -118,6 +127,7 @@ class TenantController(Controller):
         "/{slug:str}",
         status_code=HTTP_204_NO_CONTENT,
         summary="Delete a tenant; refused while it holds messages unless force=true",
+        operation_id="deleteTenant",
     )
     async def delete_tenant(self, request: AnyRequest, slug: str, force: bool = False) -> None:
         require_platform_admin(request.user)
@@ -128,52 +138,77 @@ class UserController(Controller):
     path = "/api/users"
     tags = ["users"]
 
-    @json_post("/", UserCreateBody, status_code=HTTP_201_CREATED, summary="Create a user of the tenant")
-    async def create_user(self, request: AnyRequest, data: UserCreateBody) -> UserObject:
+    @json_post(
+        "/",
+        UserCreateBody,
+        status_code=HTTP_201_CREATED,
+        summary="Create a user of the tenant",
+        operation_id="createUser",
+    )
+    async def create_user(self, request: AnyRequest, data: UserCreateBody) -> UserView:
         tenant = tenant_for(request.user, admin_only=True)
         slug = request.user.tenant_slug or ""
         user = await _tenancy(request).create_user(tenant, slug, data.username, data.password, data.role)
-        return _user_object(user)
+        return _user_view(user)
 
-    @get("/", summary="List the tenant's users")
+    @get("/", summary="List the tenant's users", operation_id="listUsers")
     async def list_users(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> UserPage:
         tenant = tenant_for(request.user, admin_only=True)
         users, total = await _tenancy(request).list_users(tenant, limit, offset)
-        return UserPage(items=[_user_object(u) for u in users], total=total, limit=limit, offset=offset)
+        return Page(items=[_user_view(u) for u in users], total=total, limit=limit, offset=offset)
 
-    @get("/{user_id:str}", summary="Get a user of the tenant")
-    async def get_user(self, request: AnyRequest, user_id: str) -> UserObject:
+    @get("/{user_id:str}", summary="Get a user of the tenant", operation_id="getUser")
+    async def get_user(self, request: AnyRequest, user_id: str) -> UserView:
         tenant = tenant_for(request.user, admin_only=True)
-        return _user_object(await _tenancy(request).get_user(tenant, user_id))
+        return _user_view(await _tenancy(request).get_user(tenant, user_id))
 
     @patch(
         "/{user_id:str}",
         status_code=HTTP_200_OK,
         summary="Change a user's password or role",
+        operation_id="updateUser",
         **strict_body(UserUpdateBody),
     )
-    async def update_user(self, request: AnyRequest, user_id: str, data: UserUpdateBody) -> UserObject:
+    async def update_user(self, request: AnyRequest, user_id: str, data: UserUpdateBody) -> UserView:
         tenant = tenant_for(request.user, admin_only=True)
         user = await _tenancy(request).update_user(tenant, user_id, data.password, data.role)
-        return _user_object(user)
+        return _user_view(user)
 
-    @delete("/{user_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a user of the tenant")
+    @delete(
+        "/{user_id:str}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Delete a user of the tenant",
+        operation_id="deleteUser",
+    )
     async def delete_user(self, request: AnyRequest, user_id: str) -> None:
         tenant = tenant_for(request.user, admin_only=True)
         await _tenancy(request).delete_user(tenant, user_id)
 
-    @json_post("/{user_id:str}/grants", GrantBody, status_code=HTTP_201_CREATED, summary="Let a member act on topics")
-    async def create_grant(self, request: AnyRequest, user_id: str, data: GrantBody) -> GrantObject:
+    @json_post(
+        "/{user_id:str}/grants",
+        GrantBody,
+        status_code=HTTP_201_CREATED,
+        summary="Let a member act on topics",
+        operation_id="createGrant",
+        tags=["grants"],
+    )
+    async def create_grant(self, request: AnyRequest, user_id: str, data: GrantBody) -> GrantView:
         tenant = tenant_for(request.user, admin_only=True)
         grant = await _tenancy(request).create_grant(tenant, user_id, data.action, data.topic_pattern)
-        return _grant_object(grant)
+        return _grant_view(grant)
 
-    @get("/{user_id:str}/grants", summary="A user's grants")
-    async def list_grants(self, request: AnyRequest, user_id: str) -> GrantList:
+    @get("/{user_id:str}/grants", summary="A user's grants", operation_id="listGrants", tags=["grants"])
+    async def list_grants(self, request: AnyRequest, user_id: str) -> GrantListView:
         tenant = tenant_for(request.user, admin_only=True)
-        return GrantList(items=[_grant_object(g) for g in await _tenancy(request).list_grants(tenant, user_id)])
+        return GrantListView(items=[_grant_view(g) for g in await _tenancy(request).list_grants(tenant, user_id)])
 
-    @delete("/{user_id:str}/grants/{grant_id:str}", status_code=HTTP_204_NO_CONTENT, summary="Revoke a grant")
+    @delete(
+        "/{user_id:str}/grants/{grant_id:str}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Revoke a grant",
+        operation_id="deleteGrant",
+        tags=["grants"],
+    )
     async def delete_grant(self, request: AnyRequest, user_id: str, grant_id: str) -> None:
         tenant = tenant_for(request.user, admin_only=True)
         await _tenancy(request).delete_grant(tenant, user_id, grant_id)

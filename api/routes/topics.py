@@ -6,11 +6,22 @@ from typing import Any
 
 import msgspec
 from litestar import Controller, Request, delete, get, post, put
+from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.auth import tenant_for
 from api.body import json_post, strict_body
-from api.schemas import PurgeBody, StatRow, StatsResponse, TopicConfigBody, TopicsResponse
+from api.schemas import (
+    DeletedView,
+    PurgeBody,
+    RequeuedView,
+    StatRowView,
+    StatsView,
+    TopicConfigBody,
+    TopicConfigListView,
+    TopicConfigView,
+    TopicListView,
+)
 from mq.queue.service import QueueService
 from mq.queue.types import TopicConfig
 from mq.tenancy import grants
@@ -29,82 +40,89 @@ def _may_read(principal: Principal, topic: str) -> bool:
     return not principal.is_member or grants.allowed(principal.grants, "read", topic)
 
 
-class Requeued(msgspec.Struct):
-    requeued: int
-
-
-class Deleted(msgspec.Struct):
-    deleted: int
-
-
-class ConfigItem(TopicConfig, frozen=True):
-    topic: str = ""
-
-
-class ConfigList(msgspec.Struct):
-    items: list[ConfigItem]
-
-
 class TopicController(Controller):
     path = "/api"
     tags = ["topics"]
 
-    @get("/topics", summary="Every topic with messages or a config, with counts")
-    async def list_topics(self, request: AnyRequest) -> TopicsResponse:
+    @get("/topics", summary="Every topic with messages or a config, with counts", operation_id="listTopics")
+    async def list_topics(self, request: AnyRequest) -> TopicListView:
         items = await _queue(request).topics(tenant_for(request.user, action="read"))
-        return TopicsResponse(items=[t for t in items if _may_read(request.user, t.topic)])
+        return TopicListView(items=[t for t in items if _may_read(request.user, t.topic)])
 
-    @get("/stats", summary="Message counts by topic and status (queue-ti shape)")
-    async def stats(self, request: AnyRequest) -> StatsResponse:
+    @get("/stats", summary="Message counts by topic and status (queue-ti shape)", operation_id="getStats")
+    async def stats(self, request: AnyRequest) -> StatsView:
         rows = await _queue(request).stats(tenant_for(request.user, action="read"))
-        return StatsResponse(topics=[StatRow(**r) for r in rows if _may_read(request.user, r["topic"])])
+        return StatsView(topics=[StatRowView(**r) for r in rows if _may_read(request.user, r["topic"])])
 
-    @post("/topics/{topic:str}/requeue", status_code=HTTP_200_OK, summary="Requeue every pending DLQ message")
-    async def requeue_topic(self, request: AnyRequest, topic: str) -> Requeued:
-        return Requeued(
+    @post(
+        "/topics/{topic:str}/requeue",
+        status_code=HTTP_200_OK,
+        summary="Requeue every pending DLQ message",
+        operation_id="requeueTopic",
+    )
+    async def requeue_topic(self, request: AnyRequest, topic: str) -> RequeuedView:
+        return RequeuedView(
             requeued=await _queue(request).requeue_topic(tenant_for(request.user, action="consume", topic=topic), topic)
         )
 
-    @json_post("/topics/{topic:str}/purge", PurgeBody, status_code=HTTP_200_OK, summary="Delete a topic's messages")
-    async def purge(self, request: AnyRequest, topic: str, data: PurgeBody | None = None) -> Deleted:
+    @json_post(
+        "/topics/{topic:str}/purge",
+        PurgeBody,
+        status_code=HTTP_200_OK,
+        summary="Delete a topic's messages",
+        operation_id="purgeTopic",
+    )
+    async def purge(self, request: AnyRequest, topic: str, data: JSONBody[PurgeBody | None] = None) -> DeletedView:
         tenant = tenant_for(request.user, admin_only=True)
-        return Deleted(deleted=await _queue(request).purge(tenant, topic, data.statuses if data else None))
+        return DeletedView(deleted=await _queue(request).purge(tenant, topic, data.statuses if data else None))
 
     @delete(
         "/topics/{topic:str}/messages/by-key/{key:str}",
         status_code=HTTP_200_OK,
         summary="Delete a topic's messages with a key",
+        operation_id="deleteMessagesByKey",
     )
-    async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> Deleted:
+    async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> DeletedView:
         tenant = tenant_for(request.user, admin_only=True)
-        return Deleted(deleted=await _queue(request).delete_by_key(tenant, topic, key))
+        return DeletedView(deleted=await _queue(request).delete_by_key(tenant, topic, key))
 
-    @get("/topic-configs", summary="Every topic config of the tenant")
-    async def list_configs(self, request: AnyRequest) -> ConfigList:
+
+class TopicConfigController(Controller):
+    path = "/api/topic-configs"
+    tags = ["topic-configs"]
+
+    @get("/", summary="Every topic config of the tenant", operation_id="listTopicConfigs")
+    async def list_configs(self, request: AnyRequest) -> TopicConfigListView:
         configs = await _queue(request).topic_configs(tenant_for(request.user, action="read"))
-        return ConfigList(
+        return TopicConfigListView(
             items=[
-                ConfigItem(topic=topic, **msgspec.structs.asdict(c))
+                TopicConfigView(topic=topic, **msgspec.structs.asdict(c))
                 for topic, c in configs
                 if _may_read(request.user, topic)
             ]
         )
 
-    @get("/topic-configs/{topic:str}", summary="One topic's config")
+    @get("/{topic:str}", summary="One topic's config", operation_id="getTopicConfig")
     async def get_config(self, request: AnyRequest, topic: str) -> TopicConfig:
         return await _queue(request).topic_config(tenant_for(request.user, action="read", topic=topic), topic)
 
     @put(
-        "/topic-configs/{topic:str}",
+        "/{topic:str}",
         **strict_body(TopicConfigBody),
         status_code=HTTP_200_OK,
         summary="Set a topic's config (every field; null or omitted = the global default)",
+        operation_id="putTopicConfig",
     )
     async def put_config(self, request: AnyRequest, topic: str, data: TopicConfigBody) -> TopicConfig:
         tenant = tenant_for(request.user, admin_only=True)
         config = msgspec.convert(msgspec.structs.asdict(data), TopicConfig)
         return await _queue(request).put_topic_config(tenant, topic, config)
 
-    @delete("/topic-configs/{topic:str}", status_code=HTTP_204_NO_CONTENT, summary="Remove a topic's config")
+    @delete(
+        "/{topic:str}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Remove a topic's config",
+        operation_id="deleteTopicConfig",
+    )
     async def delete_config(self, request: AnyRequest, topic: str) -> None:
         await _queue(request).delete_topic_config(tenant_for(request.user, admin_only=True), topic)

@@ -13,7 +13,7 @@ import asyncpg
 from mq import errors
 from mq.queue import admission, sql
 from mq.queue.admission import AdmitArguments
-from mq.queue.types import DeadLettered, EnqueueItem, QueueDefaults, TopicConfig
+from mq.queue.types import DeadLettered, EnqueueItem, NackOutcome, QueueDefaults, TopicConfig
 
 Record = asyncpg.Record
 
@@ -181,7 +181,7 @@ class MessageRepository:
         error: str | None,
         delay_seconds: float | None,
         backoff: Sequence[int],
-    ) -> tuple[str, str] | None:
+    ) -> tuple[NackOutcome, str] | None:
         """(outcome, the message's topic afterwards); None when no processing message matched. A retry that would
         collide with a pending twin of the same key expires that twin if its TTL passed and retries; a live twin
         supersedes the message, which is deleted (outcome `retry`: the key's latest content will be delivered)."""

@@ -27,14 +27,16 @@ from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
 from mq.queue.types import (
     MAX_ERROR_LENGTH,
     STATUSES,
-    AckResult,
-    BatchAckOutcome,
+    AckFailureCode,
+    AckFailureView,
+    BatchAckView,
     DeadLettered,
     EffectiveConfig,
     EnqueueItem,
     MessageView,
+    NackOutcome,
     TopicConfig,
-    TopicSummary,
+    TopicSummaryView,
     parse_uuid,
     parse_uuids,
 )
@@ -247,8 +249,8 @@ class QueueService:
                 return
         await self._raise_lease_error(tenant_id, mid, receipt)
 
-    async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None]]) -> BatchAckOutcome:
-        failed: list[AckResult] = []
+    async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None]]) -> BatchAckView:
+        failed: list[AckFailureView] = []
         ids: list[uuid.UUID] = []
         receipts: list[uuid.UUID | None] = []
         parsed_ids = parse_uuids([m for m, _ in acks])
@@ -257,7 +259,7 @@ class QueueService:
         for (message_id, receipt), mid in zip(acks, parsed_ids, strict=True):
             rec = None if receipt is None else (next(given) or _NO_RECEIPT_MATCHES)
             if mid is None:
-                failed.append(AckResult(id=message_id, code="message_not_found"))
+                failed.append(AckFailureView(id=message_id, code="message_not_found"))
             else:
                 ids.append(mid)
                 receipts.append(rec)
@@ -269,19 +271,19 @@ class QueueService:
         missed: list[tuple[uuid.UUID, uuid.UUID | None]] = []
         for mid, rec, outcome in zip(ids, receipts, claimed, strict=True):
             if outcome is STALE_RECEIPT:
-                failed.append(AckResult(id=str(mid), code="lease_lost"))
+                failed.append(AckFailureView(id=str(mid), code="lease_lost"))
             elif outcome is None:
                 missed.append((mid, rec))
         if missed:  # a second round trip only to explain failures
             statuses = await self.repository.statuses(tenant_id, [mid for mid, _ in missed])
             for mid, rec in missed:
                 code = _lease_error_code(statuses.get(mid), with_receipt=rec is not None)
-                failed.append(AckResult(id=str(mid), code=code))
-        return BatchAckOutcome(acked=acked, failed=failed)
+                failed.append(AckFailureView(id=str(mid), code=code))
+        return BatchAckView(acked=acked, failed=failed)
 
     async def nack(
         self, tenant_id: int, message_id: str, receipt: str | None, error: str | None, delay_seconds: float | None
-    ) -> str:
+    ) -> NackOutcome:
         """Returns the outcome: retry, dlq or failed."""
         mid, rec = _ids(message_id, receipt)
         if error is not None:
@@ -432,12 +434,12 @@ class QueueService:
             raise errors.NotFound(f"topic {topic!r} has no config")
         await self.configs.changed(tenant_id, topic)
 
-    async def topics(self, tenant_id: int) -> list[TopicSummary]:
+    async def topics(self, tenant_id: int) -> list[TopicSummaryView]:
         rows = await self.repository.topic_summaries(tenant_id)
         result = []
         for row in rows:
             config = await self.configs.get(tenant_id, row["topic"])
-            result.append(TopicSummary(config=config, **dict(row)))
+            result.append(TopicSummaryView(config=config, **dict(row)))
         return result
 
 
@@ -478,7 +480,7 @@ def _ids(message_id: str | None, receipt: str | None) -> tuple[uuid.UUID | None,
     return parse_uuid(message_id), rec
 
 
-def _lease_error_code(status: str | None, *, with_receipt: bool) -> str:
+def _lease_error_code(status: str | None, *, with_receipt: bool) -> AckFailureCode:
     """Why an ack, nack or extend failed: the message is gone or not leased (404), or a receipt was given and the
     message was leased again or released since (409)."""
     if status is not None and with_receipt and status in ("processing", "pending"):

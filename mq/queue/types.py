@@ -5,19 +5,33 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import msgspec
 from asyncpg.pgproto import pgproto
 
 #: Deepest nesting of a message's `metadata` (objects and arrays).
 MAX_METADATA_DEPTH = 64
-STATUSES = ("pending", "processing", "failed", "expired")
+MessageStatus = Literal["pending", "processing", "failed", "expired"]
+STATUSES: tuple[MessageStatus, ...] = get_args(MessageStatus)
+#: What a nack did: the message waits for another attempt, moved to its DLQ, or failed for good.
+NackOutcome = Literal["retry", "dlq", "failed"]
+#: Why one ack of a batch failed (the contract's codes of a single ack's 404 and 409).
+AckFailureCode = Literal["message_not_found", "lease_lost"]
+MAX_PRIORITY = 9
+MAX_DEQUEUE_COUNT = 1000
 MAX_KEY_LENGTH = 512  # with the topic, keeps a key-index entry under Postgres' btree tuple limit
 MAX_ERROR_LENGTH = 4096  # a nack's error text is cut to this many characters
 MAX_DELAY_SECONDS = 31_536_000
 MAX_VISIBILITY_SECONDS = 43_200
 MAX_WAIT_SECONDS = 20
+# Bounds of a topic config's fields.
+MAX_RETRIES_LIMIT = 1000
+MAX_TTL_SECONDS = 31_536_000
+MAX_DEPTH_LIMIT = 2_000_000_000
+MAX_THROUGHPUT_LIMIT = 1_000_000
+MAX_BACKOFF_SECONDS = 86_400
+MAX_BACKOFF_STEPS = 32
 
 
 def rfc3339(value: datetime | None) -> str | None:
@@ -46,7 +60,7 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
     key: str | None
     payload: bytes
     metadata: msgspec.Raw | None
-    status: str
+    status: MessageStatus
     priority: int
     retry_count: int
     max_retries: int
@@ -160,7 +174,7 @@ class EffectiveConfig(msgspec.Struct, frozen=True):
     expire_to_dlq: bool
 
 
-class TopicSummary(msgspec.Struct):
+class TopicSummaryView(msgspec.Struct):
     topic: str
     pending: int
     processing: int
@@ -171,14 +185,14 @@ class TopicSummary(msgspec.Struct):
     config: TopicConfig | None
 
 
-class AckResult(msgspec.Struct):
+class AckFailureView(msgspec.Struct):
     id: str
-    code: str
+    code: AckFailureCode
 
 
-class BatchAckOutcome(msgspec.Struct):
+class BatchAckView(msgspec.Struct):
     acked: int
-    failed: list[AckResult]
+    failed: list[AckFailureView]
 
 
 def parse_uuids(values: Sequence[str]) -> list[uuid.UUID | None]:

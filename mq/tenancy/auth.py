@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from mq import errors
 from mq.names import is_slug
+from mq.tenancy.grants import Role
 from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository, UserRecord
@@ -36,7 +37,7 @@ class Principal:
 
     user_id: str
     username: str
-    role: str
+    role: Role
     tenant_id: int | None
     tenant_slug: str | None
     #: A member's grants, (action, topic_pattern); empty for the admin roles, which need none.

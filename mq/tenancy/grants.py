@@ -1,4 +1,4 @@
-"""Grant matching (contract, "Auth and tenancy"): pure functions, no I/O.
+"""Roles, tenant statuses, actions, and grant matching (contract, "Auth and tenancy"): pure functions, no I/O.
 
 A grant is (action, topic_pattern). Pattern `*` matches every topic; `orders.*` matches `orders` and every topic
 starting with `orders.`; anything else matches exactly that topic. A grant on a topic also covers its dead-letter
@@ -9,10 +9,18 @@ read = browse messages and stats.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 from mq.names import DLQ_SUFFIX, is_topic
 
-ACTIONS = ("produce", "consume", "read")
+Role = Literal["platform_admin", "tenant_admin", "member"]
+#: Roles the user routes can give; platform admins come only from settings.
+AssignableRole = Literal["tenant_admin", "member"]
+TenantStatus = Literal["active", "suspended"]
+Action = Literal["produce", "consume", "read"]
+ACTIONS: tuple[Action, ...] = get_args(Action)
+#: A topic name (200) and ".*".
+MAX_PATTERN_LENGTH = 202
 
 
 def valid_pattern(pattern: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from mq.db.models import AdmissionGate, DeletedTenant, Grant, Session, Tenant, User
 from mq.ids import uuid7
+from mq.tenancy.grants import Action, Role, TenantStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +21,7 @@ class UserRecord:
     id: uuid.UUID
     username: str
     password_hash: str
-    role: str
+    role: Role
     tenant_id: int | None
     tenant_slug: str | None
     tenant_status: str | None
@@ -31,18 +32,18 @@ class TenantRecord:
     id: int
     slug: str
     name: str
-    status: str
+    status: TenantStatus
     quotas: dict[str, Any]
     created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
-class UserView:
+class UserRow:
     """A user as the API shows it: never the password hash."""
 
     id: uuid.UUID
     username: str
-    role: str
+    role: Role
     tenant_slug: str | None
     created_at: datetime
     updated_at: datetime
@@ -51,7 +52,7 @@ class UserView:
 @dataclass(frozen=True, slots=True)
 class GrantRecord:
     id: uuid.UUID
-    action: str
+    action: Action
     topic_pattern: str
     created_at: datetime
 
@@ -84,7 +85,9 @@ class TenancyRepository:
         if row is None:
             return None
         user, slug, status = row
-        return UserRecord(user.id, user.username, user.password_hash, user.role, user.tenant_id, slug, status)
+        return UserRecord(
+            user.id, user.username, user.password_hash, cast(Role, user.role), user.tenant_id, slug, status
+        )
 
     async def tenant_by_slug(self, slug: str) -> TenantRecord | None:
         async with self._sessions() as session:
@@ -140,7 +143,7 @@ class TenancyRepository:
             await session.execute(insert(DeletedTenant).values(tenant_id=tenant_id))
             await session.commit()
 
-    async def list_users(self, tenant_id: int, limit: int, offset: int) -> tuple[list[UserView], int]:
+    async def list_users(self, tenant_id: int, limit: int, offset: int) -> tuple[list[UserRow], int]:
         async with self._sessions() as session:
             rows = await session.execute(
                 _users_with_tenant()
@@ -155,7 +158,7 @@ class TenancyRepository:
             ).scalar_one()
         return users, total
 
-    async def get_user(self, tenant_id: int, user_id: uuid.UUID) -> UserView | None:
+    async def get_user(self, tenant_id: int, user_id: uuid.UUID) -> UserRow | None:
         async with self._sessions() as session:
             row = (
                 await session.execute(_users_with_tenant().where(User.tenant_id == tenant_id, User.id == user_id))
@@ -222,14 +225,14 @@ class TenancyRepository:
             except IntegrityError:
                 return None
             await session.refresh(grant)
-        return GrantRecord(grant.id, grant.action, grant.topic_pattern, grant.created_at)
+        return _grant_record(grant)
 
     async def list_grants(self, tenant_id: int, user_id: uuid.UUID) -> list[GrantRecord]:
         async with self._sessions() as session:
             rows = await session.execute(
                 select(Grant).where(Grant.tenant_id == tenant_id, Grant.user_id == user_id).order_by(Grant.id)
             )
-            return [GrantRecord(g.id, g.action, g.topic_pattern, g.created_at) for g in rows.scalars()]
+            return [_grant_record(g) for g in rows.scalars()]
 
     async def delete_grant(self, tenant_id: int, user_id: uuid.UUID, grant_id: uuid.UUID) -> bool:
         async with self._sessions() as session:
@@ -276,7 +279,9 @@ class TenancyRepository:
         if row is None:
             return None
         user, slug, status, csrf = row
-        return UserRecord(user.id, user.username, user.password_hash, user.role, user.tenant_id, slug, status), csrf
+        return UserRecord(
+            user.id, user.username, user.password_hash, cast(Role, user.role), user.tenant_id, slug, status
+        ), csrf
 
     async def delete_session(self, token_hash: bytes) -> bool:
         """Whether a session had that token."""
@@ -291,13 +296,21 @@ class TenancyRepository:
             await session.commit()
 
 
+# The columns below hold only the values their CHECK constraints allow (`mq.db.models`): the records say which.
+
+
 def _tenant_record(tenant: Tenant) -> TenantRecord:
-    return TenantRecord(tenant.id, tenant.slug, tenant.name, tenant.status, dict(tenant.quotas), tenant.created_at)
+    status = cast(TenantStatus, tenant.status)
+    return TenantRecord(tenant.id, tenant.slug, tenant.name, status, dict(tenant.quotas), tenant.created_at)
+
+
+def _grant_record(grant: Grant) -> GrantRecord:
+    return GrantRecord(grant.id, cast(Action, grant.action), grant.topic_pattern, grant.created_at)
 
 
 def _users_with_tenant() -> Any:
     return select(User, Tenant.slug).outerjoin(Tenant, Tenant.id == User.tenant_id)
 
 
-def _user_view(user: User, tenant_slug: str | None) -> UserView:
-    return UserView(user.id, user.username, user.role, tenant_slug, user.created_at, user.updated_at)
+def _user_view(user: User, tenant_slug: str | None) -> UserRow:
+    return UserRow(user.id, user.username, cast(Role, user.role), tenant_slug, user.created_at, user.updated_at)

@@ -8,19 +8,19 @@ the event loop, and drops cached credentials whenever a change could alter who m
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, get_args
 
 from mq import errors
 from mq.names import SLUG_PATTERN, check_text, is_slug
-from mq.tenancy.grants import ACTIONS, valid_pattern
+from mq.tenancy.grants import ACTIONS, AssignableRole, valid_pattern
 from mq.tenancy.invalidation import AuthInvalidation
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, PasswordChecks
-from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserView
+from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserRow
 
-#: Roles the user routes can give; platform admins come only from settings.
-ASSIGNABLE_ROLES = ("tenant_admin", "member")
+ASSIGNABLE_ROLES: tuple[AssignableRole, ...] = get_args(AssignableRole)
 MAX_PASSWORD_LENGTH = 1024
 MAX_USERNAME_LENGTH = 100
+MAX_TENANT_NAME_LENGTH = 200
 
 
 class TenancyService:
@@ -73,7 +73,7 @@ class TenancyService:
 
     # --- users ---------------------------------------------------------------------------------------------------
 
-    async def create_user(self, tenant_id: int, tenant_slug: str, username: str, password: str, role: str) -> UserView:
+    async def create_user(self, tenant_id: int, tenant_slug: str, username: str, password: str, role: str) -> UserRow:
         """A user of the tenant, named `<name>@<tenant-slug>` (`qualified_username`)."""
         username = qualified_username(username, tenant_slug)
         _check_role(role)
@@ -83,17 +83,17 @@ class TenancyService:
             raise errors.AlreadyExists(f"username {username!r} is taken")
         return await self.get_user(tenant_id, str(user_id))
 
-    async def list_users(self, tenant_id: int, limit: int, offset: int) -> tuple[list[UserView], int]:
+    async def list_users(self, tenant_id: int, limit: int, offset: int) -> tuple[list[UserRow], int]:
         return await self.repository.list_users(tenant_id, limit, offset)
 
-    async def get_user(self, tenant_id: int, user_id: str) -> UserView:
+    async def get_user(self, tenant_id: int, user_id: str) -> UserRow:
         uid = _user_id(user_id)
         user = await self.repository.get_user(tenant_id, uid) if uid is not None else None
         if user is None:
             raise errors.NotFound("no such user")
         return user
 
-    async def update_user(self, tenant_id: int, user_id: str, password: str | None, role: str | None) -> UserView:
+    async def update_user(self, tenant_id: int, user_id: str, password: str | None, role: str | None) -> UserRow:
         changes: dict[str, Any] = {}
         if role is not None:
             _check_role(role)
