@@ -90,7 +90,14 @@ async def explain_all(url: str) -> None:
         )
         await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0, "0" * 32, True)
         await explain(conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0, "0" * 32, True)
-        await explain(conn, "message_ack", sql.MESSAGE_ACK, 1, leased["id"], leased["receipt"])
+        await explain(
+            conn,
+            "message_ack_batch 1 (a single ack)",
+            sql.MESSAGE_ACK_BATCH,
+            1,
+            str(leased["id"]),
+            str(leased["receipt"]),
+        )
         ids = [
             r["id"]
             for r in await conn.fetch("SELECT id FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 100")

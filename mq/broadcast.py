@@ -18,13 +18,14 @@ import asyncpg
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from mq.db import sql
 from mq.db.engine import asyncpg_dsn
+from mq.db.repository import OperationsRepository
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[bytes | None], None]
 _RETRY_SECONDS = 1.0
-_NOTIFY = "SELECT pg_notify($1, $2)"
 
 
 def _pg_channel(channel: str) -> str:
@@ -34,15 +35,19 @@ def _pg_channel(channel: str) -> str:
 
 class Broadcast:
     def __init__(
-        self, redis: aioredis.Redis | None, redis_url: str | None, database_url: str, pool: asyncpg.Pool[Any]
+        self,
+        redis: aioredis.Redis | None,
+        redis_url: str | None,
+        database_url: str,
+        operations: OperationsRepository,
     ) -> None:
         """`redis` publishes; the Redis subscriber gets its own connection from `redis_url` (without the shared
         client's read timeout: a quiet channel is not an error), the Postgres listener its own from
-        `database_url`; Postgres notifications are sent through `pool`."""
+        `database_url`; Postgres notifications are sent through `operations`."""
         self._redis = redis
         self._redis_url = redis_url
         self._dsn = asyncpg_dsn(database_url)
-        self._pool = pool
+        self._operations = operations
         self._handlers: dict[str, list[Handler]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._subscriber: aioredis.Redis | None = None
@@ -84,7 +89,7 @@ class Broadcast:
             else:
                 return
         try:
-            await self._pool.execute(_NOTIFY, _pg_channel(channel), payload.decode())
+            await self._operations.notify(_pg_channel(channel), payload.decode())
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             log.warning("cannot publish an invalidation on %s: %s; caches catch up within their TTL", channel, exc)
 
@@ -137,7 +142,7 @@ class Broadcast:
                 first = False
                 while True:  # notifications arrive by themselves; a query now and then finds a dead connection
                     await asyncio.sleep(_RETRY_SECONDS * 5)
-                    await conn.execute("SELECT 1", timeout=5)
+                    await conn.execute(sql.PING, timeout=5)
             except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.debug("broadcast: Postgres listener %s; reconnecting", exc)
             if self._pg is not None:

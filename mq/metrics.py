@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-import asyncpg
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -26,6 +25,8 @@ from prometheus_client import (
 )
 from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from mq.db.repository import GaugeRow, JobRun, OperationsRepository
 
 OTHER = "other"
 #: Label lookups remembered per process; past this many (a tenant inventing topics) they are forgotten and redone.
@@ -121,8 +122,8 @@ class Metrics:
         self.tenant_names: dict[int, str] = {}
         self._topics: dict[str, set[str]] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
-        self.gauge_rows: list[tuple[str, str, str, int, float | None]] = []
-        self.job_rows: list[tuple[str, float, float, int]] = []
+        self.gauge_rows: list[GaugeRow] = []
+        self.job_rows: list[JobRun] = []
         self._gauges_read_at = -math.inf
 
         def counter(name: str, documentation: str, *extra: str) -> Counter:
@@ -204,21 +205,14 @@ class Metrics:
 
     # --- exposition -----------------------------------------------------------------------------------------------
 
-    async def read_gauges(self, pool: asyncpg.Pool[Any]) -> None:
+    async def read_gauges(self, repository: OperationsRepository) -> None:
         """Read the stored gauges, at most every two seconds (a scrape of every instance costs two small reads)."""
         now = time.monotonic()
         if now - self._gauges_read_at < _GAUGES_REUSE_SECONDS:
             return
         self._gauges_read_at = now
-        gauges = await pool.fetch(
-            """SELECT tenant, topic, status, messages, oldest_pending_age_seconds FROM queue_gauges
-               ORDER BY tenant, messages DESC, topic"""
-        )
-        self.gauge_rows = [(r[0], r[1], r[2], r[3], r[4]) for r in gauges]
-        jobs = await pool.fetch(
-            "SELECT job, extract(epoch FROM finished_at)::float8, duration_seconds, rows FROM job_runs ORDER BY job"
-        )
-        self.job_rows = [(r[0], r[1], r[2], r[3]) for r in jobs]
+        self.gauge_rows = list(await repository.gauges())
+        self.job_rows = list(await repository.job_runs())
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

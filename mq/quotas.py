@@ -7,10 +7,10 @@ A change (PATCH /api/tenants/{slug}) reaches every instance through the same Red
 from __future__ import annotations
 
 import time
-from typing import Any
 
-import asyncpg
 import msgspec
+
+from mq.db.repository import OperationsRepository
 
 
 class Quotas(msgspec.Struct, frozen=True, gc=False):
@@ -29,13 +29,12 @@ MAX_BIGINT = 2**63 - 1
 MAX_ENQUEUE_RATE = 1_000_000_000
 _TTL_SECONDS = 5.0
 _MAX_ENTRIES = 10_000
-_QUOTAS_OF_TENANT = "SELECT quotas::text FROM tenants WHERE id = $1"
 _DECODER = msgspec.json.Decoder(Quotas)
 
 
 class QuotaCache:
-    def __init__(self, pool: asyncpg.Pool[Any], ttl_seconds: float = _TTL_SECONDS) -> None:
-        self._pool = pool
+    def __init__(self, repository: OperationsRepository, ttl_seconds: float = _TTL_SECONDS) -> None:
+        self._repository = repository
         self._ttl = ttl_seconds
         self._cache: dict[int, tuple[float, Quotas]] = {}
 
@@ -49,7 +48,7 @@ class QuotaCache:
         if hit is not None:
             return hit
         now = time.monotonic()
-        stored = await self._pool.fetchval(_QUOTAS_OF_TENANT, tenant_id)
+        stored = await self._repository.quotas_json(tenant_id)
         quotas = _DECODER.decode(stored) if stored else NO_QUOTAS
         if quotas == NO_QUOTAS:
             quotas = NO_QUOTAS  # one shared object: `is NO_QUOTAS` is the hot path's test

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
 from mq.db.engine import create_engine, create_pool
+from mq.db.repository import OperationsRepository
 from mq.jobs import SCHEDULE_CHANNEL, Jobs
 from mq.metrics import Metrics
 from mq.queue.configs import TopicConfigs
@@ -34,6 +35,7 @@ from mq.tenancy.service import TenancyService
 class Runtime:
     settings: Settings
     pool: asyncpg.Pool[Any]
+    operations: OperationsRepository
     engine: AsyncEngine
     redis: aioredis.Redis | None
     wakeups: WakeupHub
@@ -67,7 +69,8 @@ class Runtime:
         )
         wakeups = WakeupHub(settings.database_url)
         await wakeups.start()
-        broadcast = Broadcast(redis, settings.redis_url, settings.database_url, pool)
+        operations = OperationsRepository(pool)
+        broadcast = Broadcast(redis, settings.redis_url, settings.database_url, operations)
         messages = MessageRepository(
             pool,
             QueueDefaults(
@@ -77,7 +80,7 @@ class Runtime:
                 expire_to_dlq=settings.expire_to_dlq,
             ),
         )
-        quotas = QuotaCache(pool)
+        quotas = QuotaCache(operations)
         buckets = TokenBuckets(redis, settings.api_instances)
         configs = TopicConfigs(messages, settings, redis, broadcast)
         metrics = Metrics(settings.metrics_max_topics_per_tenant)
@@ -98,7 +101,7 @@ class Runtime:
             quotas.forget()
 
         invalidation = AuthInvalidation(broadcast, forget)
-        jobs = Jobs(pool, settings, broadcast.publish, metrics)
+        jobs = Jobs(operations, settings, broadcast.publish, metrics)
         broadcast.on(SCHEDULE_CHANNEL, jobs.schedule_changed)
         await broadcast.start()
         if bootstrap_users:
@@ -108,6 +111,7 @@ class Runtime:
         return cls(
             settings=settings,
             pool=pool,
+            operations=operations,
             engine=engine,
             redis=redis,
             wakeups=wakeups,

@@ -40,7 +40,7 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[ReadinessView]:
         except Exception as exc:
             checks[name] = f"failed: {type(exc).__name__}"
 
-    probes = [check("postgres", runtime.pool.fetchval("SELECT 1"))]
+    probes = [check("postgres", runtime.operations.ping())]
     if runtime.redis is not None:
         probes.append(check("redis", runtime.redis.ping()))
     await asyncio.gather(*probes)
@@ -75,7 +75,7 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         expected = f"Bearer {token.get_secret_value()}"
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise errors.Unauthorized("/metrics needs the metrics bearer token")
-    await runtime.metrics.read_gauges(runtime.pool)
+    await runtime.metrics.read_gauges(runtime.operations)
     return Response(runtime.metrics.exposition(), media_type=_METRICS_TYPE)
 
 

@@ -152,9 +152,6 @@ class MessageRepository:
         value: float | None = await self.pool.fetchval(sql.MESSAGE_NEXT_AVAILABLE, tenant_id, topic)
         return value
 
-    async def ack(self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None) -> bool:
-        return await self.pool.fetchval(sql.MESSAGE_ACK, tenant_id, message_id, receipt) is not None
-
     async def ack_batch(
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
     ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
@@ -214,8 +211,14 @@ class MessageRepository:
         """The original topic the message went back to, or None when it is not a requeueable DLQ message. A
         capped original topic must have room (QueueFull otherwise, and nothing moves).
 
-        Raises asyncpg.UniqueViolationError when the original topic holds a pending twin of the same key.
+        Raises KeyConflict when the original topic holds a pending twin of the same key.
         """
+        try:
+            return await self._requeue(tenant_id, message_id, depth_cap)
+        except asyncpg.UniqueViolationError:
+            raise errors.KeyConflict("the original topic holds a pending message with the same key") from None
+
+    async def _requeue(self, tenant_id: int, message_id: uuid.UUID, depth_cap: DepthCap) -> str | None:
         async with self.pool.acquire() as conn, conn.transaction():
             # The gate first, as an enqueue takes it: after the row it would wait in a cycle with an enqueue
             # that holds the gate and upserts the same key.

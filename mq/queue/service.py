@@ -14,8 +14,6 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import asyncpg
-
 from mq import errors
 from mq.buckets import TokenBuckets
 from mq.metrics import Metrics
@@ -340,10 +338,7 @@ class QueueService:
         mid, _ = _ids(message_id, None)
         if mid is None:
             raise errors.MessageNotFound()
-        try:
-            topic = await self.repository.requeue(tenant_id, mid, self._depth_cap_of(tenant_id))
-        except asyncpg.UniqueViolationError:
-            raise errors.KeyConflict("the original topic holds a pending message with the same key") from None
+        topic = await self.repository.requeue(tenant_id, mid, self._depth_cap_of(tenant_id))
         if topic is not None:
             self.metrics.count(self.metrics.requeued, tenant_id, topic)
             self.wakeups.published(tenant_id, [topic])

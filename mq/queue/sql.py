@@ -312,12 +312,6 @@ CROSS JOIN LATERAL (
     ORDER BY available_at LIMIT 1
 ) AS first"""
 
-# Ack deletes the row. $2 id, $3 receipt (NULL: any holder). Plan: Delete <- Index Scan using messages_pkey.
-MESSAGE_ACK = """
-DELETE FROM messages
-WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
-RETURNING id"""
-
 
 # Lists of ids travel as one comma-separated text (see `MessageRepository`): asyncpg encodes a uuid[] at about
 # 0.4 µs per element, a single text for nothing. Empty entries stand for NULL.
@@ -599,4 +593,33 @@ FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
 # Long-poll wake-ups across instances: one NOTIFY per distinct (tenant, topic) in a flush, outside the enqueue's
 # own transaction (a NOTIFY inside it would serialize every enqueue's commit on the notify queue lock).
 WAKEUP_CHANNEL = "skiplock_wakeup"
+# The listening connection's session: a notification needs no durability, so NOTIFY does not wait for a WAL flush.
+WAKEUP_SESSION = "SET synchronous_commit = off"
 WAKEUP_NOTIFY = f"SELECT pg_notify('{WAKEUP_CHANNEL}', k) FROM unnest($1::text[]) AS k"
+
+
+# --- maintenance jobs (mq.jobs) ---------------------------------------------------------------------------------
+
+# Expired messages, and failed ones unchanged for $2 seconds. Plan: Index Scan using messages_done_idx (its
+# predicate covers both) when they are few (3.5 ms for 172 among 1,000,000); a Seq Scan stopping at the LIMIT when
+# they are many.
+DELETE_BATCH = """
+WITH picked AS (
+    SELECT id FROM messages
+    WHERE status = 'expired' OR (status = 'failed' AND updated_at < now() - make_interval(secs => $2))
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM messages AS m USING picked AS p WHERE m.id = p.id RETURNING m.tenant_id, m.topic
+)
+SELECT t.slug AS tenant, g.topic, count(*) AS n FROM gone AS g JOIN tenants AS t ON t.id = g.tenant_id
+GROUP BY 1, 2"""
+
+# One pass over the table by the leader every few seconds, never per scrape. The dequeue's partial index does not
+# hold the status, so this is a sequential scan: 0.22-0.28 s on 1,000,000 messages of 2 tenants and 20 topics.
+GAUGES = """
+SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
+       extract(epoch FROM now() - min(m.available_at) FILTER (
+           WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
+FROM messages AS m JOIN tenants AS t ON t.id = m.tenant_id
+GROUP BY 1, 2, 3"""

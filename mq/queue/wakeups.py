@@ -111,8 +111,7 @@ class WakeupHub:
 
     async def _connect(self) -> None:
         conn = await asyncpg.connect(self._dsn)
-        # A notification needs no durability: do not wait for a WAL flush to send one.
-        await conn.execute("SET synchronous_commit = off")
+        await conn.execute(sql.WAKEUP_SESSION)
         await conn.add_listener(sql.WAKEUP_CHANNEL, self._on_notification)
         self._conn = conn
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from mq.db.repository import OperationsRepository
 from mq.jobs import GaugeRefresher
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, metric
 from tests.support.servers import ADMIN, Server, start_server, stop_server
@@ -95,7 +96,7 @@ async def test_gauges_come_from_the_leaders_snapshot(server: Server, db, client,
     for _ in range(3):
         await enqueue(client, "depth")
     await dequeue(client, "depth", 1)
-    assert (await GaugeRefresher(db).run_once()).ran
+    assert (await GaugeRefresher(OperationsRepository(db)).run_once()).ran
     await asyncio.sleep(2.1)  # an instance rereads the stored gauges at most every two seconds
     text = await scrape(server.base_url)
     labels = {"tenant": tenant.slug, "topic": "depth"}

@@ -16,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from mq.broadcast import Broadcast
+from mq.db.repository import OperationsRepository
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.settings import Settings
@@ -287,7 +288,7 @@ async def test_the_invalidation_reaches_every_instance(  # type: ignore[no-untyp
     settings = Settings(database_url=database_url, any_redis_url=any_redis_url)
     redis = aioredis.from_url(any_redis_url) if with_redis else None
     url = any_redis_url if with_redis else None
-    casts = [Broadcast(redis, url, database_url, db) for _ in range(2)]
+    casts = [Broadcast(redis, url, database_url, OperationsRepository(db)) for _ in range(2)]
     writer, reader = (TopicConfigs(MessageRepository(db), settings, redis, cast) for cast in casts)
     for cast in casts:
         await cast.start()

@@ -16,8 +16,9 @@ import redis.asyncio as aioredis
 
 from mq.broadcast import Broadcast
 from mq.db.engine import asyncpg_dsn
+from mq.db.repository import OperationsRepository, lock_key
 from mq.ids import uuid7_batch
-from mq.jobs import DeleteReaper, ExpiryReaper, Jobs, _BatchJob, job_lock, lock_key
+from mq.jobs import DeleteReaper, ExpiryReaper, Jobs, _BatchJob
 from mq.metrics import Metrics
 from mq.settings import Settings
 from tests.integration.helpers import assert_error, b64, metric
@@ -53,7 +54,9 @@ async def test_expiry_reaper_marks_expired_messages_in_batches(db, tenant) -> No
     await insert(db, tenant, "orders", 25, expired=True)
     await insert(db, tenant, "orders", 5, expired=False)
     await insert(db, tenant, "orders", 3, expired=True, status="processing", receipt=None)
-    result = await ExpiryReaper(db, batch_size=10, expire_to_dlq=False, dlq_enabled=True).run_once()
+    result = await ExpiryReaper(
+        OperationsRepository(db), batch_size=10, expire_to_dlq=False, dlq_enabled=True
+    ).run_once()
     assert result.ran and result.by_topic is not None
     assert result.by_topic[(tenant.slug, "orders")] == 28  # three full batches of 10 and a last one of 8
     assert await statuses(db, tenant) == {("orders", "expired"): 28, ("orders", "pending"): 5}
@@ -70,7 +73,9 @@ async def test_expire_to_dlq_moves_expired_messages_to_the_dead_letter_topic(cli
         await insert(db, tenant, "routed", 1, expired=True, key=f"k{k}")
     await insert(db, tenant, "routed.dlq", 2, expired=True, original_topic="routed")  # already dead: just expires
     await insert(db, tenant, "plain", 3, expired=True)
-    result = await ExpiryReaper(db, batch_size=2, expire_to_dlq=False, dlq_enabled=True).run_once()
+    result = await ExpiryReaper(
+        OperationsRepository(db), batch_size=2, expire_to_dlq=False, dlq_enabled=True
+    ).run_once()
     assert result.by_topic is not None
     assert {k: v for k, v in result.by_topic.items() if k[0] == tenant.slug} == {
         (tenant.slug, "routed"): 4,
@@ -98,7 +103,7 @@ async def test_expire_to_dlq_moves_expired_messages_to_the_dead_letter_topic(cli
     await client.put("/api/topic-configs/nodlq", json={"dlq_enabled": False})
     await insert(db, tenant, "nodlq", 2, expired=True)
     await insert(db, tenant, "other", 2, expired=True)
-    await ExpiryReaper(db, batch_size=100, expire_to_dlq=True, dlq_enabled=True).run_once()
+    await ExpiryReaper(OperationsRepository(db), 100, expire_to_dlq=True, dlq_enabled=True).run_once()
     after = await statuses(db, tenant)
     assert after[("nodlq", "expired")] == 2 and after[("other.dlq", "pending")] == 2
 
@@ -108,7 +113,7 @@ async def test_delete_reaper_deletes_expired_and_old_failed_messages(db, tenant)
     await insert(db, tenant, "t", 5, expired=False, status="failed", updated_at=time_ago(3600))
     await insert(db, tenant, "t", 4, expired=False, status="failed")  # recent: kept
     await insert(db, tenant, "t", 6, expired=False)  # live: kept
-    result = await DeleteReaper(db, batch_size=5, failed_retention_seconds=600).run_once()
+    result = await DeleteReaper(OperationsRepository(db), batch_size=5, failed_retention_seconds=600).run_once()
     assert result.by_topic is not None and result.by_topic[(tenant.slug, "t")] == 17
     assert await statuses(db, tenant) == {("t", "failed"): 4, ("t", "pending"): 6}
 
@@ -122,9 +127,11 @@ def time_ago(seconds: float) -> Any:
 async def test_one_replica_runs_a_job_at_a_time_and_a_dead_one_hands_over(database_url, db, tenant) -> None:  # type: ignore[no-untyped-def]
     other_replica = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=2)
     try:
-        reaper = ExpiryReaper(other_replica, batch_size=100, expire_to_dlq=False, dlq_enabled=True)
+        reaper = ExpiryReaper(
+            OperationsRepository(other_replica), batch_size=100, expire_to_dlq=False, dlq_enabled=True
+        )
         await insert(db, tenant, "locked", 3, expired=True)
-        async with job_lock(db, "expiry_reaper", wait=False) as held:
+        async with OperationsRepository(db).job_lock("expiry_reaper", wait=False) as held:
             assert held is not None
             assert not (await reaper.run_once()).ran  # skipped, not queued behind
             waiting = asyncio.create_task(reaper.run_once(wait=True))  # a manual trigger waits instead
@@ -145,7 +152,7 @@ async def test_one_replica_runs_a_job_at_a_time_and_a_dead_one_hands_over(databa
                 starts.append(time.monotonic())
                 return ()
 
-        replicas = [SlowJob(db, 10), SlowJob(other_replica, 10)]
+        replicas = [SlowJob(OperationsRepository(db), 10), SlowJob(OperationsRepository(other_replica), 10)]
         for _ in range(3):
             results = await asyncio.gather(*(job.run_once() for job in replicas * 4))
             assert sum(r.ran for r in results) >= 1
@@ -173,8 +180,8 @@ async def test_a_schedule_change_reaches_every_replicas_scheduler(database_url, 
         for _ in range(2):
             pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=3)
             redis = aioredis.from_url(any_redis_url)
-            broadcast = Broadcast(redis, any_redis_url, database_url, pool)
-            jobs = Jobs(pool, settings, broadcast.publish, Metrics())
+            broadcast = Broadcast(redis, any_redis_url, database_url, OperationsRepository(pool))
+            jobs = Jobs(OperationsRepository(pool), settings, broadcast.publish, Metrics())
             broadcast.on("skiplock:workers:schedule", jobs.schedule_changed)
             await broadcast.start()
             workers = Workers(jobs)
@@ -288,7 +295,7 @@ async def test_a_cancelled_run_never_leaves_its_lock_in_the_pool(database_url, d
                 return ()
 
         for cancel_after in (0.05, 0.2, 0.0):  # during the lock, the statement, and at once
-            task = asyncio.create_task(SlowJob(pool, 10).run_once(wait=True))
+            task = asyncio.create_task(SlowJob(OperationsRepository(pool), 10).run_once(wait=True))
             await asyncio.sleep(cancel_after)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

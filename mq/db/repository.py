@@ -1,0 +1,128 @@
+"""`OperationsRepository`: the statements of the maintenance jobs, the stored gauges and job runs, worker settings,
+a tenant's quotas, the readiness probe and Postgres notifications. Rows come back as the named tuples below."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, NamedTuple
+
+import asyncpg
+
+from mq.db import sql
+
+
+class TopicCount(NamedTuple):
+    """Messages a job touched in one topic of one tenant (the tenant's slug, or its id once it is deleted)."""
+
+    tenant: str
+    topic: str
+    n: int
+
+
+class GaugeRow(NamedTuple):
+    tenant: str
+    topic: str
+    status: str
+    messages: int
+    oldest_pending_age_seconds: float | None
+
+
+class JobRun(NamedTuple):
+    job: str
+    finished_at: float
+    duration_seconds: float
+    rows: int
+
+
+def lock_key(job: str) -> int:
+    """A job's advisory lock key: a stable 32-bit hash of its name, in a namespace of Skiplock's own."""
+    return (0x5C1F << 32) | zlib.crc32(f"skiplock:job:{job}".encode())
+
+
+class JobConnection:
+    """The connection that holds a job's advisory lock: a run's statements go through it."""
+
+    def __init__(self, conn: asyncpg.pool.PoolConnectionProxy[Any]) -> None:
+        self._conn = conn
+
+    async def batch(self, statement: str, *arguments: Any) -> list[TopicCount]:
+        """One batch of a batch job: `statement` returns rows (tenant, topic, n)."""
+        return [TopicCount(*row) for row in await self._conn.fetch(statement, *arguments)]
+
+    async def replace_gauges(self, counting_statement: str) -> int:
+        """Recount into `queue_gauges`, replaced whole in one transaction; returns the rows stored."""
+        rows = await self._conn.fetch(counting_statement)
+        async with self._conn.transaction():
+            await self._conn.execute(sql.GAUGES_CLEAR)
+            await self._conn.copy_records_to_table(
+                sql.GAUGES_TABLE, records=[tuple(r) for r in rows], columns=list(sql.GAUGES_COLUMNS)
+            )
+        return len(rows)
+
+    async def record_run(self, job: str, seconds: float, rows: int) -> None:
+        await self._conn.execute(sql.RECORD_RUN, job, seconds, rows)
+
+
+class OperationsRepository:
+    def __init__(self, pool: asyncpg.Pool[Any]) -> None:
+        self.pool = pool
+
+    @asynccontextmanager
+    async def job_lock(self, job: str, *, wait: bool) -> AsyncIterator[JobConnection | None]:
+        """The connection holding the job's lock, or None when another process holds it (and `wait` is false;
+        with `wait`, block until it is free). The lock goes with the connection: released at exit or if the
+        process dies.
+
+        The hot-path pool does not reset connections it takes back, so a session lock must never go back to it:
+        if anything (a cancellation, a lost connection) stops the unlock from completing, or strikes while the lock
+        may have been granted, the connection is terminated instead, and its backend's locks die with it. A lock
+        left in the pool would stop this job on every replica for as long as that connection lived."""
+        async with self.pool.acquire() as conn:
+            key = lock_key(job)
+            released = False
+            try:
+                if wait:
+                    await conn.execute(sql.LOCK_WAIT, key)
+                elif not await conn.fetchval(sql.LOCK_TRY, key):
+                    released = True
+                    yield None
+                    return
+                try:
+                    yield JobConnection(conn)
+                finally:
+                    await conn.execute(sql.LOCK_RELEASE, key)
+                    released = True
+            finally:
+                if not released:
+                    conn.terminate()
+
+    async def setting(self, name: str) -> str | None:
+        value: str | None = await self.pool.fetchval(sql.SETTING_GET, name)
+        return value
+
+    async def put_setting(self, name: str, value: str) -> None:
+        await self.pool.execute(sql.SETTING_PUT, name, value)
+
+    async def gauges(self) -> list[GaugeRow]:
+        return [GaugeRow(*row) for row in await self.pool.fetch(sql.GAUGES_READ)]
+
+    async def job_runs(self) -> list[JobRun]:
+        return [JobRun(*row) for row in await self.pool.fetch(sql.JOB_RUNS)]
+
+    async def quotas_json(self, tenant_id: int) -> str | None:
+        """A tenant's quotas as JSON text (None for no such tenant)."""
+        value: str | None = await self.pool.fetchval(sql.QUOTAS_OF_TENANT, tenant_id)
+        return value
+
+    async def ping(self) -> None:
+        await self.pool.fetchval(sql.PING)
+
+    async def notify(self, channel: str, payload: str) -> None:
+        await self.pool.execute(sql.NOTIFY, channel, payload)
+
+
+def as_rows(rows: Sequence[TopicCount]) -> dict[tuple[str, str], int]:
+    """Counts per (tenant, topic)."""
+    return {(r.tenant, r.topic): r.n for r in rows}

@@ -1,0 +1,33 @@
+"""Named statements on the operational tables (job runs, worker settings, stored gauges, advisory locks) and the
+few small reads outside the message plane (a tenant's quotas, the readiness probe). The message plane's statements
+are in `mq.queue.sql`; every statement runs through a repository (`mq.db.repository`, `mq.queue.repository`)."""
+
+from __future__ import annotations
+
+LOCK_WAIT = "SELECT pg_advisory_lock($1)"
+LOCK_TRY = "SELECT pg_try_advisory_lock($1)"
+LOCK_RELEASE = "SELECT pg_advisory_unlock($1)"
+
+RECORD_RUN = """
+INSERT INTO job_runs (job, finished_at, duration_seconds, rows) VALUES ($1, now(), $2, $3)
+ON CONFLICT (job) DO UPDATE SET finished_at = now(), duration_seconds = $2, rows = $3"""
+
+JOB_RUNS = "SELECT job, extract(epoch FROM finished_at)::float8, duration_seconds, rows FROM job_runs ORDER BY job"
+
+GAUGES_CLEAR = "DELETE FROM queue_gauges"
+GAUGES_TABLE = "queue_gauges"
+GAUGES_COLUMNS = ("tenant", "topic", "status", "messages", "oldest_pending_age_seconds")
+GAUGES_READ = """
+SELECT tenant, topic, status, messages, oldest_pending_age_seconds FROM queue_gauges
+ORDER BY tenant, messages DESC, topic"""
+
+SETTING_GET = "SELECT value FROM worker_settings WHERE name = $1"
+SETTING_PUT = """
+INSERT INTO worker_settings (name, value) VALUES ($1, $2)
+ON CONFLICT (name) DO UPDATE SET value = $2, updated_at = now()"""
+
+QUOTAS_OF_TENANT = "SELECT quotas::text FROM tenants WHERE id = $1"
+
+PING = "SELECT 1"
+
+NOTIFY = "SELECT pg_notify($1, $2)"
