@@ -14,56 +14,17 @@ from __future__ import annotations
 import logging
 import math
 import time
+from importlib import resources
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 log = logging.getLogger(__name__)
 
-PREFIX = "skiplock:bucket:"
 _RETRY_REDIS_SECONDS = 1.0
 
-# KEYS[1] the bucket; ARGV: rate per second, capacity, tokens wanted (negative: tokens given back), whole (1: all
-# or nothing). Returns {granted, seconds until the refused part could be granted (as text: Lua numbers returned to
-# Redis lose their fraction)}. A whole request larger than the capacity is granted when the bucket is full and
-# leaves it in debt, so that a batch larger than one second's rate still gets through at that rate.
-_TAKE = """
-local rate = tonumber(ARGV[1])
-local capacity = tonumber(ARGV[2])
-local want = tonumber(ARGV[3])
-local whole = ARGV[4] == '1'
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(state[1])
-local at = tonumber(state[2])
-if tokens == nil or at == nil then
-    tokens = capacity
-    at = now
-end
-tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
-local granted = 0
-local wait = 0
-if want < 0 then
-    tokens = math.min(capacity, tokens - want)
-elseif whole then
-    local need = math.min(want, capacity)
-    if tokens >= need then
-        granted = want
-    else
-        wait = (need - tokens) / rate
-    end
-else
-    granted = math.max(0, math.min(want, math.floor(tokens)))
-    if granted == 0 and want > 0 then
-        wait = (1 - tokens) / rate
-    end
-end
-tokens = tokens - granted
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) / rate * 1000) + 1000)
-return {granted, tostring(wait)}
-"""
+#: Refill and take in one step (KEYS[1] the bucket; see the script for its arguments), loaded once.
+_TAKE = resources.files(__package__).joinpath("token_bucket.lua").read_text()
 
 
 class _LocalBucket:
@@ -109,7 +70,7 @@ class TokenBuckets:
         capacity = max(1.0, capacity if capacity is not None else rate)
         if self._script is not None and time.monotonic() >= self._redis_away_until:
             try:
-                granted, wait = await self._script(keys=[PREFIX + key], args=[rate, capacity, want, int(whole)])
+                granted, wait = await self._script(keys=[key], args=[rate, capacity, want, int(whole)])
             except (RedisError, OSError) as exc:
                 self._redis_failed(exc)
             else:

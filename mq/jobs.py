@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mq import redis_keys
 from mq.db.repository import OperationsRepository, as_rows
 from mq.metrics import Metrics
 from mq.queue import sql
@@ -26,7 +27,7 @@ from mq.settings import Settings
 log = logging.getLogger(__name__)
 
 #: Broadcast channel announcing a new delete-reaper schedule (the payload is the schedule).
-SCHEDULE_CHANNEL = "skiplock:workers:schedule"
+SCHEDULE_CHANNEL = redis_keys.SCHEDULE_CHANNEL
 DELETE_SCHEDULE_SETTING = "delete_reaper_schedule"
 
 

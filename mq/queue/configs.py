@@ -21,6 +21,7 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from mq import redis_keys
 from mq.broadcast import Broadcast
 from mq.queue.repository import MessageRepository
 from mq.queue.types import EffectiveConfig, TopicConfig
@@ -28,9 +29,8 @@ from mq.settings import Settings
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "skiplock:config:invalidate"
+CHANNEL = redis_keys.CONFIG_CHANNEL
 _MAX_ENTRIES = 10_000
-_REDIS_PREFIX = "skiplock:topic-config:"
 _NONE = b"null"  # tier 2's negative entry: the topic has no config
 _DECODER = msgspec.json.Decoder(TopicConfig | None)
 
@@ -73,7 +73,7 @@ class TopicConfigs:
         hit = self._cache.get(key)
         if hit is not None and hit[0] > now:
             return hit
-        redis_key = f"{_REDIS_PREFIX}{tenant_id}:{topic}"
+        redis_key = redis_keys.topic_config(tenant_id, topic)
         stored = await self._redis_get(redis_key)
         if stored is not None:
             config = _DECODER.decode(stored)
@@ -91,7 +91,7 @@ class TopicConfigs:
         self._cache.pop((tenant_id, topic), None)
         if self._redis is not None:
             try:
-                await self._redis.delete(f"{_REDIS_PREFIX}{tenant_id}:{topic}")
+                await self._redis.delete(redis_keys.topic_config(tenant_id, topic))
             except (RedisError, OSError) as exc:
                 self._redis_failed(exc)
         if self._broadcast is not None:

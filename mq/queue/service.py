@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from mq import errors
+from mq import errors, redis_keys
 from mq.buckets import TokenBuckets
 from mq.metrics import Metrics
 from mq.names import DLQ_SUFFIX, check_text
@@ -143,7 +143,7 @@ class QueueService:
         if quotas.max_payload_bytes is not None:
             _check_payloads(items, quotas.max_payload_bytes)
         caps = Caps(quotas.max_messages, quotas.max_topics, depths)
-        rate, bucket = quotas.enqueue_rate, f"enqueue:{tenant_id}"
+        rate, bucket = quotas.enqueue_rate, redis_keys.enqueue_bucket(tenant_id)
         if rate is not None:
             granted, wait = await self.buckets.take(bucket, rate, len(items), whole=True)
             if not granted:
@@ -202,7 +202,7 @@ class QueueService:
         if rate is None:
             rows = await self.shared.dequeue(tenant_id, topic, count, visibility)
             return self._delivered(tenant_id, topic, rows), 0.0
-        bucket = f"dequeue:{tenant_id}:{topic}"
+        bucket = redis_keys.dequeue_bucket(tenant_id, topic)
         granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
         if granted < count:
             self.metrics.count(self.metrics.throttled, tenant_id, topic)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mq import redis_keys
 from mq.broadcast import Broadcast
 
-CHANNEL = "skiplock:auth:invalidate"
+CHANNEL = redis_keys.AUTH_CHANNEL
 
 
 class AuthInvalidation:

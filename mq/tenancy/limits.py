@@ -24,11 +24,10 @@ from importlib import resources
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from mq import errors
+from mq import errors, redis_keys
 
 log = logging.getLogger(__name__)
 
-_PREFIX = "skiplock:login-failures"
 _SCRIPT = resources.files(__package__).joinpath("login_failures.lua").read_text()
 
 
@@ -52,9 +51,12 @@ class LoginLimiter:
         are hashed into keys: any text may be one, and keys are listed by operators."""
         user = hashlib.sha256(username.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         per_pair, per_address, per_username = self._limits
-        keys = [(f"{_PREFIX}:user:{user}", per_username)]
+        keys = [(redis_keys.login_failures_of_user(user), per_username)]
         if address:
-            keys += [(f"{_PREFIX}:pair:{user}:{address}", per_pair), (f"{_PREFIX}:addr:{address}", per_address)]
+            keys += [
+                (redis_keys.login_failures_of_pair(user, address), per_pair),
+                (redis_keys.login_failures_of_address(address), per_address),
+            ]
         return keys
 
     async def check(self, address: str | None, username: str) -> None:
