@@ -1,9 +1,10 @@
 """Small messages to every instance: "drop what you cached about X".
 
 Published on Redis pub/sub; where no Redis is configured, or a publish to it fails, on Postgres NOTIFY instead.
-Every instance listens on both, so a message arrives whichever way it was sent (the publisher receives its own
-too). Handlers must be idempotent and cheap: they run on the event loop for each message, and once with `None`
-after a listener (re)connects, since messages may have been missed while it was away.
+Every instance listens on both (Postgres through the process's one LISTEN connection, `mq.db.listener`), so a
+message arrives whichever way it was sent (the publisher receives its own too). Handlers must be idempotent and
+cheap: they run on the event loop for each message, and once with `None` after a listener (re)connects, since
+messages may have been missed while it was away.
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import asyncpg
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from mq.db import sql
-from mq.db.engine import asyncpg_dsn
+from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
 
 log = logging.getLogger(__name__)
@@ -38,20 +37,20 @@ class Broadcast:
         self,
         redis: aioredis.Redis | None,
         redis_url: str | None,
-        database_url: str,
+        listener: PostgresListener,
         operations: OperationsRepository,
     ) -> None:
         """`redis` publishes; the Redis subscriber gets its own connection from `redis_url` (without the shared
-        client's read timeout: a quiet channel is not an error), the Postgres listener its own from
-        `database_url`; Postgres notifications are sent through `operations`."""
+        client's read timeout: a quiet channel is not an error); Postgres notifications arrive through `listener`
+        and are sent through `operations`."""
         self._redis = redis
         self._redis_url = redis_url
-        self._dsn = asyncpg_dsn(database_url)
+        self._listener = listener
         self._operations = operations
         self._handlers: dict[str, list[Handler]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._subscriber: aioredis.Redis | None = None
-        self._pg: asyncpg.Connection[Any] | None = None
+        self._subscribed = asyncio.Event()  # the Redis subscriber is subscribed (set at once without Redis)
         self._warned = False
 
     def on(self, channel: str, handler: Handler) -> None:
@@ -64,7 +63,16 @@ class Broadcast:
                 self._redis_url, socket_timeout=None, socket_connect_timeout=2, health_check_interval=30
             )
             self._tasks.append(asyncio.create_task(self._listen_redis(self._subscriber), name="broadcast-redis"))
-        self._tasks.append(asyncio.create_task(self._listen_postgres(), name="broadcast-postgres"))
+        else:
+            self._subscribed.set()
+        for channel in self._handlers:
+            await self._listener.listen(_pg_channel(channel), self._received_from_postgres(channel))
+        self._listener.on_reconnect(self._dispatch_all)
+
+    async def listening(self) -> None:
+        """Wait until messages sent from now on arrive both ways (tests; nothing needs to wait in production)."""
+        await self._subscribed.wait()
+        await self._listener.listening.wait()
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -73,9 +81,6 @@ class Broadcast:
                 await task
         if self._subscriber is not None:
             await self._subscriber.aclose()
-        if self._pg is not None:
-            with contextlib.suppress(Exception):
-                await self._pg.close(timeout=2)
 
     async def publish(self, channel: str, payload: bytes) -> None:
         """Send to every instance; never raises (a lost message is healed by the receivers' cache TTLs)."""
@@ -110,6 +115,7 @@ class Broadcast:
             pubsub = redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(*self._handlers)
+                self._subscribed.set()
                 if not first:
                     self._dispatch_all()  # something may have been published while we were not listening
                 first = False
@@ -124,29 +130,5 @@ class Broadcast:
                 with contextlib.suppress(RedisError, OSError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
-    async def _listen_postgres(self) -> None:
-        by_pg_channel = {_pg_channel(c): c for c in self._handlers}
-
-        def received(_conn: object, _pid: int, pg_channel: str, payload: object) -> None:
-            self._dispatch(by_pg_channel[pg_channel], str(payload).encode())
-
-        first = True
-        while True:
-            try:
-                conn = await asyncpg.connect(self._dsn)
-                for pg_channel in by_pg_channel:
-                    await conn.add_listener(pg_channel, received)
-                self._pg = conn
-                if not first:
-                    self._dispatch_all()
-                first = False
-                while True:  # notifications arrive by themselves; a query now and then finds a dead connection
-                    await asyncio.sleep(_RETRY_SECONDS * 5)
-                    await conn.execute(sql.PING, timeout=5)
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                log.debug("broadcast: Postgres listener %s; reconnecting", exc)
-            if self._pg is not None:
-                with contextlib.suppress(Exception):
-                    self._pg.terminate()
-            self._pg = None
-            await asyncio.sleep(_RETRY_SECONDS)
+    def _received_from_postgres(self, channel: str) -> Callable[[str], None]:
+        return lambda payload: self._dispatch(channel, payload.encode())

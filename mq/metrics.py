@@ -12,12 +12,13 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     PlatformCollector,
     ProcessCollector,
@@ -161,11 +162,18 @@ class Metrics:
             ["tenant", "topic"],
             _WAIT_BUCKETS,
         )
+        self.long_polls = Gauge(
+            "skiplock_long_polls_waiting", "Dequeues waiting for a message in this process", registry=self.registry
+        )
         for collector in (self.http, self.wait, _StoredGauges(self)):
             self.registry.register(collector)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
+
+    def count_long_polls(self, waiting: Callable[[], int]) -> None:
+        """Read the number of waiting long polls from `waiting` at each scrape."""
+        self.long_polls.set_function(waiting)
 
     # --- labels ---------------------------------------------------------------------------------------------------
 

@@ -6,11 +6,10 @@ A change (PATCH /api/tenants/{slug}) reaches every instance through the same Red
 
 from __future__ import annotations
 
-import time
-
 import msgspec
 
 from mq.db.repository import OperationsRepository
+from mq.ttl_cache import TtlCache
 
 
 class Quotas(msgspec.Struct, frozen=True, gc=False):
@@ -35,27 +34,21 @@ _DECODER = msgspec.json.Decoder(Quotas)
 class QuotaCache:
     def __init__(self, repository: OperationsRepository, ttl_seconds: float = _TTL_SECONDS) -> None:
         self._repository = repository
-        self._ttl = ttl_seconds
-        self._cache: dict[int, tuple[float, Quotas]] = {}
+        self._cache: TtlCache[int, Quotas] = TtlCache(ttl_seconds, _MAX_ENTRIES)
 
     def cached(self, tenant_id: int) -> Quotas | None:
         """The tenant's quotas if cached and fresh (the hot path: no coroutine), else None."""
-        hit = self._cache.get(tenant_id)
-        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+        return self._cache.get(tenant_id)
 
     async def of(self, tenant_id: int) -> Quotas:
         hit = self.cached(tenant_id)
         if hit is not None:
             return hit
-        now = time.monotonic()
         stored = await self._repository.quotas_json(tenant_id)
         quotas = _DECODER.decode(stored) if stored else NO_QUOTAS
         if quotas == NO_QUOTAS:
             quotas = NO_QUOTAS  # one shared object: `is NO_QUOTAS` is the hot path's test
-        if len(self._cache) >= _MAX_ENTRIES:
-            self._cache.clear()
-        self._cache[tenant_id] = (now + self._ttl, quotas)
-        return quotas
+        return self._cache.put(tenant_id, quotas)
 
     def forget(self) -> None:
         self._cache.clear()

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
 from mq.db.engine import create_engine, create_pool
+from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
 from mq.jobs import SCHEDULE_CHANNEL, Jobs
 from mq.metrics import Metrics
@@ -38,6 +39,7 @@ class Runtime:
     operations: OperationsRepository
     engine: AsyncEngine
     redis: aioredis.Redis | None
+    listener: PostgresListener
     wakeups: WakeupHub
     broadcast: Broadcast
     queue: QueueService
@@ -67,10 +69,12 @@ class Runtime:
             if settings.redis_url
             else None
         )
-        wakeups = WakeupHub(settings.database_url)
+        listener = PostgresListener(settings.database_url)
+        await listener.start()
+        wakeups = WakeupHub(listener)
         await wakeups.start()
         operations = OperationsRepository(pool)
-        broadcast = Broadcast(redis, settings.redis_url, settings.database_url, operations)
+        broadcast = Broadcast(redis, settings.redis_url, listener, operations)
         messages = MessageRepository(
             pool,
             QueueDefaults(
@@ -84,6 +88,7 @@ class Runtime:
         buckets = TokenBuckets(redis, settings.api_instances)
         configs = TopicConfigs(messages, settings, redis, broadcast)
         metrics = Metrics(settings.metrics_max_topics_per_tenant)
+        metrics.count_long_polls(lambda: wakeups.waiting)
         queue = QueueService(messages, configs, wakeups, settings, quotas, buckets, metrics)
         tenancy = TenancyRepository(engine)
         limiter = LoginLimiter(
@@ -114,6 +119,7 @@ class Runtime:
             operations=operations,
             engine=engine,
             redis=redis,
+            listener=listener,
             wakeups=wakeups,
             broadcast=broadcast,
             queue=queue,
@@ -128,6 +134,7 @@ class Runtime:
     async def close(self) -> None:
         await self.broadcast.close()
         await self.wakeups.close()
+        await self.listener.close()
         await self.pool.close()
         await self.engine.dispose()
         if self.redis is not None:

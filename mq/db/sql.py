@@ -30,4 +30,8 @@ QUOTAS_OF_TENANT = "SELECT quotas::text FROM tenants WHERE id = $1"
 
 PING = "SELECT 1"
 
+# The listening connection's session (mq.db.listener): a notification needs no durability, so the NOTIFY statements
+# it sends do not wait for a WAL flush.
+LISTENER_SESSION = "SET synchronous_commit = off"
+
 NOTIFY = "SELECT pg_notify($1, $2)"

@@ -26,6 +26,7 @@ from mq.broadcast import Broadcast
 from mq.queue.repository import MessageRepository
 from mq.queue.types import EffectiveConfig, TopicConfig
 from mq.settings import Settings
+from mq.ttl_cache import TtlCache
 
 log = logging.getLogger(__name__)
 
@@ -51,27 +52,27 @@ class TopicConfigs:
         self._settings = settings
         self._redis = redis
         self._broadcast = broadcast
-        self._ttl = ttl_seconds
         self._redis_ttl = redis_ttl_seconds
         self._redis_warned = False
         self._redis_away_until = 0.0  # after a failure, Postgres only for a second: no timeout per lookup
-        # (tenant, topic) -> (expiry, the topic's own config, its effective config): merged once per fetch
-        self._cache: dict[tuple[int, str], tuple[float, TopicConfig | None, EffectiveConfig]] = {}
+        # (tenant, topic) -> (the topic's own config, its effective config): merged once per fetch
+        self._cache: TtlCache[tuple[int, str], tuple[TopicConfig | None, EffectiveConfig]] = TtlCache(
+            ttl_seconds, _MAX_ENTRIES
+        )
         if broadcast is not None:
             broadcast.on(CHANNEL, self._on_broadcast)
 
     async def get(self, tenant_id: int, topic: str) -> TopicConfig | None:
         """The topic's own overrides, or None when it has no config."""
-        return (await self._entry(tenant_id, topic))[1]
+        return (await self._entry(tenant_id, topic))[0]
 
     async def effective(self, tenant_id: int, topic: str) -> EffectiveConfig:
-        return (await self._entry(tenant_id, topic))[2]
+        return (await self._entry(tenant_id, topic))[1]
 
-    async def _entry(self, tenant_id: int, topic: str) -> tuple[float, TopicConfig | None, EffectiveConfig]:
+    async def _entry(self, tenant_id: int, topic: str) -> tuple[TopicConfig | None, EffectiveConfig]:
         key = (tenant_id, topic)
-        now = time.monotonic()
         hit = self._cache.get(key)
-        if hit is not None and hit[0] > now:
+        if hit is not None:
             return hit
         redis_key = redis_keys.topic_config(tenant_id, topic)
         stored = await self._redis_get(redis_key)
@@ -81,14 +82,11 @@ class TopicConfigs:
             row = await self._repository.topic_config(tenant_id, topic)
             config = TopicConfig(**dict(row)) if row is not None else None
             await self._redis_fill(redis_key, msgspec.json.encode(config) if config is not None else _NONE)
-        if len(self._cache) >= _MAX_ENTRIES:
-            self._cache.clear()
-        entry = self._cache[key] = (now + self._ttl, config, self.merge(config))
-        return entry
+        return self._cache.put(key, (config, self.merge(config)))
 
     async def changed(self, tenant_id: int, topic: str) -> None:
         """A topic's config was written or deleted (and committed): forget it here, in Redis and everywhere."""
-        self._cache.pop((tenant_id, topic), None)
+        self._cache.pop((tenant_id, topic))
         if self._redis is not None:
             try:
                 await self._redis.delete(redis_keys.topic_config(tenant_id, topic))
@@ -102,7 +100,7 @@ class TopicConfigs:
             self._cache.clear()
             return
         tenant, _, topic = payload.decode().partition(":")  # topic names have no ':'
-        self._cache.pop((int(tenant), topic), None)
+        self._cache.pop((int(tenant), topic))
 
     def _redis_usable(self) -> bool:
         return self._redis is not None and time.monotonic() >= self._redis_away_until

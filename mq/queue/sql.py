@@ -593,8 +593,6 @@ FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
 # Long-poll wake-ups across instances: one NOTIFY per distinct (tenant, topic) in a flush, outside the enqueue's
 # own transaction (a NOTIFY inside it would serialize every enqueue's commit on the notify queue lock).
 WAKEUP_CHANNEL = "skiplock_wakeup"
-# The listening connection's session: a notification needs no durability, so NOTIFY does not wait for a WAL flush.
-WAKEUP_SESSION = "SET synchronous_commit = off"
 WAKEUP_NOTIFY = f"SELECT pg_notify('{WAKEUP_CHANNEL}', k) FROM unnest($1::text[]) AS k"
 
 

@@ -1,9 +1,9 @@
 """Long-poll wake-ups: a waiting dequeue sleeps on an in-process event, woken when a message for its topic commits.
 
-Waiting requests hold no database connection. Each instance keeps one LISTEN connection; after an enqueue
-commits, the instance wakes its own waiters at once and sends one coalesced NOTIFY per distinct (tenant, topic)
-so that waiters on other instances wake too. NOTIFY is sent outside the enqueue's transaction: inside it, Postgres
-would serialize every enqueue's commit on its notify-queue lock.
+Waiting requests hold no database connection. Each instance listens on the process's one LISTEN connection
+(`mq.db.listener`); after an enqueue commits, the instance wakes its own waiters at once and sends one coalesced
+NOTIFY per distinct (tenant, topic) so that waiters on other instances wake too. NOTIFY is sent outside the
+enqueue's transaction: inside it, Postgres would serialize every enqueue's commit on its notify-queue lock.
 """
 
 from __future__ import annotations
@@ -12,17 +12,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from typing import Any
 
 import asyncpg
 
-from mq.db.engine import asyncpg_dsn
+from mq.db.listener import PostgresListener
 from mq.queue import sql
 
 log = logging.getLogger(__name__)
 
-_RECONNECT_SECONDS = 1.0
-_HEALTH_CHECK_SECONDS = 5.0
+_RETRY_SECONDS = 1.0
 #: Other instances' waiters wake at most this much later than this instance's own.
 _MIN_NOTIFY_INTERVAL_SECONDS = 0.01
 
@@ -34,18 +32,18 @@ def _channel_key(tenant_id: int, topic: str) -> str:
 class WakeupHub:
     """Registry of waiting dequeues per (tenant, topic), fed by local enqueues and by Postgres notifications."""
 
-    def __init__(self, database_url: str) -> None:
-        self._dsn = asyncpg_dsn(database_url)
+    def __init__(self, listener: PostgresListener) -> None:
+        self._listener = listener
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._outbox: set[str] = set()
         self._flush_wanted = asyncio.Event()
-        self._conn: asyncpg.Connection[Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._draining = False
 
     async def start(self) -> None:
-        await self._connect()
+        await self._listener.listen(sql.WAKEUP_CHANNEL, self._wake)
+        self._listener.on_reconnect(self._wake_all)  # notifications may have been missed while disconnected
         self._task = asyncio.create_task(self._run(), name="skiplock-wakeups")
 
     def stop_waiting(self) -> None:
@@ -63,9 +61,6 @@ class WakeupHub:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                await self._conn.close(timeout=2)
         self.stop_waiting()
 
     @contextlib.contextmanager
@@ -106,42 +101,23 @@ class WakeupHub:
         for event in self._waiters.get(key, ()):
             event.set()
 
-    def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
-        self._wake(str(payload))
-
-    async def _connect(self) -> None:
-        conn = await asyncpg.connect(self._dsn)
-        await conn.execute(sql.WAKEUP_SESSION)
-        await conn.add_listener(sql.WAKEUP_CHANNEL, self._on_notification)
-        self._conn = conn
-
     async def _run(self) -> None:
         """Send the outbox as one NOTIFY statement at a time; keys added meanwhile go in the next one."""
         while not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._flush_wanted.wait(), _HEALTH_CHECK_SECONDS)
+            await self._flush_wanted.wait()
             self._flush_wanted.clear()
             if not self._outbox:
-                if self._conn is None or self._conn.is_closed():  # reconnect even when nothing is to be sent
-                    with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                        await self._connect()
-                        self._wake_all()
                 continue
             keys, self._outbox = list(self._outbox), set()
             try:
-                if self._conn is None or self._conn.is_closed():
-                    await self._connect()
-                    self._wake_all()  # notifications may have been missed while disconnected
-                assert self._conn is not None
-                await self._conn.execute(sql.WAKEUP_NOTIFY, keys)
+                await self._listener.execute(sql.WAKEUP_NOTIFY, keys)
                 # Under load this loop would send a NOTIFY statement per turn; pacing it bounds that work while
                 # keys arriving meanwhile gather in the outbox. Local waiters were woken already.
                 await asyncio.sleep(_MIN_NOTIFY_INTERVAL_SECONDS)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("long-poll notification failed, retrying: %s", exc)
                 self._outbox.update(keys)
-                self._conn = None
-                await asyncio.sleep(_RECONNECT_SECONDS)
+                await asyncio.sleep(_RETRY_SECONDS)
                 self._flush_wanted.set()
 
     def _wake_all(self) -> None:

@@ -17,7 +17,6 @@ import asyncio
 import hashlib
 import hmac
 import secrets
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from mq.tenancy.grants import Role
 from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository, UserRecord
+from mq.ttl_cache import TtlCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +64,12 @@ class Authenticator:
         self._repository = repository
         self._limiter = limiter or LoginLimiter(None, 1, 1, 1)
         self.passwords = passwords or PasswordChecks()
-        self._ttl = ttl_seconds
-        self._max_entries = max_entries
         self._key = secrets.token_bytes(32)
-        # MAC of a credential -> (fresh until, generation, principal, tenant status, the password hash it was
-        # verified against: None for sessions). Entries of an older generation than `_generation` are stale.
-        self._verified: dict[bytes, tuple[float, int, Principal, str | None, str | None]] = {}
-        self._generation = 0
+        # MAC of a credential -> (principal, tenant status, the password hash it was verified against: None for
+        # sessions). `forget` makes every entry stale; a stale one is renewed (see `_check`).
+        self._verified: TtlCache[bytes, tuple[Principal, str | None, str | None]] = TtlCache(ttl_seconds, max_entries)
         self._checking: dict[bytes, asyncio.Lock] = {}  # credentials being checked now
-        self._tenants: dict[str, tuple[float, int, str]] = {}
+        self._tenants: TtlCache[str, tuple[int, str]] = TtlCache(ttl_seconds, max_entries)  # slug -> (id, slug)
         self._csrf: dict[bytes, str] = {}  # session digest -> its CSRF token
 
     async def authenticate(self, username: str, password: str) -> Principal:
@@ -114,8 +111,8 @@ class Authenticator:
         renewed without argon2 and without the login limiter while its password is unchanged: someone else's
         failed logins never lock out a client that knows its password (docs/security.md)."""
         username, password = parse(header)
-        stale = self._verified.get(digest)
-        verified_hash = stale[4] if stale is not None else None
+        stale = self._verified.stale(digest)
+        verified_hash = stale[2] if stale is not None else None
         if verified_hash is None:
             await self._limiter.check(address, username)
         user = await self._repository.user_by_username(username)
@@ -177,19 +174,14 @@ class Authenticator:
     def _cached(self, digest: bytes) -> tuple[Principal, str | None] | None:
         """A fresh entry's (principal, tenant status); None when missing or stale."""
         hit = self._verified.get(digest)
-        if hit is None or hit[0] <= time.monotonic() or hit[1] != self._generation:
-            return None
-        return hit[2], hit[3]
+        return (hit[0], hit[1]) if hit is not None else None
 
     def _remember(
         self, digest: bytes, principal: Principal, tenant_status: str | None, password_hash: str | None
     ) -> None:
-        if len(self._verified) >= self._max_entries:
-            self._verified.clear()
+        if self._verified.full():
             self._csrf.clear()
-        if self._ttl > 0:
-            entry = (time.monotonic() + self._ttl, self._generation, principal, tenant_status, password_hash)
-            self._verified[digest] = entry
+        self._verified.put(digest, (principal, tenant_status, password_hash))
 
     async def address_tenant(self, principal: Principal, slug: str) -> Principal:
         """A platform admin's request for the tenant named in X-Tenant."""
@@ -197,22 +189,18 @@ class Authenticator:
             if slug != principal.tenant_slug:
                 raise errors.Forbidden("X-Tenant is for platform admins")
             return principal
-        now = time.monotonic()
         hit = self._tenants.get(slug)
-        if hit is None or hit[0] <= now:
+        if hit is None:
             tenant = await self._repository.tenant_by_slug(slug) if is_slug(slug) else None
             if tenant is None:
                 raise errors.NotFound(f"no tenant {slug!r}")
-            hit = (now + self._ttl, tenant.id, tenant.slug)
-            if len(self._tenants) >= self._max_entries:
-                self._tenants.clear()
-            self._tenants[slug] = hit
-        return Principal(principal.user_id, principal.username, principal.role, hit[1], hit[2])
+            hit = self._tenants.put(slug, (tenant.id, tenant.slug))
+        return Principal(principal.user_id, principal.username, principal.role, hit[0], hit[1])
 
     def forget(self) -> None:
         """Make every cached credential stale and drop cached tenants (a password, role, grant or tenant changed):
         each is checked against the database again on its next use, argon2 only if its password changed."""
-        self._generation += 1
+        self._verified.expire_all()
         self._tenants.clear()
 
 

@@ -46,3 +46,14 @@ def metric(exposition: str, name: str, **labels: str) -> float | None:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 return float(sample.value)
     return None
+
+
+async def long_polls_waiting(base_url: str | httpx.URL, at_least: int = 1) -> None:
+    """Wait until the server at `base_url` has at least this many dequeues waiting for a message."""
+    from tests.support.waiting import eventually
+
+    async def enough() -> bool:
+        async with httpx.AsyncClient(base_url=base_url) as c:
+            return (metric((await c.get("/metrics")).text, "skiplock_long_polls_waiting") or 0) >= at_least
+
+    await eventually(enough, what=f"{at_least} long polls waiting")

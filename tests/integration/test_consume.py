@@ -8,7 +8,7 @@ import uuid
 
 import httpx
 
-from tests.integration.helpers import assert_error, dequeue, enqueue, unb64
+from tests.integration.helpers import assert_error, dequeue, enqueue, long_polls_waiting, unb64
 
 
 async def test_ack_deletes_and_second_ack_is_404(client: httpx.AsyncClient) -> None:
@@ -181,7 +181,7 @@ async def test_batch_ack_reports_each_failure(client: httpx.AsyncClient) -> None
 async def test_long_poll_wakes_on_enqueue(client: httpx.AsyncClient) -> None:
     started = time.monotonic()
     waiter = asyncio.create_task(dequeue(client, "lp", wait_seconds=15))
-    await asyncio.sleep(0.5)
+    await long_polls_waiting(client.base_url)
     assert not waiter.done()
     mid = await enqueue(client, "lp")
     got = await asyncio.wait_for(waiter, 5)
@@ -199,7 +199,7 @@ async def test_many_long_polls_hold_no_connections(client: httpx.AsyncClient, ma
     # More waiting requests than the server's pool has connections (10): they must all be answered.
     c = make_client(headers={"X-Tenant": tenant.slug}, limits=httpx.Limits(max_connections=100))
     waiters = [asyncio.create_task(dequeue(c, "many", wait_seconds=15)) for _ in range(40)]
-    await asyncio.sleep(1.0)
+    await long_polls_waiting(client.base_url, 40)
     r = await client.post(
         "/api/messages/batch", json={"topic": "many", "messages": [{"payload": "eA=="} for _ in range(40)]}
     )
@@ -224,7 +224,7 @@ async def test_long_poll_wakes_on_an_enqueue_through_another_instance(server_env
             httpx.AsyncClient(base_url=second.base_url, auth=ADMIN, headers=headers, timeout=30) as b,
         ):
             waiter = asyncio.create_task(dequeue(b, "cross", wait_seconds=15))
-            await asyncio.sleep(0.5)
+            await long_polls_waiting(second.base_url)
             started = time.monotonic()
             mid = await enqueue(a, "cross")
             got = await asyncio.wait_for(waiter, 10)

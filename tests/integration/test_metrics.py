@@ -14,6 +14,7 @@ from mq.jobs import GaugeRefresher
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, metric
 from tests.support.servers import ADMIN, Server, start_server, stop_server
 from tests.support.tenants import Tenant
+from tests.support.waiting import eventually
 
 
 async def scrape(base_url: str, **headers: str) -> str:
@@ -97,9 +98,13 @@ async def test_gauges_come_from_the_leaders_snapshot(server: Server, db, client,
         await enqueue(client, "depth")
     await dequeue(client, "depth", 1)
     assert (await GaugeRefresher(OperationsRepository(db)).run_once()).ran
-    await asyncio.sleep(2.1)  # an instance rereads the stored gauges at most every two seconds
-    text = await scrape(server.base_url)
     labels = {"tenant": tenant.slug, "topic": "depth"}
+
+    async def refreshed() -> str | None:  # an instance rereads the stored gauges at most every two seconds
+        text = await scrape(server.base_url)
+        return text if metric(text, "skiplock_messages", **labels, status="pending") is not None else None
+
+    text = await eventually(refreshed, timeout=5, what="the stored gauges in /metrics")
     assert metric(text, "skiplock_messages", **labels, status="pending") == 2
     assert metric(text, "skiplock_messages", **labels, status="processing") == 1
     age = metric(text, "skiplock_oldest_pending_age_seconds", **labels)

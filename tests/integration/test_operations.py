@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis
-from tests.integration.helpers import b64
+from tests.integration.helpers import b64, long_polls_waiting
 from tests.support.servers import ADMIN, Server, scratch_dir, start_server, stop_server
 
 
@@ -107,7 +107,7 @@ async def test_a_stopping_server_answers_long_polls_and_exits(server_env, tenant
             base_url=srv.base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}, timeout=30
         ) as c:
             poll = asyncio.create_task(c.post("/api/messages/dequeue", json={"topic": "idle", "wait_seconds": 20}))
-            await asyncio.sleep(0.5)
+            await long_polls_waiting(srv.base_url)
             started = time.monotonic()
             srv.process.send_signal(signal.SIGTERM)
             r = await poll

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from tests.integration.helpers import assert_error, b64
+from tests.support.waiting import eventually
 
 
 def slug() -> str:
@@ -239,9 +240,11 @@ async def test_enqueues_racing_a_forced_delete_leave_no_orphans(make_client, db)
                 await c.post("/api/messages/batch", json=batch)  # 201 until the tenant is gone, then 404
 
         producers = [asyncio.create_task(produce()) for _ in range(6)]
-        await asyncio.sleep(0.3)
+        await eventually(  # the producers are writing
+            lambda t=tenant_id: db.fetchval("SELECT count(*) >= 100 FROM messages WHERE tenant_id = $1", t)
+        )
         assert (await admin.delete(f"/api/tenants/{slug}", params={"force": "true"})).status_code == 204
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.2)  # they go on racing the delete for a while (its 404s are not observable apart)
         stop.set()
         await asyncio.gather(*producers)
         assert (await admin.post("/api/admin/expiry-reaper/run")).status_code == 200  # the sweeper runs with it

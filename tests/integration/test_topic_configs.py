@@ -16,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from mq.broadcast import Broadcast
+from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
@@ -24,6 +25,7 @@ from skiplock.local import EmbeddedRedis
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue
 from tests.support.servers import ADMIN, Server, start_server, stop_server
 from tests.support.tenants import Tenant
+from tests.support.waiting import eventually
 
 
 def at(text: str) -> datetime:
@@ -287,24 +289,24 @@ async def test_the_invalidation_reaches_every_instance(  # type: ignore[no-untyp
     settings = Settings(database_url=database_url, any_redis_url=any_redis_url)
     redis = aioredis.from_url(any_redis_url) if with_redis else None
     url = any_redis_url if with_redis else None
-    casts = [Broadcast(redis, url, database_url, OperationsRepository(db)) for _ in range(2)]
+    listeners = [PostgresListener(database_url) for _ in range(2)]
+    casts = [Broadcast(redis, url, listener, OperationsRepository(db)) for listener in listeners]
     writer, reader = (TopicConfigs(MessageRepository(db), settings, redis, cast) for cast in casts)
-    for cast in casts:
+    for listener, cast in zip(listeners, casts, strict=True):
+        await listener.start()
         await cast.start()
     try:
-        await asyncio.sleep(0.3)  # the listeners subscribe
+        for cast in casts:
+            await asyncio.wait_for(cast.listening(), 5)
         topic = f"watched-{uuid.uuid4().hex[:6]}"
         await reader.effective(1, topic)
         assert (1, topic) in reader._cache
         await writer.changed(1, topic)
-        for _ in range(100):
-            if (1, topic) not in reader._cache:
-                break
-            await asyncio.sleep(0.01)
-        assert (1, topic) not in reader._cache
+        await eventually(lambda: (1, topic) not in reader._cache, timeout=1, what="the invalidation")
     finally:
-        for cast in casts:
+        for listener, cast in zip(listeners, casts, strict=True):
             await cast.close()
+            await listener.close()
         if redis is not None:
             await redis.aclose()
 

@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 
 from mq.broadcast import Broadcast
 from mq.db.engine import asyncpg_dsn
+from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository, lock_key
 from mq.ids import uuid7_batch
 from mq.jobs import DeleteReaper, ExpiryReaper, Jobs, _BatchJob
@@ -180,14 +181,17 @@ async def test_a_schedule_change_reaches_every_replicas_scheduler(database_url, 
         for _ in range(2):
             pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=3)
             redis = aioredis.from_url(any_redis_url)
-            broadcast = Broadcast(redis, any_redis_url, database_url, OperationsRepository(pool))
+            listener = PostgresListener(database_url)
+            await listener.start()
+            broadcast = Broadcast(redis, any_redis_url, listener, OperationsRepository(pool))
             jobs = Jobs(OperationsRepository(pool), settings, broadcast.publish, Metrics())
             broadcast.on("skiplock:workers:schedule", jobs.schedule_changed)
             await broadcast.start()
             workers = Workers(jobs)
             await workers.start()
-            replicas.append((pool, redis, broadcast, jobs, workers))
-        (_, _, _, jobs_a, _), (_, _, _, _, workers_b) = replicas
+            replicas.append((pool, redis, listener, broadcast, jobs, workers))
+            await asyncio.wait_for(broadcast.listening(), 5)
+        (_, _, _, _, jobs_a, _), (_, _, _, _, _, workers_b) = replicas
         await jobs_a.schedule.put("*/5 * * * *")
         deadline = time.monotonic() + 3
         while workers_b.delete_schedule != "*/5 * * * *":
@@ -201,9 +205,10 @@ async def test_a_schedule_change_reaches_every_replicas_scheduler(database_url, 
             assert time.monotonic() < deadline, "replica b kept the old schedule"
             await asyncio.sleep(0.05)
     finally:
-        for pool, redis, broadcast, _, workers in replicas:
+        for pool, redis, listener, broadcast, _, workers in replicas:
             workers.shutdown()
             await broadcast.close()
+            await listener.close()
             await pool.close()
             await redis.aclose()
         await db.execute("DELETE FROM worker_settings")

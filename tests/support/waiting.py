@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -23,12 +24,14 @@ def wait_until(check: Callable[[], T], *, timeout: float = 10, interval: float =
 
 
 async def eventually(
-    check: Callable[[], Awaitable[T]], *, timeout: float = 10, interval: float = 0.05, what: str = ""
+    check: Callable[[], Awaitable[T] | T], *, timeout: float = 10, interval: float = 0.05, what: str = ""
 ) -> T:
-    """Await `check()` until it returns something truthy (returned), or fail after `timeout` seconds."""
+    """Call (and await, if it is a coroutine) `check()` until it returns something truthy (returned), or fail after
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        value = await check()
+        result = check()
+        value: T = await result if inspect.isawaitable(result) else result  # type: ignore[assignment]
         if value:
             return value
         if time.monotonic() > deadline:
