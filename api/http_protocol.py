@@ -6,6 +6,11 @@
   TCP connection stays open forever (measured: 10,000 of them all stayed, tests/drills/test_hostile_http.py);
 - malformed requests answer 400 in the contract's error shape rather than uvicorn's plain text.
 
+A refusal closes lingeringly (as nginx's `lingering_close`): the answer, then our half of the connection, then
+whatever the client still sends is read and dropped for `LINGER_SECONDS` (at most `LINGER_MAX_BYTES`) before the
+socket closes. Closing at once with unread input makes the kernel reset the connection, and a client still writing
+its 2 MB of headers then never reads the 431 it was sent.
+
 A slow body is the request deadline's business (`api.deadline`).
 """
 
@@ -18,6 +23,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 MAX_HEADER_BYTES = 64 * 1024
 HEADER_TIMEOUT_SECONDS = 10.0
+LINGER_SECONDS = 2.0
+LINGER_MAX_BYTES = 8 * 2**20
 
 _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
@@ -27,6 +34,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     _raw_bytes = 0  # everything received since the request began, while its headers are incomplete
     _in_headers = True
     _header_timer: asyncio.TimerHandle | None = None
+    _lingering = -1  # bytes dropped since a refusal; -1 while not refused
+    _linger_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -34,9 +43,16 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timer()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering >= 0:
+            self._lingering += len(data)
+            if self._lingering > LINGER_MAX_BYTES:
+                self.transport.abort()
+            return
         if self._in_headers:
             self._raw_bytes += len(data)
         super().data_received(data)
@@ -86,9 +102,14 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         """Answer in the contract's error shape and close; nothing of the request reaches the app."""
         self._stop_timer()
         self._in_headers = False
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self._lingering >= 0:
             return
         body = json.dumps({"code": "invalid_request", "error": message}).encode()
         head = b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
         self.transport.write(head % (status, _REASONS[status], len(body)) + body)
-        self.transport.close()
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self.transport.write_eof()
+        self._lingering = 0
+        self._linger_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
