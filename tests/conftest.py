@@ -22,14 +22,26 @@ from mq.tenancy.passwords import hash_password
 from tests.support.servers import (
     ADMIN,
     Server,
+    measure_coverage,
     migrated_database,
     postgres_server,
     redis_server,
+    report_coverage,
     start_server,
     stop_server,
     system_redis_server,
 )
 from tests.support.tenants import Tenant
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    measure_coverage()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Coverage of the Skiplock servers the tests ran (subprocesses), reported and not gated."""
+    if summary := report_coverage():
+        terminalreporter.write_line(f"coverage of the servers under test: {summary}")
 
 
 @pytest.fixture(scope="session")

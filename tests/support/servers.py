@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -169,6 +170,36 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
 
+#: Where the servers under test write their coverage data, one folder per test session (None: not measured;
+#: `bench/` starts its servers without it).
+_coverage_dir: Path | None = None
+
+
+def measure_coverage() -> Path | None:
+    """Run the servers started from now on under coverage.py (reported after the session, never gated), unless
+    SKIPLOCK_TEST_COVERAGE=0; the folder their data goes to."""
+    global _coverage_dir  # noqa: PLW0603 - one switch for the test session, set once at its start
+    if os.environ.get("SKIPLOCK_TEST_COVERAGE", "1") != "0":
+        _coverage_dir = ROOT / ".coverage-servers" / str(os.getpid())
+        shutil.rmtree(_coverage_dir, ignore_errors=True)
+    return _coverage_dir
+
+
+def report_coverage() -> str | None:
+    """Combine the servers' coverage data; the report's path and its total line, or None without data."""
+    import coverage
+
+    if _coverage_dir is None or not any(_coverage_dir.glob(".coverage.*")):
+        return None
+    measured = coverage.Coverage(data_file=str(_coverage_dir / ".coverage"), config_file=str(ROOT / "pyproject.toml"))
+    measured.combine(data_paths=[str(_coverage_dir)])
+    measured.save()
+    report = _coverage_dir / "report.txt"
+    with report.open("w") as out:
+        total = measured.report(file=out, skip_covered=True)
+    return f"{report.relative_to(ROOT)} (total {total:.0f}%)"
+
+
 def start_server(
     env_overrides: dict[str, str],
     *,
@@ -190,6 +221,9 @@ def start_server(
         }
     )
     env.update(env_overrides)
+    if _coverage_dir is not None:
+        command = ("-m", "coverage", "run", "--parallel-mode", f"--rcfile={ROOT / 'pyproject.toml'}", *command)
+        env["COVERAGE_FILE"] = str(_coverage_dir / ".coverage")
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             [sys.executable, *command], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
