@@ -60,6 +60,13 @@ async def _tenant_for_messages(request: AnyRequest, action: str, message_ids: li
     return tenant
 
 
+async def _disconnected(request: AnyRequest) -> None:
+    """Returns when the client of a long poll goes away (its body is read: the next ASGI message is the disconnect),
+    so that the wait ends without leasing a message nobody would receive."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def _item_code(exc: errors.SkiplockError) -> str:
     """The contract's code for a bad item of a batch."""
     if isinstance(exc, errors.PayloadTooLarge):
@@ -129,7 +136,12 @@ class MessageController(Controller):
         tenant = tenant_for(request.user, action="consume", topic=data.topic)
         _batch_limit(request, data.count, "messages")
         messages = await _queue(request).dequeue(
-            tenant, data.topic, data.count, data.visibility_timeout_seconds, data.wait_seconds
+            tenant,
+            data.topic,
+            data.count,
+            data.visibility_timeout_seconds,
+            data.wait_seconds,
+            lambda: _disconnected(request),
         )
         return DequeueView(messages=messages)
 

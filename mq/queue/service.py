@@ -162,8 +162,18 @@ class QueueService:
     # --- consume -----------------------------------------------------------------------------------------------
 
     async def dequeue(
-        self, tenant_id: int, topic: str, count: int, visibility_timeout_seconds: int | None, wait_seconds: float
+        self,
+        tenant_id: int,
+        topic: str,
+        count: int,
+        visibility_timeout_seconds: int | None,
+        wait_seconds: float,
+        caller_gone: Callable[[], Awaitable[None]] | None = None,
     ) -> list[MessageView]:
+        """Lease up to `count` messages; with `wait_seconds`, wait for the first (a long poll). `caller_gone`:
+        returns when the caller went away; a wait watches it (only a poll that has to wait pays for the watch), and
+        it ends the wait at once without leasing more: a message leased for a closed connection would be lost to
+        everyone until its lease lapsed."""
         check_topic(topic, for_enqueue=False)
         config = await self.configs.effective(tenant_id, topic)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
@@ -172,26 +182,36 @@ class QueueService:
             return self._views((await self._lease(tenant_id, topic, count, visibility, rate))[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
+        gone: asyncio.Future[None] | None = None
         with self.wakeups.waiter(tenant_id, topic) as woken:
-            while True:
-                woken.clear()
-                rows, throttled_for = await self._lease(tenant_id, topic, count, visibility, rate)
-                remaining = deadline - loop.time()
-                if rows or remaining <= 0:
-                    return self._views(rows)
-                if throttled_for > 0:  # the topic's throughput limit: wait for tokens, not for messages
-                    await asyncio.sleep(min(remaining, throttled_for))
+            try:
+                while True:
+                    woken.clear()
+                    if gone is not None and gone.done():
+                        return []
+                    rows, throttled_for = await self._lease(tenant_id, topic, count, visibility, rate)
+                    remaining = deadline - loop.time()
+                    if rows or remaining <= 0:
+                        return self._views(rows)
+                    if throttled_for > 0:  # the topic's throughput limit: wait for tokens, not for messages
+                        await asyncio.sleep(min(remaining, throttled_for))
+                        if self.wakeups.closing:
+                            return []
+                        continue
+                    until_next = await self.repository.seconds_until_next_available(tenant_id, topic)
+                    timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
+                    if until_next is not None:
+                        timeout = min(timeout, max(until_next, _LONG_POLL_MIN_SLEEP_SECONDS))
+                    if gone is None and caller_gone is not None:
+                        gone = asyncio.ensure_future(caller_gone())
+                        gone.add_done_callback(lambda _: woken.set())
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), timeout)
                     if self.wakeups.closing:
                         return []
-                    continue
-                until_next = await self.repository.seconds_until_next_available(tenant_id, topic)
-                timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
-                if until_next is not None:
-                    timeout = min(timeout, max(until_next, _LONG_POLL_MIN_SLEEP_SECONDS))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout)
-                if self.wakeups.closing:
-                    return []
+            finally:
+                if gone is not None:
+                    gone.cancel()
 
     async def _lease(
         self, tenant_id: int, topic: str, count: int, visibility: int, rate: int | None

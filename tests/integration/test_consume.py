@@ -9,6 +9,7 @@ import uuid
 import httpx
 
 from tests.integration.helpers import assert_error, dequeue, enqueue, long_polls_waiting, unb64
+from tests.support.waiting import eventually
 
 
 async def test_ack_deletes_and_second_ack_is_404(client: httpx.AsyncClient) -> None:
@@ -233,3 +234,23 @@ async def test_long_poll_wakes_on_an_enqueue_through_another_instance(server_env
     finally:
         stop_server(first)
         stop_server(second)
+
+
+async def test_a_long_poll_whose_client_left_leases_nothing(client: httpx.AsyncClient, make_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    """A consumer gives up on its long poll (closes the connection); a message enqueued afterwards must go to the
+    next dequeue, not to the departed poll, where it would sit leased to nobody for its visibility timeout."""
+    leaving = make_client(headers={"X-Tenant": tenant.slug})
+    poll = asyncio.create_task(dequeue(leaving, "left", wait_seconds=20, visibility_timeout_seconds=300))
+    await long_polls_waiting(client.base_url)
+    poll.cancel()
+    await asyncio.gather(poll, return_exceptions=True)
+    await leaving.aclose()  # the connection goes with it
+    await eventually(lambda: _no_long_polls(client), what="the server noticed the departure")
+    mid = await enqueue(client, "left")
+    assert [m["id"] for m in await dequeue(client, "left")] == [mid]
+
+
+async def _no_long_polls(client: httpx.AsyncClient) -> bool:
+    from tests.integration.helpers import metric
+
+    return metric((await client.get("/metrics")).text, "skiplock_long_polls_waiting") == 0
