@@ -6,7 +6,7 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3),
-SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs). Raw and API rounds alternate, so
+SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,client). Raw and API rounds alternate, so
 both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
@@ -57,8 +57,9 @@ PAYLOAD = os.urandom(int(os.environ.get("SKIPLOCK_BENCH_PAYLOAD_BYTES", "100")))
 PAYLOAD_B64 = base64.b64encode(PAYLOAD).decode()
 ADMIN = ("bench-admin", "bench-admin-password")
 # Which comparisons to run: "sql" (the API against raw SQL), "auth" (Basic auth against no check at all),
-# "configs" (a capped or throughput-limited topic against an unconfigured one).
-PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs").split(","))
+# "configs" (a capped or throughput-limited topic against an unconfigured one), "client" (the Python client's
+# consumer runtime against the bench's own dequeue + batch ack loop, bench/consumer.py).
+PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,client").split(","))
 TENANT = "bench"
 
 RAW_SCHEMA = """
@@ -133,6 +134,37 @@ async def run_clients(
     return result
 
 
+_DEQUEUE_100 = msgspec.json.encode({"topic": "bench-drain", "count": 100})
+
+
+async def dequeue_100_ack(c: HttpConnection) -> int:
+    """The bench's consumer loop: lease 100 messages of `bench-drain`, ack them in one request."""
+    status, body = await c.request("POST", "/api/messages/dequeue", _DEQUEUE_100)
+    assert status == 200, status
+    messages = body["messages"]
+    if not messages:
+        return 0
+    acks = [{"id": m["id"], "receipt": m["receipt"]} for m in messages]
+    status, _ = await c.request("POST", "/api/messages/ack", {"acks": acks})
+    assert status == 200, status
+    return len(messages)
+
+
+async def prefill(pool: asyncpg.Pool[Any], tenant_id: int, topic: str, n: int) -> None:
+    """Empty the messages table, then `n` pending messages in `topic`, written straight into it."""
+    await pool.execute("TRUNCATE messages")
+    for start in range(0, n, 10_000):
+        await pool.execute(
+            """INSERT INTO messages (id, tenant_id, topic, payload, max_retries)
+               SELECT u, $1, $2, $3, 3 FROM unnest($4::uuid[]) AS u""",
+            tenant_id,
+            topic,
+            PAYLOAD,
+            uuid7_batch(min(10_000, n - start)),
+        )
+    await pool.execute("VACUUM ANALYZE messages")
+
+
 # --- workloads ----------------------------------------------------------------------------------------------
 
 
@@ -194,19 +226,7 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
 
         return op
 
-    dequeue_100 = msgspec.json.encode({"topic": "bench-drain", "count": 100})
     dequeue_1 = msgspec.json.encode({"topic": "bench-drain"})
-
-    async def api_dequeue_100_ack(c: HttpConnection) -> int:
-        status, body = await c.request("POST", "/api/messages/dequeue", dequeue_100)
-        assert status == 200, status
-        messages = body["messages"]
-        if not messages:
-            return 0
-        acks = [{"id": m["id"], "receipt": m["receipt"]} for m in messages]
-        status, _ = await c.request("POST", "/api/messages/ack", {"acks": acks})
-        assert status == 200, status
-        return len(messages)
 
     async def api_dequeue_1_ack(c: HttpConnection) -> int:
         status, body = await c.request("POST", "/api/messages/dequeue", dequeue_1)
@@ -231,15 +251,7 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
     def prefilled_api(n: int) -> Callable[[], Awaitable[None]]:
         async def setup() -> None:
             await empty_tables()
-            for start in range(0, n, 10_000):
-                await pool.execute(
-                    """INSERT INTO messages (id, tenant_id, topic, payload, max_retries)
-                       SELECT u, $1, 'bench-drain', $2, 3 FROM unnest($3::uuid[]) AS u""",
-                    tenant_id,
-                    PAYLOAD,
-                    uuid7_batch(min(10_000, n - start)),
-                )
-            await pool.execute("VACUUM ANALYZE messages")
+            await prefill(pool, tenant_id, "bench-drain", n)
 
         return setup
 
@@ -260,7 +272,7 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
             prefilled_raw(drain_raw),
             raw_dequeue_delete(100),
             prefilled_api(drain_api),
-            api_dequeue_100_ack,
+            dequeue_100_ack,
         ),
         Workload(
             "dequeue_1_ack",
@@ -463,18 +475,8 @@ async def measure_topic_configs(
 
     def prefilled(topic: str) -> Callable[[], Awaitable[None]]:
         async def setup() -> None:
-            await empty()
-            n = int(60_000 * SECONDS)  # more than either side can drain in a round (~30k msg/s here)
-            for start in range(0, n, 10_000):
-                await pool.execute(
-                    """INSERT INTO messages (id, tenant_id, topic, payload, max_retries)
-                       SELECT u, $1, $2, $3, 3 FROM unnest($4::uuid[]) AS u""",
-                    tenant_id,
-                    topic,
-                    PAYLOAD,
-                    uuid7_batch(min(10_000, n - start)),
-                )
-            await pool.execute("VACUUM ANALYZE messages")
+            # more than either side can drain in a round (~30k msg/s here)
+            await prefill(pool, tenant_id, topic, int(60_000 * SECONDS))
 
         return setup
 
@@ -561,6 +563,10 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             rows += await measure_auth(pool, api.base_url, noauth.base_url, (api.process.pid, noauth.process.pid))
         if "configs" in PARTS:
             rows += await measure_topic_configs(pool, api.base_url, tenant_id, api.process.pid)
+        if "client" in PARTS:
+            from bench.consumer import measure_consumer  # noqa: PLC0415 - it imports this module
+
+            rows.append(await measure_consumer(pool, api.base_url, tenant_id, api.process.pid))
     finally:
         await pool.close()
         stop_server(api)
@@ -590,7 +596,8 @@ def report(rows: list[dict[str, Any]]) -> None:
     print(
         "\nratio: median over the rounds of API msg/s / raw msg/s; for auth_*, Basic auth / the same API without "
         "the auth check (raw columns: without); for capped_* and limited_*, configured / unconfigured topic (raw "
-        "columns: unconfigured). msg/s and latencies pool all rounds"
+        "columns: unconfigured); for consumer_runtime, the client's consumer / the bench's dequeue 100 + ack loop "
+        "(raw columns: the loop). msg/s and latencies pool all rounds"
     )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)

@@ -1,0 +1,384 @@
+"""`AsyncClient`: the producer, the data plane a consumer uses, and thin admin methods, over one pooled connection
+set. Everything else in this package is built on it (the sync `Client`, the consumer runtime)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote
+
+import aiohttp
+
+from skiplock_client import errors
+from skiplock_client._http import Transport, tls_context
+from skiplock_client._version import __version__
+from skiplock_client.consumer import Consumer
+from skiplock_client.models import (
+    AckItem,
+    BatchAck,
+    BatchAckBody,
+    BatchBody,
+    CountView,
+    DequeueView,
+    EnqueueBody,
+    ExtendView,
+    Grant,
+    IdsView,
+    IdView,
+    Item,
+    ItemsView,
+    Me,
+    Message,
+    MessageStatus,
+    NackOutcome,
+    NackView,
+    Page,
+    Quotas,
+    Role,
+    StatRow,
+    StatsView,
+    Tenant,
+    TenantStatus,
+    Topic,
+    TopicConfig,
+    TopicConfigView,
+    User,
+    VersionView,
+    to_bytes,
+)
+from skiplock_client.retry import NO_RETRY, RetryPolicy
+
+T = TypeVar("T")
+#: The server's largest batch (SKIPLOCK_MAX_BATCH_SIZE's default); `send_batch` splits into chunks of this size.
+DEFAULT_BATCH_SIZE = 1000
+USER_AGENT = f"skiplock-client/{__version__} (python; aiohttp/{aiohttp.__version__})"
+
+MessageRef = Message | str  # a message, or its id (acks and nacks then carry no receipt)
+
+
+def _ref(message: MessageRef, receipt: str | None) -> tuple[str, str | None]:
+    if isinstance(message, Message):
+        return message.id, receipt or message.receipt
+    return message, receipt
+
+
+def _enqueue_body(item: Item | Any, topic: str | None) -> EnqueueBody:
+    if not isinstance(item, Item):
+        return EnqueueBody(payload=to_bytes(item), topic=topic)
+    return EnqueueBody(
+        payload=to_bytes(item.payload),
+        topic=item.topic or topic,
+        metadata=item.metadata,
+        key=item.key,
+        delay_seconds=item.delay,
+        priority=item.priority,
+    )
+
+
+class AsyncClient:
+    """Skiplock's REST API. Use as `async with AsyncClient(...) as client:` (or call `aclose`).
+
+    `auth`: (username, password) for HTTP Basic; `login()` trades it for a session cookie. `tenant`: the tenant a
+    platform admin addresses (`X-Tenant`); other users belong to theirs. `verify`/`client_cert`: TLS (a CA bundle
+    path, or False to skip verification; a client certificate). `retry`: how the producer retries 429s, 503s and
+    requests that got no answer; the consumer runtime uses it for its own calls. `batch_size`: the server's largest
+    batch. `http`: an httpx.AsyncClient of your own (its base URL, auth and TLS are then yours to set).
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8080",
+        *,
+        auth: tuple[str, str] | None = None,
+        tenant: str | None = None,
+        timeout: float = 30.0,
+        verify: bool | str = True,
+        client_cert: str | tuple[str, str] | None = None,
+        max_connections: int = 100,
+        retry: RetryPolicy | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        headers: dict[str, str] | None = None,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.tenant = tenant
+        self.batch_size = batch_size
+        common = {"User-Agent": USER_AGENT, **({"X-Tenant": tenant} if tenant else {}), **(headers or {})}
+        self._transport = Transport(
+            base_url,
+            common,
+            auth,
+            timeout,
+            tls_context(verify, client_cert),
+            max_connections,
+            retry or RetryPolicy(),
+            session,
+        )
+        self.retry = self._transport.retry
+        self._call = self._transport.call
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._transport.close()
+
+    # --- session --------------------------------------------------------------------------------------------------
+
+    async def login(self) -> None:
+        """Trade the Basic credentials for a session: later requests carry the cookie (and the CSRF token)."""
+        await self._call("POST", "/api/auth/session")
+        self._transport.use_session_cookie(True)
+
+    async def logout(self) -> None:
+        await self._call("DELETE", "/api/auth/session")
+        self._transport.use_session_cookie(False)
+
+    async def me(self) -> Me:
+        return await self._get("/api/auth/me", Me)
+
+    async def version(self) -> str:
+        return (await self._get("/api/version", VersionView)).version
+
+    # --- producer -------------------------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        payload: Any,
+        *,
+        key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        delay: float = 0,
+        priority: int = 0,
+    ) -> str:
+        """Enqueue one message; its id. `payload`: bytes, str (UTF-8) or a JSON-serialisable value.
+
+        Refusals for now (429 `queue_full`, `rate_limited`), 503s and requests without an answer are retried by
+        `retry`. A keyed message upserts, so its retry is harmless; a keyless one whose first try was stored but
+        whose answer was lost is stored twice (delivery is at least once)."""
+        body = EnqueueBody(
+            payload=to_bytes(payload), topic=topic, metadata=metadata, key=key, delay_seconds=delay, priority=priority
+        )
+        return (await self._post("/api/messages", body, IdView, self.retry)).id
+
+    async def send_batch(self, topic: str | None, items: Iterable[Item | Any]) -> list[str]:
+        """Enqueue many: `items` are payloads or `Item`s (with key, metadata, delay, priority, their own topic).
+        Sent in chunks of `batch_size` (each all or nothing), retried as `send`; the ids in input order. When a
+        chunk fails for good, the error carries `sent_ids`: the ids of the chunks stored before it."""
+        ids: list[str] = []
+        chunk: list[EnqueueBody] = []
+        for item in items:
+            chunk.append(_enqueue_body(item, None))
+            if len(chunk) == self.batch_size:
+                await self._send_chunk(topic, chunk, ids)
+                chunk = []
+        if chunk:
+            await self._send_chunk(topic, chunk, ids)
+        return ids
+
+    async def _send_chunk(self, topic: str | None, chunk: list[EnqueueBody], ids: list[str]) -> None:
+        try:
+            ids.extend((await self._post("/api/messages/batch", BatchBody(chunk, topic), IdsView, self.retry)).ids)
+        except errors.SkiplockError as exc:
+            exc.sent_ids = ids  # type: ignore[attr-defined]
+            raise
+
+    # --- consuming ------------------------------------------------------------------------------------------------
+
+    async def receive(
+        self,
+        topic: str,
+        count: int = 1,
+        *,
+        visibility_timeout: int | None = None,
+        wait_seconds: float = 0,
+        retry: RetryPolicy = NO_RETRY,
+    ) -> list[Message]:
+        """Lease up to `count` messages (waiting up to `wait_seconds` for the first); each carries its receipt."""
+        body: dict[str, Any] = {"topic": topic, "count": count, "wait_seconds": wait_seconds}
+        if visibility_timeout is not None:
+            body["visibility_timeout_seconds"] = visibility_timeout
+        return (await self._post("/api/messages/dequeue", body, DequeueView, retry)).messages
+
+    async def ack(self, message: MessageRef, receipt: str | None = None) -> None:
+        """Done: the message is deleted. LeaseLost if another dequeue took it since this receipt was issued."""
+        message_id, receipt = _ref(message, receipt)
+        await self._call("POST", f"/api/messages/{message_id}/ack", body={"receipt": receipt} if receipt else {})
+
+    async def ack_batch(self, messages: Iterable[MessageRef | tuple[str, str | None]]) -> BatchAck:
+        """Acknowledge many in one request (at most `batch_size`); the answer lists those that failed, by code."""
+        acks = [AckItem(*(m if isinstance(m, tuple) else _ref(m, None))) for m in messages]
+        return await self._post("/api/messages/ack", BatchAckBody(acks), BatchAck, NO_RETRY)
+
+    async def nack(
+        self,
+        message: MessageRef,
+        error: str | None = None,
+        *,
+        receipt: str | None = None,
+        delay: float | None = None,
+    ) -> NackOutcome:
+        """Failed: retried after `delay` (or the topic's backoff), or moved to the DLQ once retries are used up."""
+        message_id, receipt = _ref(message, receipt)
+        body: dict[str, Any] = {}
+        if error is not None:
+            body["error"] = error[:4000]
+        if receipt:
+            body["receipt"] = receipt
+        if delay is not None:
+            body["delay_seconds"] = delay
+        return (await self._post(f"/api/messages/{message_id}/nack", body, NackView, NO_RETRY)).outcome
+
+    async def extend(self, message: MessageRef, visibility_timeout: int, *, receipt: str | None = None) -> str:
+        """Extend the lease to `visibility_timeout` seconds from now (a heartbeat); the new deadline."""
+        message_id, receipt = _ref(message, receipt)
+        body: dict[str, Any] = {"visibility_timeout_seconds": visibility_timeout}
+        if receipt:
+            body["receipt"] = receipt
+        view = await self._post(f"/api/messages/{message_id}/visibility", body, ExtendView, NO_RETRY)
+        return view.visibility_deadline
+
+    def consumer(self, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], **options: Any) -> Consumer:
+        """A consumer runtime for `topic` calling `handler(message)`; see `Consumer` for the options."""
+        return Consumer(self, topic, handler, **options)
+
+    def batch_consumer(
+        self, topic: str, handler: Callable[[list[Message]], Awaitable[Any] | Any], **options: Any
+    ) -> Consumer:
+        """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time."""
+        return Consumer(self, topic, handler, batch=True, **options)
+
+    # --- messages and topics --------------------------------------------------------------------------------------
+
+    async def message(self, message_id: str) -> Message:
+        return await self._get(f"/api/messages/{message_id}", Message)
+
+    async def messages(
+        self,
+        topic: str | None = None,
+        *,
+        status: MessageStatus | None = None,
+        key: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page[Message]:
+        """Browse, newest first."""
+        params = {"topic": topic, "status": status, "key": key, "limit": limit, "offset": offset}
+        return await self._get("/api/messages", Page[Message], {k: v for k, v in params.items() if v is not None})
+
+    async def delete_message(self, message_id: str) -> None:
+        await self._call("DELETE", f"/api/messages/{message_id}")
+
+    async def delete_by_key(self, topic: str, key: str) -> int:
+        return (await self._count("DELETE", f"/api/topics/{topic}/messages/by-key/{quote(key, safe='')}")).deleted
+
+    async def requeue(self, message_id: str) -> None:
+        """A dead letter back to its original topic."""
+        await self._call("POST", f"/api/messages/{message_id}/requeue")
+
+    async def requeue_all(self, topic: str) -> int:
+        """Every pending message of `<topic>.dlq` back to `topic`; how many."""
+        return (await self._count("POST", f"/api/topics/{topic}/requeue")).requeued
+
+    async def purge(self, topic: str, statuses: Sequence[MessageStatus] | None = None) -> int:
+        body = {"statuses": list(statuses)} if statuses is not None else {}
+        return (await self._count("POST", f"/api/topics/{topic}/purge", body)).deleted
+
+    async def topics(self) -> list[Topic]:
+        return (await self._get("/api/topics", ItemsView[Topic])).items
+
+    async def stats(self) -> list[StatRow]:
+        return (await self._get("/api/stats", StatsView)).topics
+
+    # --- topic configs --------------------------------------------------------------------------------------------
+
+    async def topic_configs(self) -> list[TopicConfigView]:
+        return (await self._get("/api/topic-configs", ItemsView[TopicConfigView])).items
+
+    async def topic_config(self, topic: str) -> TopicConfig:
+        return await self._get(f"/api/topic-configs/{topic}", TopicConfig)
+
+    async def set_topic_config(self, topic: str, config: TopicConfig | None = None, **fields: Any) -> TopicConfig:
+        """Replace the topic's overrides (`config`, or its fields as keywords); omitted ones use the defaults."""
+        body = config if config is not None else TopicConfig(**fields)
+        answer = await self._call("PUT", f"/api/topic-configs/{topic}", body=body, decode=TopicConfig)
+        assert answer is not None
+        return answer
+
+    async def delete_topic_config(self, topic: str) -> None:
+        await self._call("DELETE", f"/api/topic-configs/{topic}")
+
+    # --- tenants, users, grants -----------------------------------------------------------------------------------
+
+    async def tenants(self, *, limit: int = 50, offset: int = 0) -> Page[Tenant]:
+        return await self._get("/api/tenants", Page[Tenant], {"limit": limit, "offset": offset})
+
+    async def tenant_info(self, slug: str) -> Tenant:
+        return await self._get(f"/api/tenants/{slug}", Tenant)
+
+    async def create_tenant(self, slug: str, name: str, quotas: Quotas | None = None) -> Tenant:
+        body: dict[str, Any] = {"slug": slug, "name": name}
+        if quotas is not None:
+            body["quotas"] = quotas
+        return await self._post("/api/tenants", body, Tenant, NO_RETRY)
+
+    async def update_tenant(
+        self, slug: str, *, name: str | None = None, status: TenantStatus | None = None, quotas: Quotas | None = None
+    ) -> Tenant:
+        body = {k: v for k, v in {"name": name, "status": status, "quotas": quotas}.items() if v is not None}
+        answer = await self._call("PATCH", f"/api/tenants/{slug}", body=body, decode=Tenant)
+        assert answer is not None
+        return answer
+
+    async def delete_tenant(self, slug: str, *, force: bool = False) -> None:
+        await self._call("DELETE", f"/api/tenants/{slug}", params={"force": "true"} if force else None)
+
+    async def users(self, *, limit: int = 50, offset: int = 0) -> Page[User]:
+        return await self._get("/api/users", Page[User], {"limit": limit, "offset": offset})
+
+    async def user(self, user_id: str) -> User:
+        return await self._get(f"/api/users/{user_id}", User)
+
+    async def create_user(self, username: str, password: str, role: Role = "member") -> User:
+        body = {"username": username, "password": password, "role": role}
+        return await self._post("/api/users", body, User, NO_RETRY)
+
+    async def update_user(self, user_id: str, *, password: str | None = None, role: Role | None = None) -> User:
+        body = {k: v for k, v in {"password": password, "role": role}.items() if v is not None}
+        answer = await self._call("PATCH", f"/api/users/{user_id}", body=body, decode=User)
+        assert answer is not None
+        return answer
+
+    async def delete_user(self, user_id: str) -> None:
+        await self._call("DELETE", f"/api/users/{user_id}")
+
+    async def grants(self, user_id: str) -> list[Grant]:
+        return (await self._get(f"/api/users/{user_id}/grants", ItemsView[Grant])).items
+
+    async def grant(self, user_id: str, action: Literal["produce", "consume", "read"], topic_pattern: str) -> Grant:
+        body = {"action": action, "topic_pattern": topic_pattern}
+        return await self._post(f"/api/users/{user_id}/grants", body, Grant, NO_RETRY)
+
+    async def revoke(self, user_id: str, grant_id: str) -> None:
+        await self._call("DELETE", f"/api/users/{user_id}/grants/{grant_id}")
+
+    # --- plumbing -------------------------------------------------------------------------------------------------
+
+    async def _get(self, path: str, decode: type[T], params: dict[str, Any] | None = None) -> T:
+        answer = await self._call("GET", path, params=params, decode=decode, retry=self.retry)
+        assert answer is not None
+        return answer
+
+    async def _post(self, path: str, body: Any, decode: type[T], retry: RetryPolicy) -> T:
+        answer = await self._call("POST", path, body=body, decode=decode, retry=retry)
+        assert answer is not None
+        return answer
+
+    async def _count(self, method: str, path: str, body: Any = None) -> CountView:
+        answer = await self._call(method, path, body=body, decode=CountView)
+        assert answer is not None
+        return answer

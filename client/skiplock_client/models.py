@@ -1,0 +1,241 @@
+"""The API's bodies as typed structs (msgspec: it decodes base64 payloads to bytes and validates types as it parses).
+
+Field names and types follow the OpenAPI document the server serves; `tests/client/test_models.py` compares each
+struct with its schema there, so they cannot drift apart. Unknown fields in answers are ignored: a newer server
+may add some.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Literal, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+MessageStatus = Literal["pending", "processing", "failed", "expired"]
+NackOutcome = Literal["retry", "dlq", "failed"]
+Role = Literal["platform_admin", "tenant_admin", "member"]
+Action = Literal["produce", "consume", "read"]
+TenantStatus = Literal["active", "suspended"]
+
+
+class Message(msgspec.Struct, frozen=True):
+    """A message; one from a dequeue also carries its lease (`receipt`, `visibility_deadline`)."""
+
+    id: str
+    topic: str
+    key: str | None
+    payload: bytes
+    metadata: dict[str, Any] | None
+    status: MessageStatus
+    priority: int
+    retry_count: int
+    max_retries: int
+    last_error: str | None
+    created_at: str | None
+    updated_at: str | None
+    available_at: str | None
+    expires_at: str | None
+    original_topic: str | None
+    dlq_moved_at: str | None
+    receipt: str | None = None
+    visibility_deadline: str | None = None
+
+    def text(self, encoding: str = "utf-8") -> str:
+        """The payload decoded as text."""
+        return self.payload.decode(encoding)
+
+    def json(self) -> Any:
+        """The payload parsed as JSON."""
+        return msgspec.json.decode(self.payload)
+
+    def decode(self, model: type[T]) -> T:
+        """The payload parsed as JSON into `model` (a msgspec Struct, a dataclass, a TypedDict, a pydantic model)."""
+        validate = getattr(model, "model_validate_json", None)  # pydantic v2
+        if validate is not None:
+            return validate(self.payload)  # type: ignore[no-any-return]
+        return msgspec.json.decode(self.payload, type=model)
+
+
+class Page(msgspec.Struct, Generic[T], frozen=True):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+
+
+class TopicConfig(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A topic's overrides; None falls back to the server's default."""
+
+    max_retries: int | None = None
+    message_ttl_seconds: int | None = None
+    max_depth: int | None = None
+    throughput_limit: int | None = None
+    visibility_timeout_seconds: int | None = None
+    retry_backoff_seconds: list[int] | None = None
+    dlq_enabled: bool | None = None
+    expire_to_dlq: bool | None = None
+
+
+class TopicConfigView(TopicConfig, frozen=True):
+    topic: str = ""
+
+
+class Topic(msgspec.Struct, frozen=True):
+    """A topic's counts by status, and its config if it has one."""
+
+    topic: str
+    pending: int
+    processing: int
+    failed: int
+    expired: int
+    delayed: int
+    oldest_pending_age_seconds: float
+    config: TopicConfig | None
+
+
+class StatRow(msgspec.Struct, frozen=True):
+    topic: str
+    status: MessageStatus
+    count: int
+
+
+class AckFailure(msgspec.Struct, frozen=True):
+    id: str
+    code: str
+
+
+class BatchAck(msgspec.Struct, frozen=True):
+    acked: int
+    failed: list[AckFailure]
+
+
+class Quotas(msgspec.Struct, frozen=True, omit_defaults=True):
+    max_topics: int | None = None
+    max_messages: int | None = None
+    max_payload_bytes: int | None = None
+    enqueue_rate: int | None = None
+
+
+class Tenant(msgspec.Struct, frozen=True):
+    slug: str
+    name: str
+    status: TenantStatus
+    quotas: Quotas
+    created_at: str
+
+
+class User(msgspec.Struct, frozen=True):
+    id: str
+    username: str
+    role: Role
+    tenant: str | None
+    created_at: str
+    updated_at: str
+
+
+class Grant(msgspec.Struct, frozen=True):
+    id: str
+    action: Action
+    topic_pattern: str
+    created_at: str
+
+
+class Me(msgspec.Struct, frozen=True):
+    username: str
+    role: Role
+    tenant: str | None
+
+
+class Schedule(msgspec.Struct, frozen=True):
+    schedule: str
+    active: bool
+
+
+class Item(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One message of `send_batch`: a payload (bytes, str or a JSON-serialisable value) and its options."""
+
+    payload: Any
+    key: str | None = None
+    metadata: dict[str, Any] | None = None
+    delay: float = 0
+    priority: int = 0
+    topic: str | None = None
+
+
+# --- wire shapes of requests and small answers (internal) ----------------------------------------------------------
+
+
+class EnqueueBody(msgspec.Struct, omit_defaults=True):
+    payload: bytes
+    topic: str | None = None
+    metadata: dict[str, Any] | None = None
+    key: str | None = None
+    delay_seconds: float = 0
+    priority: int = 0
+
+
+class BatchBody(msgspec.Struct, omit_defaults=True):
+    messages: list[EnqueueBody]
+    topic: str | None = None
+
+
+class AckItem(msgspec.Struct, omit_defaults=True):
+    id: str
+    receipt: str | None = None
+
+
+class BatchAckBody(msgspec.Struct):
+    acks: list[AckItem]
+
+
+class IdView(msgspec.Struct):
+    id: str
+
+
+class IdsView(msgspec.Struct):
+    ids: list[str]
+
+
+class DequeueView(msgspec.Struct):
+    messages: list[Message]
+
+
+class NackView(msgspec.Struct):
+    outcome: NackOutcome
+
+
+class ExtendView(msgspec.Struct):
+    visibility_deadline: str
+
+
+class CountView(msgspec.Struct):
+    """`{requeued: n}`, `{deleted: n}`, `{expired: n}`: whichever the route answers."""
+
+    requeued: int = 0
+    deleted: int = 0
+    expired: int = 0
+
+
+class ItemsView(msgspec.Struct, Generic[T]):
+    items: list[T]
+
+
+class StatsView(msgspec.Struct):
+    topics: list[StatRow]
+
+
+class VersionView(msgspec.Struct):
+    version: str
+
+
+def to_bytes(payload: Any) -> bytes:
+    """A payload as bytes: bytes as they are, str as UTF-8, anything else as JSON."""
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, bytearray | memoryview):
+        return bytes(payload)
+    if isinstance(payload, str):
+        return payload.encode()
+    return msgspec.json.encode(payload)
