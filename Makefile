@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench explain clean
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-versus explain clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ format: $(STAMP) ## Apply ruff's formatting and safe fixes
 
 bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same Postgres (writes bench/out/)
 	$(BIN)/python -m bench.run
+
+bench-versus: $(STAMP) ## Single enqueues against the server at REV=<commit>, head to head on one database
+	$(BIN)/python -m bench.versus
 
 explain: $(STAMP) ## EXPLAIN (ANALYZE, BUFFERS) of the hot statements on a table of 1,000,000 messages
 	$(BIN)/python -m bench.explain

@@ -376,7 +376,7 @@ async def measure_auth(
             user = (f"bench-producer-{n}-{uuid.uuid4().hex[:6]}", f"bench-password-{uuid.uuid4().hex}")
             r = await admin.post("/api/users", json={"username": user[0], "password": user[1], "role": "tenant_admin"})
             assert r.status_code == 201, r.text
-            users.append(user)
+            users.append((r.json()["username"], user[1]))  # a tenant's usernames are `<name>@<tenant>`
     basic = [HttpConnection(host, int(port), user, {}) for user in users]
     unchecked = [HttpConnection(host, int(noauth_port), user, {}) for user in users]
     for c in basic + unchecked:
