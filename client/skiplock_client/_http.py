@@ -126,6 +126,8 @@ class Transport:
                     if response.status < 400:
                         return self._decode(method, path, response, answer, decode)
                     error = errors.error_for(response.status, answer, response.headers, response.reason)
+            except (aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError) as exc:
+                raise errors.TlsError(f"{method} {path}: {exc}") from exc  # will not change by retrying
             except (aiohttp.ClientError, TimeoutError) as exc:
                 error = errors.TransportError(f"{method} {path}: {type(exc).__name__} {exc}")
             if attempt >= retry.attempts or not retryable(error):

@@ -50,6 +50,12 @@ class TransportError(SkiplockError):
     code = "transport_error"
 
 
+class TlsError(TransportError):
+    """The TLS handshake failed: a certificate not trusted, a client certificate refused. Never retried."""
+
+    code = "tls_error"
+
+
 class InvalidRequest(SkiplockError):
     code, status = "invalid_request", 400
 

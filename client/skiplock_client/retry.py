@@ -35,6 +35,8 @@ NO_RETRY = RetryPolicy(attempts=1)
 def retryable(error: errors.SkiplockError) -> bool:
     """Whether the same request may succeed later: a refusal for now (429 with a reason to wait), an unavailable
     dependency (503), or no answer at all. A quota without `Retry-After` will not lift by waiting."""
+    if isinstance(error, errors.TlsError):
+        return False
     if isinstance(error, errors.TransportError | errors.Unavailable | errors.QueueFull | errors.RateLimited):
         return True
     return isinstance(error, errors.TooManyRequests) and error.retry_after is not None
