@@ -7,7 +7,7 @@ the runtime that runs a handler over a topic's messages (`client.consumer(topic,
 
 from skiplock_client._version import __version__
 from skiplock_client.client import AsyncClient
-from skiplock_client.consumer import Consumer, Middleware, Retry
+from skiplock_client.consumer import Consumer
 from skiplock_client.errors import (
     AlreadyExists,
     Conflict,
@@ -32,6 +32,7 @@ from skiplock_client.errors import (
     Unavailable,
     UnsupportedMediaType,
 )
+from skiplock_client.handling import Middleware, Retry
 from skiplock_client.models import (
     BatchAck,
     Grant,

@@ -32,12 +32,13 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from skiplock_client import errors
+from skiplock_client.handling import Counters, Middleware, Retry, maybe_await
 from skiplock_client.models import Message
 
 if TYPE_CHECKING:
@@ -46,28 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("skiplock_client.consumer")
 
 _MAX_DEQUEUE = 1000  # the server's largest dequeue count
-
-
-class Retry(Exception):
-    """Raise from a handler to nack its message with this delay (seconds) instead of the topic's backoff."""
-
-    def __init__(self, delay: float | None = None, reason: str = "retry requested") -> None:
-        super().__init__(reason)
-        self.delay = delay
-
-
-class Middleware:
-    """Hooks around each handler call (`subject` is a message, or a list of them for a batch handler). Override
-    what you need; each may be a plain or an async method. An exception from `before` fails the message."""
-
-    def before(self, subject: Any) -> Awaitable[None] | None:
-        return None
-
-    def after(self, subject: Any, result: Any) -> Awaitable[None] | None:
-        return None
-
-    def on_error(self, subject: Any, error: BaseException) -> Awaitable[None] | None:
-        return None
 
 
 @dataclass(eq=False)
@@ -82,26 +61,6 @@ class _Lease:
 class _Outbox:
     acks: list[_Lease] = field(default_factory=list)
     nacks: list[tuple[_Lease, str, float | None]] = field(default_factory=list)
-
-
-class _Counters:
-    """Optional Prometheus counters (`metrics=` a registry, or True for the default one)."""
-
-    def __init__(self, registry: Any) -> None:
-        from prometheus_client import REGISTRY, Counter, Histogram  # noqa: PLC0415 - an optional dependency
-
-        registry = REGISTRY if registry is True else registry
-        self.outcomes = Counter(
-            "skiplock_client_messages",
-            "Messages this consumer finished, by outcome: acked, retry, dlq, failed, released, lease_lost",
-            ["topic", "outcome"],
-            registry=registry,
-        )
-        self.seconds = Histogram("skiplock_client_handler_seconds", "Handler durations", ["topic"], registry=registry)
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 class Consumer:
@@ -153,7 +112,7 @@ class Consumer:
         self.ack_batch_size = min(ack_batch_size, client.batch_size)
         self.ack_interval = ack_interval
         self.handle_signals = handle_signals
-        self._counters = _Counters(metrics) if metrics else None
+        self._counters = Counters(metrics) if metrics else None
 
         self._ready: collections.deque[_Lease] = collections.deque()
         self._held: set[_Lease] = set()  # every lease not yet acked or nacked: ready, running, awaiting its flush
@@ -169,6 +128,8 @@ class Consumer:
         self._stopping = asyncio.Event()
         self._closed = False
         self._threads: ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # where `run` runs: `stop` may come from elsewhere
+        self._thread: threading.Thread | None = None
         self.handled = 0  # handler calls that returned
 
     # --- running and stopping -------------------------------------------------------------------------------------
@@ -181,9 +142,6 @@ class Consumer:
             loop.call_soon_threadsafe(self._stopping.set)
         else:
             self._stopping.set()
-
-    _loop: asyncio.AbstractEventLoop | None = None
-    _thread: threading.Thread | None = None
 
     async def run(self) -> None:
         """Consume until `stop()` (or SIGTERM/SIGINT with `handle_signals` in the main thread)."""
@@ -199,27 +157,38 @@ class Consumer:
         try:
             await self._stopping.wait()
         finally:
-            fetcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await fetcher
-            self._release_ready("released: the consumer stopped before handling it")
-            self._has_ready.set()  # idle workers see the stop and leave
-            _, late = await asyncio.wait(workers, timeout=self.grace_period) if workers else (set(), set())
-            for task in late:
-                task.cancel()  # their handlers' messages are released (see _handle)
-            if late:
-                await asyncio.wait(late)
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
-            self._closed = True  # the flusher sends what it has and leaves (cancelling it could lose a flush)
-            self._flush_now.set()
-            await flusher
-            await self._flush()
+            await self._shut_down(fetcher, workers, keeper, flusher)
             for sig in signals:
                 asyncio.get_running_loop().remove_signal_handler(sig)
             if self._threads is not None:
                 self._threads.shutdown(wait=False, cancel_futures=True)
+
+    async def _shut_down(
+        self,
+        fetcher: asyncio.Task[None],
+        workers: list[asyncio.Task[None]],
+        keeper: asyncio.Task[None],
+        flusher: asyncio.Task[None],
+    ) -> None:
+        """No more fetches; prefetched messages released; handlers given the grace period, then cancelled (their
+        messages released too); the last acks and nacks sent."""
+        fetcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await fetcher
+        self._release_ready("released: the consumer stopped before handling it")
+        self._has_ready.set()  # idle workers see the stop and leave
+        _, late = await asyncio.wait(workers, timeout=self.grace_period)
+        for task in late:
+            task.cancel()  # their handlers' messages are released (see _handle)
+        if late:
+            await asyncio.wait(late)
+        keeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeper
+        self._closed = True  # the flusher sends what it has and leaves (cancelling it could lose a flush)
+        self._flush_now.set()
+        await flusher
+        await self._flush()
 
     def run_forever(self) -> None:
         """`run` on an event loop of its own, in this thread (the sync API): returns once stopped."""
@@ -318,7 +287,7 @@ class Consumer:
         except Exception as exc:  # any handler error fails its message, never the consumer
             for hook in self.middleware:
                 with contextlib.suppress(Exception):
-                    await _maybe_await(hook.on_error(subject, exc))
+                    await maybe_await(hook.on_error(subject, exc))
             delay = exc.delay if isinstance(exc, Retry) else None
             self._fail(leases, f"{type(exc).__name__}: {exc}", delay)
         else:
@@ -341,7 +310,7 @@ class Consumer:
 
     async def _call_handler(self, subject: Any) -> None:
         for hook in self.middleware:
-            await _maybe_await(hook.before(subject))
+            await maybe_await(hook.before(subject))
         if self._async_handler:
             result = await self._handler(subject)
         else:
@@ -349,7 +318,7 @@ class Consumer:
             call = functools.partial(self._handler, subject)
             result = await asyncio.get_running_loop().run_in_executor(self._threads, call)
         for hook in self.middleware:
-            await _maybe_await(hook.after(subject, result))
+            await maybe_await(hook.after(subject, result))
 
     def _subject(self, leases: list[_Lease]) -> Any:
         messages = [lease.message for lease in leases]
