@@ -14,7 +14,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml client/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./client
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e './client[spark]'
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install Skiplock with its dev tools

@@ -73,6 +73,7 @@ class Transport:
         self._own_session = session is None
         # Our own session sends the common headers by default; a session of the caller's gets them per request.
         self._per_request = {} if session is None else dict(headers)
+        self.retries = 0  # requests tried again, for reports
         self.session_cookie = False  # authenticated by the session cookie (`login`): unsafe requests carry the CSRF
 
     def _open(self) -> aiohttp.ClientSession:
@@ -130,11 +131,12 @@ class Transport:
                 raise errors.TlsError(f"{method} {path}: {exc}") from exc  # will not change by retrying
             except (aiohttp.ClientError, TimeoutError) as exc:
                 error = errors.TransportError(f"{method} {path}: {type(exc).__name__} {exc}")
-            if attempt >= retry.attempts or not retryable(error):
+            if attempt >= retry.attempts or not retryable(error, retry):
                 raise error
             delay = retry.backoff(attempt, error.retry_after)
             if time.monotonic() - started + delay > retry.budget_seconds:
                 raise error
+            self.retries += 1
             log.debug("%s %s: %s; retry %d in %.2f s", method, path, error, attempt, delay)
             await asyncio.sleep(delay)
 

@@ -123,6 +123,11 @@ class AsyncClient:
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
 
+    @property
+    def retries(self) -> int:
+        """How many requests this client has tried again so far (429s, 503s, lost answers)."""
+        return self._transport.retries
+
     async def aclose(self) -> None:
         await self._transport.close()
 
@@ -179,6 +184,13 @@ class AsyncClient:
         if chunk:
             await self._send_chunk(topic, chunk, ids)
         return ids
+
+    async def send_prepared(
+        self, topic: str | None, bodies: list[EnqueueBody], retry: RetryPolicy | None = None
+    ) -> list[str]:
+        """One batch request of prepared bodies (at most `batch_size`, not split), for bulk loaders that build
+        them column by column; retried by `retry` (default: the client's policy). The ids in order."""
+        return (await self._post("/api/messages/batch", BatchBody(bodies, topic), IdsView, retry or self.retry)).ids
 
     async def _send_chunk(self, topic: str | None, chunk: list[EnqueueBody], ids: list[str]) -> None:
         try:

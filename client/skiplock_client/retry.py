@@ -21,6 +21,8 @@ class RetryPolicy:
     #: The first backoff's ceiling; each retry doubles it, up to `max_backoff_seconds`.
     base_seconds: float = 0.1
     max_backoff_seconds: float = 10.0
+    #: Retry every 429, a quota without `Retry-After` too (a bulk load waits for consumers to make room).
+    every_429: bool = False
 
     def backoff(self, retry: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number `retry` (1 for the first)."""
@@ -32,11 +34,12 @@ class RetryPolicy:
 NO_RETRY = RetryPolicy(attempts=1)
 
 
-def retryable(error: errors.SkiplockError) -> bool:
+def retryable(error: errors.SkiplockError, policy: RetryPolicy = NO_RETRY) -> bool:
     """Whether the same request may succeed later: a refusal for now (429 with a reason to wait), an unavailable
-    dependency (503), or no answer at all. A quota without `Retry-After` will not lift by waiting."""
+    dependency (503), or no answer at all. A quota without `Retry-After` will not lift by waiting, unless the policy
+    says every 429 may (`every_429`). A failed TLS handshake never succeeds by retrying."""
     if isinstance(error, errors.TlsError):
         return False
     if isinstance(error, errors.TransportError | errors.Unavailable | errors.QueueFull | errors.RateLimited):
         return True
-    return isinstance(error, errors.TooManyRequests) and error.retry_after is not None
+    return isinstance(error, errors.TooManyRequests) and (error.retry_after is not None or policy.every_429)
