@@ -6,7 +6,8 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3),
-SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,client). Raw and API rounds alternate, so
+SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,client,spark). Raw and API rounds
+alternate, so
 both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
@@ -58,8 +59,9 @@ PAYLOAD_B64 = base64.b64encode(PAYLOAD).decode()
 ADMIN = ("bench-admin", "bench-admin-password")
 # Which comparisons to run: "sql" (the API against raw SQL), "auth" (Basic auth against no check at all),
 # "configs" (a capped or throughput-limited topic against an unconfigured one), "client" (the Python client's
-# consumer runtime against the bench's own dequeue + batch ack loop, bench/consumer.py).
-PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,client").split(","))
+# consumer runtime against the bench's own dequeue + batch ack loop, bench/consumer.py), "spark" (the Spark data
+# source's job against the bench's batch-enqueue loop, bench/spark.py).
+PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,client,spark").split(","))
 TENANT = "bench"
 
 RAW_SCHEMA = """
@@ -134,6 +136,21 @@ async def run_clients(
     return result
 
 
+def batch_body(n: int, topic: str = "bench-batch") -> bytes:
+    return msgspec.json.encode({"topic": topic, "messages": [{"payload": PAYLOAD_B64}] * n})
+
+
+def api_enqueue_batch(body: bytes, n: int) -> Callable[[HttpConnection], Awaitable[int]]:
+    """The bench's producer loop: one prebuilt batch of `n` messages per request."""
+
+    async def op(c: HttpConnection) -> int:
+        status, _ = await c.request("POST", "/api/messages/batch", body)
+        assert status == 201, status
+        return n
+
+    return op
+
+
 _DEQUEUE_100 = msgspec.json.encode({"topic": "bench-drain", "count": 100})
 
 
@@ -184,9 +201,6 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
     hundred = [PAYLOAD] * 100
     single = msgspec.json.encode({"topic": "bench-single", "payload": PAYLOAD_B64})
 
-    def batch_body(n: int) -> bytes:
-        return msgspec.json.encode({"topic": "bench-batch", "messages": [{"payload": PAYLOAD_B64}] * n})
-
     batch_100, batch_1000 = batch_body(100), batch_body(1000)
 
     async def nothing() -> None:
@@ -217,14 +231,6 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
         status, _ = await c.request("POST", "/api/messages", single)
         assert status == 201, status
         return 1
-
-    def api_enqueue_batch(body: bytes, n: int) -> Callable[[HttpConnection], Awaitable[int]]:
-        async def op(c: HttpConnection) -> int:
-            status, _ = await c.request("POST", "/api/messages/batch", body)
-            assert status == 201, status
-            return n
-
-        return op
 
     dequeue_1 = msgspec.json.encode({"topic": "bench-drain"})
 
@@ -567,6 +573,10 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.consumer import measure_consumer  # noqa: PLC0415 - it imports this module
 
             rows.append(await measure_consumer(pool, api.base_url, tenant_id, api.process.pid))
+        if "spark" in PARTS:
+            from bench.spark import measure_spark  # noqa: PLC0415 - it imports this module
+
+            rows.append(await measure_spark(pool, api.base_url, tenant_id, api.process.pid))
     finally:
         await pool.close()
         stop_server(api)
@@ -597,7 +607,8 @@ def report(rows: list[dict[str, Any]]) -> None:
         "\nratio: median over the rounds of API msg/s / raw msg/s; for auth_*, Basic auth / the same API without "
         "the auth check (raw columns: without); for capped_* and limited_*, configured / unconfigured topic (raw "
         "columns: unconfigured); for consumer_runtime, the client's consumer / the bench's dequeue 100 + ack loop "
-        "(raw columns: the loop). msg/s and latencies pool all rounds"
+        "(raw columns: the loop); for spark_job, rows/s of the Spark job / msg/s of the batch-enqueue loop (raw "
+        "columns: the loop). msg/s and latencies pool all rounds"
     )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)

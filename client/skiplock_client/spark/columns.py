@@ -92,6 +92,8 @@ class Columns:
             payloads = [_JSON.encode(row) for row in rows]
         else:
             payloads = [p.encode() if isinstance(p, str) else p for p in _column(batch, self.payload)]
+        if not (self.key or self.topic or self.metadata or self.priority or self.delay):  # the common case, fast
+            return [EnqueueBody(p if p is not None else b"") for p in payloads], rows
         n = len(payloads)
         keys = [None if k is None else str(k) for k in _column(batch, self.key)] if self.key else [None] * n
         topics = _column(batch, self.topic) if self.topic else [None] * n

@@ -29,7 +29,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     for column in ("key", "payload", "topic", "metadata", "priority", "delay"):
         parser.add_argument(f"--{column}-column")
     parser.add_argument("--batch-size", type=int, help="messages per request (default: the server's largest)")
-    parser.add_argument("--in-flight", type=int, help="requests under way per task (default 2)")
+    parser.add_argument("--in-flight", type=int, help="requests under way per task (default 4)")
     parser.add_argument("--partitions", type=int, help="repartition the input first (tasks sending at once)")
     parser.add_argument("--retry-budget-seconds", type=float)
     parser.add_argument("--on-invalid", choices=("fail", "reject"), default="fail")

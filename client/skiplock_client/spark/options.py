@@ -119,7 +119,7 @@ class WriteOptions:
             priority_column=options.get("priorityColumn"),
             delay_column=options.get("delayColumn"),
             batch_size=_int(options, "batchSize", DEFAULT_BATCH_SIZE, high=DEFAULT_BATCH_SIZE * 100),
-            in_flight=_int(options, "inFlight", 2, high=64),
+            in_flight=_int(options, "inFlight", 4, high=64),
             retry_budget_seconds=_float(options, "retryBudgetSeconds", 600.0),
             on_invalid=on_invalid,  # type: ignore[arg-type] # checked above
             reject_path=options.get("rejectPath"),

@@ -117,17 +117,20 @@ class _Task:
         ) as client:
             slots = asyncio.Semaphore(self.options.in_flight)
             sending: set[asyncio.Task[None]] = set()
-            pending: list[tuple[EnqueueBody, dict[str, Any] | None]] = []
+            size = self.options.batch_size
+            items: list[EnqueueBody] = []
+            rows: list[dict[str, Any]] | None = []  # the rows as dicts, when the payload is the whole row
             try:
                 for record_batch in batches:
-                    items, rows = self.columns.items(record_batch)
-                    self.report.rows += len(items)
-                    pending.extend(zip(items, rows if rows is not None else [None] * len(items), strict=True))
-                    while len(pending) >= self.options.batch_size:
-                        chunk, pending = pending[: self.options.batch_size], pending[self.options.batch_size :]
-                        await self._start(client, chunk, slots, sending)
-                if pending:
-                    await self._start(client, pending, slots, sending)
+                    batch_items, batch_rows = self.columns.items(record_batch)
+                    self.report.rows += len(batch_items)
+                    items += batch_items
+                    rows = rows + batch_rows if rows is not None and batch_rows is not None else None
+                    while len(items) >= size:
+                        await self._start(client, _Chunk(items[:size], rows[:size] if rows else None), slots, sending)
+                        items, rows = items[size:], (rows[size:] if rows else rows)
+                if items:
+                    await self._start(client, _Chunk(items, rows or None), slots, sending)
                 await asyncio.gather(*sending)
             finally:
                 for task in sending:
@@ -140,7 +143,7 @@ class _Task:
     async def _start(
         self,
         client: AsyncClient,
-        chunk: list[tuple[EnqueueBody, Any]],
+        chunk: _Chunk,
         slots: asyncio.Semaphore,
         sending: set[asyncio.Task[None]],
     ) -> None:
@@ -152,10 +155,10 @@ class _Task:
         task.add_done_callback(lambda _: slots.release())
         sending.add(task)
 
-    async def _send(self, client: AsyncClient, chunk: list[tuple[EnqueueBody, Any]]) -> None:
-        while chunk:
+    async def _send(self, client: AsyncClient, chunk: _Chunk) -> None:
+        while chunk.items:
             try:
-                await client.send_prepared(self.options.topic, [item for item, _ in chunk], self.policy)
+                await client.send_prepared(self.options.topic, chunk.items, self.policy)
             except (errors.InvalidRequest, errors.PayloadTooLarge) as exc:
                 bad = _bad_items(exc)
                 if self.options.on_invalid == "fail" or not bad:
@@ -163,15 +166,25 @@ class _Task:
                 chunk = self._reject(chunk, bad)
                 continue
             self.report.batches += 1
-            self.report.messages += len(chunk)
+            self.report.messages += len(chunk.items)
             return
 
-    def _reject(self, chunk: list[tuple[EnqueueBody, Any]], bad: dict[int, tuple[str, str]]) -> list[Any]:
+    def _reject(self, chunk: _Chunk, bad: dict[int, tuple[str, str]]) -> _Chunk:
+        """The rejected items to the sink; what is left of the chunk."""
         for index, (code, error) in bad.items():
-            item, row = chunk[index]
-            self.rejects.add(row_json(row) if row is not None else _item_json(item), code, error)
+            row = chunk.rows[index] if chunk.rows else None
+            self.rejects.add(row_json(row) if row is not None else _item_json(chunk.items[index]), code, error)
             self.report.rejected += 1
-        return [entry for i, entry in enumerate(chunk) if i not in bad]
+        keep = [i for i in range(len(chunk.items)) if i not in bad]
+        return _Chunk([chunk.items[i] for i in keep], [chunk.rows[i] for i in keep] if chunk.rows else None)
+
+
+@dataclass
+class _Chunk:
+    """One request's messages, and the rows they came from when the payload is the whole row (for rejects)."""
+
+    items: list[EnqueueBody]
+    rows: list[dict[str, Any]] | None
 
 
 def _bad_items(exc: errors.SkiplockError) -> dict[int, tuple[str, str]]:
