@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from skiplock_client import AsyncClient, Client, Quotas
 
@@ -122,6 +123,20 @@ async def test_invalid_rows_go_to_the_reject_path_with_their_codes(
     lines = [json.loads(line) for f in rejects.glob("*.jsonl") for line in f.read_text().splitlines()]
     assert sorted(json.loads(r["row"])["payload"] for r in lines) == sorted(f"row {n}" for n in range(3, 100, 10))
     assert {r["code"] for r in lines} == {"invalid_request"}
+
+    as_parquet = tmp_path / "rejects-parquet"
+    _write(
+        frame,
+        connection,
+        topic="mixed-again",
+        payloadColumn="body",
+        priorityColumn="prio",
+        onInvalid="reject",
+        rejectPath=str(as_parquet),
+        rejectFormat="parquet",
+    )
+    table = pq.read_table(as_parquet).to_pylist()
+    assert len(table) == 10 and {r["code"] for r in table} == {"invalid_request"}
 
     with pytest.raises(Exception, match=r"priority|invalid"):  # onInvalid=fail (the default) fails the job
         _write(frame, connection, topic="strict", payloadColumn="body", priorityColumn="prio")
