@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 import asyncpg
-import psutil
 from skiplock_client import AsyncClient, Message
 
 from bench.httpclient import HttpConnection
@@ -27,6 +26,7 @@ from bench.run import (
     SECONDS,
     TENANT,
     Result,
+    cpu_seconds,
     dequeue_100_ack,
     merged,
     prefill,
@@ -56,11 +56,7 @@ async def _consume(clients: list[AsyncClient]) -> Result:
 
 
 async def measure_consumer(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int) -> dict[str, Any]:
-    server = psutil.Process(server_pid)
-
-    def cpu() -> float:
-        times = server.cpu_times()
-        return times.user + times.system
+    cpu = cpu_seconds(server_pid)
 
     host, port = base_url.removeprefix("http://").split(":")
     http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
@@ -68,7 +64,7 @@ async def measure_consumer(pool: asyncpg.Pool[Any], base_url: str, tenant_id: in
         await c.connect()
     backlog = int(30_000 * SECONDS)
     results: tuple[list[Result], list[Result]] = ([], [])
-    cpu_seconds = [0.0, 0.0]
+    server_seconds = [0.0, 0.0]
     ratios = []
     # One client per consumer, as each worker process would have its own (and its own small connection pool).
     clients = [AsyncClient(base_url, auth=ADMIN, tenant=TENANT, max_connections=4) for _ in range(CLIENTS)]
@@ -84,7 +80,7 @@ async def measure_consumer(pool: asyncpg.Pool[Any], base_url: str, tenant_id: in
                 await prefill(pool, tenant_id, "bench-drain", backlog)
                 before, client_before = cpu(), time.process_time()
                 results[n].append(await side())
-                cpu_seconds[n] += cpu() - before
+                server_seconds[n] += cpu() - before
                 client_seconds[n] += time.process_time() - client_before
             ratios.append(results[1][-1].rate / results[0][-1].rate if results[0][-1].rate else 0.0)
     finally:
@@ -93,7 +89,7 @@ async def measure_consumer(pool: asyncpg.Pool[Any], base_url: str, tenant_id: in
         for client in clients:
             await client.aclose()
     handled = [max(1, sum(r.messages for r in results[n])) for n in (0, 1)]
-    per_message = [cpu_seconds[n] * 1e6 / handled[n] for n in (0, 1)]
+    per_message = [server_seconds[n] * 1e6 / handled[n] for n in (0, 1)]
     client_per_message = [client_seconds[n] * 1e6 / handled[n] for n in (0, 1)]
     row = {
         "workload": "consumer_runtime",

@@ -136,6 +136,17 @@ async def run_clients(
     return result
 
 
+def cpu_seconds(pid: int) -> Callable[[], float]:
+    """A reader of the process's CPU seconds so far (user + system), for CPU per request or message."""
+    process = psutil.Process(pid)
+
+    def read() -> float:
+        times = process.cpu_times()
+        return float(times.user + times.system)
+
+    return read
+
+
 def batch_body(n: int, topic: str = "bench-batch") -> bytes:
     return msgspec.json.encode({"topic": topic, "messages": [{"payload": PAYLOAD_B64}] * n})
 

@@ -28,6 +28,7 @@ from bench.run import (
     Result,
     api_enqueue_batch,
     batch_body,
+    cpu_seconds,
     merged,
     run_clients,
 )
@@ -67,11 +68,7 @@ def _spark_cpu() -> float:
 
 
 async def measure_spark(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int) -> dict[str, Any]:
-    server = psutil.Process(server_pid)
-
-    def server_cpu() -> float:
-        times = server.cpu_times()
-        return times.user + times.system
+    server_cpu = cpu_seconds(server_pid)
 
     spark = _session()
     # the bench's 100-byte payload, as a binary column; local[2]: two partitions, two tasks

@@ -203,37 +203,30 @@ async def test_the_reader_returns_a_dlqs_messages(
     assert pushed.where("status = 'pending'").count() == 5
 
 
-def test_the_ready_job(spark: Any, connection: dict[str, str], tmp_path: Path, tenant: Tenant) -> None:
-    path = str(tmp_path / "input.parquet")
-    spark.range(1000).selectExpr("id", "concat('x', id) AS body").write.parquet(path)
-    args = ["--input", path, "--topic", "job", "--key-column", "id", "--payload-column", "body", "--master", "local[1]"]
-    run = subprocess.run(
+def _job(connection: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        "SKIPLOCK_URL": connection["url"],
+        "SKIPLOCK_USERNAME": connection["username"],
+        "SKIPLOCK_PASSWORD": connection["password"],
+    }
+    return subprocess.run(
         [sys.executable, "-m", "skiplock_client.spark.enqueue", *args],
         capture_output=True,
         text=True,
         timeout=180,
-        env={
-            **os.environ,
-            "SKIPLOCK_URL": connection["url"],
-            "SKIPLOCK_USERNAME": connection["username"],
-            "SKIPLOCK_PASSWORD": connection["password"],
-        },
+        env=environment,
         check=False,
     )
+
+
+def test_the_ready_job(spark: Any, connection: dict[str, str], tmp_path: Path, tenant: Tenant) -> None:
+    path = str(tmp_path / "input.parquet")
+    spark.range(1000).selectExpr("id", "concat('x', id) AS body").write.parquet(path)
+    args = ["--input", path, "--topic", "job", "--key-column", "id", "--payload-column", "body", "--master", "local[1]"]
+    run = _job(connection, *args)
     assert run.returncode == 1 and "name the tenant" in run.stdout, run.stdout  # a platform admin names one
-    run = subprocess.run(
-        [sys.executable, "-m", "skiplock_client.spark.enqueue", *args, "--tenant", tenant.slug],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={
-            **os.environ,
-            "SKIPLOCK_URL": connection["url"],
-            "SKIPLOCK_USERNAME": connection["username"],
-            "SKIPLOCK_PASSWORD": connection["password"],
-        },
-        check=False,
-    )
+    run = _job(connection, *args, "--tenant", tenant.slug)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1000 rows -> 1000 messages" in run.stdout
     assert connection["password"] not in run.stdout + run.stderr
