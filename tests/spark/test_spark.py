@@ -150,6 +150,9 @@ def test_a_wrong_password_or_column_fails_on_the_driver(spark: Any, connection: 
         _write(frame, connection, topic="t", keyColumn="order_id")
     with pytest.raises(Exception, match="payloadColumn: column 'id' is LongType"):
         _write(frame, connection, topic="t", payloadColumn="id")
+    without_tenant = {k: v for k, v in connection.items() if k != "tenant"}
+    with pytest.raises(Exception, match="is a platform admin: name the tenant"):
+        _write(frame, without_tenant, topic="t")
     with pytest.raises(Exception, match="append"):
         frame.write.format("skiplock").mode("overwrite").options(**connection, topic="t").save()
 
@@ -224,8 +227,10 @@ def test_the_ready_job(spark: Any, connection: dict[str, str], tmp_path: Path, t
     path = str(tmp_path / "input.parquet")
     spark.range(1000).selectExpr("id", "concat('x', id) AS body").write.parquet(path)
     args = ["--input", path, "--topic", "job", "--key-column", "id", "--payload-column", "body", "--master", "local[1]"]
-    run = _job(connection, *args)
-    assert run.returncode == 1 and "name the tenant" in run.stdout, run.stdout  # a platform admin names one
+    wrong = {**connection, "password": "a wrong password"}
+    run = _job(wrong, *args, "--tenant", tenant.slug)
+    assert run.returncode == 1 and "refused the credentials" in run.stdout, run.stdout
+    assert "a wrong password" not in run.stdout + run.stderr
     run = _job(connection, *args, "--tenant", tenant.slug)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1000 rows -> 1000 messages" in run.stdout
