@@ -6,10 +6,11 @@
   TCP connection stays open forever (measured: 10,000 of them all stayed, tests/drills/test_hostile_http.py);
 - malformed requests answer 400 in the contract's error shape rather than uvicorn's plain text.
 
-A refusal closes lingeringly (as nginx's `lingering_close`): the answer, then our half of the connection, then
-whatever the client still sends is read and dropped for `LINGER_SECONDS` (at most `LINGER_MAX_BYTES`) before the
-socket closes. Closing at once with unread input makes the kernel reset the connection, and a client still writing
-its 2 MB of headers then never reads the 431 it was sent.
+A refusal of a request still arriving (431, 400) closes lingeringly (as nginx's `lingering_close`): the answer,
+then our half of the connection, then whatever the client still sends is read and dropped for `LINGER_SECONDS` (at
+most `LINGER_MAX_BYTES`) before the socket closes. Closing at once with unread input makes the kernel reset the
+connection, and a client still writing its 2 MB of headers then never reads the 431 it was sent. A 408 (an idle or
+trickling connection) closes at once.
 
 A slow body is the request deadline's business (`api.deadline`).
 """
@@ -96,9 +97,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def _headers_too_slow(self) -> None:
         self._header_timer = None
         if self._in_headers and not self.transport.is_closing():
-            self._refuse(408, f"request headers did not arrive within {HEADER_TIMEOUT_SECONDS:g} s")
+            # Idle or trickling: nothing large is in flight, so no lingering (10,000 idle connections go at once).
+            self._refuse(408, f"request headers did not arrive within {HEADER_TIMEOUT_SECONDS:g} s", linger=False)
 
-    def _refuse(self, status: int, message: str) -> None:
+    def _refuse(self, status: int, message: str, *, linger: bool = True) -> None:
         """Answer in the contract's error shape and close; nothing of the request reaches the app."""
         self._stop_timer()
         self._in_headers = False
@@ -107,7 +109,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         body = json.dumps({"code": "invalid_request", "error": message}).encode()
         head = b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
         self.transport.write(head % (status, _REASONS[status], len(body)) + body)
-        if not self.transport.can_write_eof():
+        if not linger or not self.transport.can_write_eof():
             self.transport.close()
             return
         self.transport.write_eof()
