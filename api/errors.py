@@ -61,6 +61,14 @@ def error_response(
     return Response(body, status_code=status, media_type=MediaType.JSON, headers=headers)
 
 
+def code_of(exc: errors.SkiplockError) -> str:
+    """The contract's code for a domain error (for errors reported inside a body, such as a bulk action's)."""
+    for cls, _, code in DOMAIN_ERRORS:
+        if isinstance(exc, cls):
+            return code
+    return "internal"
+
+
 def status_of(exc: BaseException) -> int:
     """The status the handlers below answer `exc` with (for metrics, which see the exception, not the response)."""
     if isinstance(exc, HTTPException):

@@ -14,6 +14,14 @@ import msgspec
 from litestar.params import KwargDefinition
 from msgspec import Meta
 
+from mq.console.service import (
+    BulkAction,
+    BulkJobView,
+    MessageFilter,
+    MessagePageView,
+    SeriesPoint,
+    SeriesView,
+)
 from mq.names import SLUG_PATTERN, TOPIC_PATTERN
 from mq.queue.types import (
     MAX_BACKOFF_SECONDS,
@@ -42,7 +50,17 @@ from mq.tenancy.grants import MAX_PATTERN_LENGTH, Action, AssignableRole, Role, 
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH
 from mq.tenancy.service import MAX_PASSWORD_LENGTH, MAX_TENANT_NAME_LENGTH
 
-__all__ = ["AckFailureView", "BatchAckView", "MessageView", "TopicConfig", "TopicSummaryView"]
+__all__ = [
+    "AckFailureView",
+    "BatchAckView",
+    "BulkJobView",
+    "MessagePageView",
+    "MessageView",
+    "SeriesPoint",
+    "SeriesView",
+    "TopicConfig",
+    "TopicSummaryView",
+]
 
 T = TypeVar("T")
 
@@ -263,6 +281,22 @@ class ScheduleBody(Strict):
 class ScheduleView(msgspec.Struct):
     schedule: str
     active: bool
+    #: The next times it fires (UTC), none when off.
+    next_runs: list[str] = msgspec.field(default_factory=list)
+
+
+class JobRunView(msgspec.Struct):
+    job: str
+    finished_at: str
+    duration_seconds: float
+    rows: int
+
+
+class MaintenanceView(msgspec.Struct):
+    """The scheduled jobs' last runs (whichever instance ran them) and the delete reaper's schedule."""
+
+    jobs: list[JobRunView]
+    delete_reaper: ScheduleView
 
 
 # --- tenants and users ---------------------------------------------------------------------------------------------
@@ -291,12 +325,20 @@ class TenantUpdateBody(Strict):
     quotas: Quotas | None = None
 
 
+class TenantUsageView(msgspec.Struct):
+    """What a tenant holds, as the gauge job last counted it (every few seconds), to set against its quotas."""
+
+    topics: int = 0
+    messages: int = 0
+
+
 class TenantView(msgspec.Struct):
     slug: str
     name: str
     status: TenantStatus
     quotas: Quotas
     created_at: str
+    usage: TenantUsageView = msgspec.field(default_factory=TenantUsageView)
 
 
 #: A page of TenantViews, under its own name in the OpenAPI document (a generic's default name holds module paths).
@@ -383,3 +425,46 @@ def strict_body_names() -> set[str]:
         found.add(cls.__name__)
         pending.extend(cls.__subclasses__())
     return found
+
+
+# --- the admin console --------------------------------------------------------------------------------------------
+
+#: Most messages one bulk request names.
+MAX_BULK_IDS = 1000
+
+
+class BulkBody(Strict):
+    action: BulkAction
+    ids: Annotated[list[str], Meta(min_length=1, max_length=MAX_BULK_IDS)]
+
+
+class BulkFailureView(msgspec.Struct):
+    id: str
+    code: str
+    error: str
+
+
+class BulkResultView(msgspec.Struct):
+    action: BulkAction
+    done: int
+    skipped: int
+    failures: list[BulkFailureView]
+
+
+class BulkJobBody(Strict):
+    action: BulkAction
+    filter: MessageFilter = msgspec.field(default_factory=MessageFilter)
+
+
+class BulkJobListView(msgspec.Struct):
+    items: list[BulkJobView]
+
+
+class PauseView(msgspec.Struct):
+    topic: str
+    paused: bool
+
+
+class SchedulePreviewView(msgspec.Struct):
+    schedule: str
+    next_runs: list[str]

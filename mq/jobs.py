@@ -116,7 +116,8 @@ class DeleteReaper(_BatchJob):
 
 
 class GaugeRefresher:
-    """Recounts messages by tenant, topic and status into `queue_gauges`, replaced whole in one transaction."""
+    """Recounts messages by tenant, topic and status into `queue_gauges`, replaced whole in one transaction, and
+    samples them for the admin console's charts."""
 
     name = "gauges"
 
@@ -129,6 +130,7 @@ class GaugeRefresher:
             if conn is None:
                 return JobResult(ran=False)
             rows = await conn.replace_gauges(sql.GAUGES)
+            await conn.record_samples()
             await conn.record_run(self.name, time.perf_counter() - started, rows)
         return JobResult(ran=True, rows=rows)
 
@@ -168,6 +170,7 @@ class Jobs:
         metrics: Metrics,
     ) -> None:
         self.settings = settings
+        self.repository = repository
         self.metrics = metrics
         batch = settings.reaper_batch_size
         self.expiry = ExpiryReaper(repository, batch, settings.expire_to_dlq, settings.dlq_enabled)

@@ -5,7 +5,8 @@ is durable state: each key expires by itself, and losing them all costs a cache 
 
 - `skiplock:bucket:enqueue:<tenant>`: a tenant's enqueue-rate token bucket; lives until it would be full, + 1 s.
 - `skiplock:bucket:dequeue:<tenant>:<topic>`: a topic's throughput token bucket; the same.
-- `skiplock:topic-config:<tenant>:<topic>`: a topic's config, the cache's tier 2; `config_cache_redis_ttl_seconds`.
+- `skiplock:topic:<tenant>:<topic>`: a topic's config and whether it is paused, the cache's tier 2;
+  `config_cache_redis_ttl_seconds`.
 - `skiplock:login-failures:user:<sha256 of the username>`: failed logins of a username;
   `login_failure_window_seconds` from the first.
 - `skiplock:login-failures:pair:<sha256>:<address>` and `skiplock:login-failures:addr:<address>`: failed logins
@@ -23,7 +24,7 @@ AUTH_CHANNEL = "skiplock:auth:invalidate"
 SCHEDULE_CHANNEL = "skiplock:workers:schedule"
 
 _BUCKET = "skiplock:bucket:"
-_TOPIC_CONFIG = "skiplock:topic-config:"
+_TOPIC_CONFIG = "skiplock:topic:"  # was "skiplock:topic-config:" before topics could be paused
 _LOGIN_FAILURES = "skiplock:login-failures:"
 
 

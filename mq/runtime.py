@@ -11,11 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
+from mq.console.repository import ConsoleRepository
+from mq.console.service import Console
 from mq.db.engine import create_engine, create_pool
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
 from mq.jobs import SCHEDULE_CHANNEL, Jobs
 from mq.metrics import Metrics
+from mq.queue.activity import Activity
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.queue.service import QueueService
@@ -49,6 +52,7 @@ class Runtime:
     tenants: TenancyService
     metrics: Metrics
     jobs: Jobs
+    console: Console
 
     @classmethod
     async def open(cls, settings: Settings, *, bootstrap_users: bool = True) -> Runtime:
@@ -89,7 +93,9 @@ class Runtime:
         configs = TopicConfigs(messages, settings, redis, broadcast)
         metrics = Metrics(settings.metrics_max_topics_per_tenant)
         metrics.count_long_polls(lambda: wakeups.waiting)
-        queue = QueueService(messages, configs, wakeups, settings, quotas, buckets, metrics)
+        activity = Activity(messages)
+        activity.start()
+        queue = QueueService(messages, configs, wakeups, settings, quotas, buckets, metrics, activity)
         tenancy = TenancyRepository(engine)
         limiter = LoginLimiter(
             redis,
@@ -129,9 +135,12 @@ class Runtime:
             tenants=tenants,
             metrics=metrics,
             jobs=jobs,
+            console=Console(ConsoleRepository(pool), queue),
         )
 
     async def close(self) -> None:
+        await self.console.close()
+        await self.queue.activity.close()
         await self.broadcast.close()
         await self.wakeups.close()
         await self.listener.close()

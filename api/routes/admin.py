@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from litestar import Controller, Request, get, post, put
@@ -9,8 +10,20 @@ from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.auth import require_platform_admin
 from api.body import strict_body
-from api.schemas import DeletedView, ExpiredView, PasswordBody, ScheduleBody, ScheduleView
+from api.schemas import (
+    DeletedView,
+    ExpiredView,
+    JobRunView,
+    MaintenanceView,
+    PasswordBody,
+    ScheduleBody,
+    SchedulePreviewView,
+    ScheduleView,
+)
+from mq import errors
 from mq.jobs import Jobs
+from mq.queue.types import rfc3339
+from mq.schedule import MAX_SCHEDULE_LENGTH, next_runs
 from mq.tenancy.auth import Principal
 from mq.tenancy.service import TenancyService
 
@@ -21,6 +34,14 @@ def _jobs(request: AnyRequest) -> Jobs:
     require_platform_admin(request.user)
     jobs: Jobs = request.app.state.runtime.jobs
     return jobs
+
+
+def _schedule_view(schedule: str) -> ScheduleView:
+    try:
+        runs = next_runs(schedule)
+    except ValueError:  # a stored schedule that no longer parses: the workers treat it as off
+        runs = []
+    return ScheduleView(schedule=schedule, active=bool(runs), next_runs=[rfc3339(r) or "" for r in runs])
 
 
 class AdminController(Controller):
@@ -48,8 +69,7 @@ class AdminController(Controller):
 
     @get("/delete-reaper/schedule", summary="The delete reaper's cron schedule", operation_id="getDeleteReaperSchedule")
     async def get_schedule(self, request: AnyRequest) -> ScheduleView:
-        schedule = await _jobs(request).schedule.get()
-        return ScheduleView(schedule=schedule, active=bool(schedule))
+        return _schedule_view(await _jobs(request).schedule.get())
 
     @put(
         "/delete-reaper/schedule",
@@ -59,8 +79,40 @@ class AdminController(Controller):
         **strict_body(ScheduleBody),
     )
     async def put_schedule(self, request: AnyRequest, data: ScheduleBody) -> ScheduleView:
-        schedule = await _jobs(request).schedule.put(data.schedule)
-        return ScheduleView(schedule=schedule, active=bool(schedule))
+        return _schedule_view(await _jobs(request).schedule.put(data.schedule))
+
+    @get(
+        "/delete-reaper/schedule/preview",
+        summary="Check a cron schedule and list when it would run",
+        operation_id="previewDeleteReaperSchedule",
+    )
+    async def preview_schedule(self, request: AnyRequest, schedule: str) -> SchedulePreviewView:
+        """400 with the parser's reason for a schedule that is not 5 valid cron fields (UTC; "" is off)."""
+        _jobs(request)
+        if len(schedule) > MAX_SCHEDULE_LENGTH:
+            raise errors.InvalidRequest(f"schedule: at most {MAX_SCHEDULE_LENGTH} characters")
+        try:
+            runs = next_runs(" ".join(schedule.split()))
+        except ValueError as exc:
+            raise errors.InvalidRequest(f"schedule: {exc}") from None
+        return SchedulePreviewView(schedule=schedule, next_runs=[rfc3339(r) or "" for r in runs])
+
+    @get("/jobs", summary="The scheduled jobs' last runs and the delete reaper's schedule", operation_id="getJobs")
+    async def list_jobs(self, request: AnyRequest) -> MaintenanceView:
+        jobs = _jobs(request)
+        runs = await jobs.repository.job_runs()
+        return MaintenanceView(
+            jobs=[
+                JobRunView(
+                    job=r.job,
+                    finished_at=rfc3339(datetime.fromtimestamp(r.finished_at, UTC)) or "",
+                    duration_seconds=r.duration_seconds,
+                    rows=r.rows,
+                )
+                for r in runs
+            ],
+            delete_reaper=_schedule_view(await jobs.schedule.get()),
+        )
 
     @put(
         "/platform-admins/{username:str}/password",

@@ -202,6 +202,18 @@ class MessageController(Controller):
     async def requeue(self, request: AnyRequest, message_id: str) -> None:
         await _queue(request).requeue(await _tenant_for_messages(request, "consume", [message_id]), message_id)
 
+    @post(
+        "/{message_id:str}/retry",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Retry a failed or expired message, or release a delayed one now",
+        operation_id="retryMessage",
+    )
+    async def retry(self, request: AnyRequest, message_id: str) -> None:
+        """The message becomes pending and available now, its attempts counted from 0 (an expired one gets its TTL
+        again from now). 400 for a message in any other state; 409 `key_conflict` when a pending message holds its
+        key; 429 `queue_full` when its topic is at max_depth."""
+        await _queue(request).retry(await _tenant_for_messages(request, "consume", [message_id]), message_id)
+
     @get("/", summary="Browse messages, newest first", operation_id="listMessages")
     async def browse(
         self,

@@ -23,12 +23,14 @@ from api.schemas import (
     TenantCreateBody,
     TenantPage,
     TenantUpdateBody,
+    TenantUsageView,
     TenantView,
     UserCreateBody,
     UserPage,
     UserUpdateBody,
     UserView,
 )
+from mq.console.service import Console
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
 from mq.tenancy.repository import GrantRecord, TenantRecord, UserRow
@@ -44,14 +46,22 @@ def _tenancy(request: AnyRequest) -> TenancyService:
     return service
 
 
-def _tenant_view(tenant: TenantRecord) -> TenantView:
+def _tenant_view(tenant: TenantRecord, usage: dict[str, tuple[int, int]] | None = None) -> TenantView:
+    topics, messages = (usage or {}).get(tenant.slug, (0, 0))
     return TenantView(
         slug=tenant.slug,
         name=tenant.name,
         status=tenant.status,
         quotas=msgspec.convert(tenant.quotas, Quotas),
         created_at=rfc3339(tenant.created_at) or "",
+        usage=TenantUsageView(topics=topics, messages=messages),
     )
+
+
+async def _usage(request: AnyRequest) -> dict[str, tuple[int, int]]:
+    """Every tenant's topics and messages as the gauge job last counted them (one read of a small table)."""
+    console: Console = request.app.state.runtime.console
+    return await console.usage()
 
 
 def _user_view(user: UserRow) -> UserView:
@@ -98,12 +108,13 @@ class TenantController(Controller):
     async def list_tenants(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> TenantPage:
         require_platform_admin(request.user)
         tenants, total = await _tenancy(request).list_tenants(limit, offset)
-        return Page(items=[_tenant_view(t) for t in tenants], total=total, limit=limit, offset=offset)
+        usage = await _usage(request)
+        return Page(items=[_tenant_view(t, usage) for t in tenants], total=total, limit=limit, offset=offset)
 
     @get("/{slug:str}", summary="Get a tenant (platform admins)", operation_id="getTenant")
     async def get_tenant(self, request: AnyRequest, slug: str) -> TenantView:
         require_platform_admin(request.user)
-        return _tenant_view(await _tenancy(request).get_tenant(slug))
+        return _tenant_view(await _tenancy(request).get_tenant(slug), await _usage(request))
 
     @patch(
         "/{slug:str}",

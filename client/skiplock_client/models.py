@@ -93,6 +93,11 @@ class Topic(msgspec.Struct, frozen=True):
     delayed: int
     oldest_pending_age_seconds: float
     config: TopicConfig | None
+    #: Dequeues answer empty until the topic is resumed.
+    paused: bool = False
+    #: Messages per second over the last minute.
+    enqueue_rate: float = 0.0
+    ack_rate: float = 0.0
 
 
 class StatRow(msgspec.Struct, frozen=True):
@@ -118,12 +123,20 @@ class Quotas(msgspec.Struct, frozen=True, omit_defaults=True):
     enqueue_rate: int | None = None
 
 
+class TenantUsage(msgspec.Struct, frozen=True):
+    """What a tenant holds, as the server last counted it (every few seconds)."""
+
+    topics: int = 0
+    messages: int = 0
+
+
 class Tenant(msgspec.Struct, frozen=True):
     slug: str
     name: str
     status: TenantStatus
     quotas: Quotas
     created_at: str
+    usage: TenantUsage = TenantUsage()
 
 
 class User(msgspec.Struct, frozen=True):
@@ -151,6 +164,8 @@ class Me(msgspec.Struct, frozen=True):
 class Schedule(msgspec.Struct, frozen=True):
     schedule: str
     active: bool
+    #: When it next runs (UTC, RFC 3339), none when off.
+    next_runs: tuple[str, ...] = ()
 
 
 class Item(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -246,3 +246,71 @@ class DeletedTenant(Base):
 
     tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     deleted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class TopicPause(Base):
+    """A paused topic (migration `2026_11_24_console`): enqueues are accepted, dequeues answer empty."""
+
+    __tablename__ = "topic_pauses"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    paused_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    paused_by: Mapped[str] = mapped_column(Text)
+
+
+class TopicActivity(Base):
+    """Messages enqueued and acked in one topic during one 10-second bucket, summed over every API instance."""
+
+    __tablename__ = "topic_activity"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    enqueued: Mapped[int] = mapped_column(BigInteger)
+    acked: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("topic_activity_at_idx", "at"),)
+
+
+class QueueSample(Base):
+    """A topic's depth by status at one 30-second mark, copied from `queue_gauges` by the gauge job."""
+
+    __tablename__ = "queue_samples"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    pending: Mapped[int] = mapped_column(BigInteger)
+    processing: Mapped[int] = mapped_column(BigInteger)
+    failed: Mapped[int] = mapped_column(BigInteger)
+    expired: Mapped[int] = mapped_column(BigInteger)
+    oldest_pending_age_seconds: Mapped[float | None] = mapped_column(Double)
+
+    __table_args__ = (Index("queue_samples_at_idx", "at"),)
+
+
+class BulkJob(Base):
+    """A bulk action on the messages of a topic that match a filter (`mq.console.bulk`)."""
+
+    __tablename__ = "bulk_jobs"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"))
+    topic: Mapped[str] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(Text)
+    filter: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    state: Mapped[str] = mapped_column(Text, server_default="running")
+    matched: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    done: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    skipped: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    error: Mapped[str | None] = mapped_column(Text)
+    created_by: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("action IN ('delete', 'retry', 'requeue')", name="bulk_jobs_action_check"),
+        CheckConstraint("state IN ('running', 'done', 'failed', 'cancelled')", name="bulk_jobs_state_check"),
+        Index("bulk_jobs_tenant_idx", "tenant_id", "created_at"),
+    )

@@ -61,6 +61,12 @@ class JobConnection:
             )
         return len(rows)
 
+    async def record_samples(self) -> None:
+        """Copy the stored gauges into the console's depth samples; forget samples and activity past an hour."""
+        await self._conn.execute(sql.SAMPLES_RECORD)
+        await self._conn.execute(sql.SAMPLES_FORGET)
+        await self._conn.execute(sql.ACTIVITY_FORGET)
+
     async def record_run(self, job: str, seconds: float, rows: int) -> None:
         await self._conn.execute(sql.RECORD_RUN, job, seconds, rows)
 

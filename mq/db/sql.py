@@ -21,6 +21,22 @@ GAUGES_READ = """
 SELECT tenant, topic, status, messages, oldest_pending_age_seconds FROM queue_gauges
 ORDER BY tenant, messages DESC, topic"""
 
+# The admin console's depth chart: the gauges just stored, one sample per topic and 30-second mark (the first run in
+# a mark writes it), and samples and activity older than an hour and a bit dropped (their `at` indexes).
+SAMPLES_RECORD = """
+INSERT INTO queue_samples (tenant_id, topic, at, pending, processing, failed, expired, oldest_pending_age_seconds)
+SELECT t.id, g.topic, to_timestamp(floor(extract(epoch FROM now()) / 30) * 30),
+       coalesce(sum(g.messages) FILTER (WHERE g.status = 'pending'), 0),
+       coalesce(sum(g.messages) FILTER (WHERE g.status = 'processing'), 0),
+       coalesce(sum(g.messages) FILTER (WHERE g.status = 'failed'), 0),
+       coalesce(sum(g.messages) FILTER (WHERE g.status = 'expired'), 0),
+       max(g.oldest_pending_age_seconds)
+FROM queue_gauges AS g JOIN tenants AS t ON t.slug = g.tenant
+GROUP BY t.id, g.topic
+ON CONFLICT (tenant_id, topic, at) DO NOTHING"""
+SAMPLES_FORGET = "DELETE FROM queue_samples WHERE at < now() - interval '65 minutes'"
+ACTIVITY_FORGET = "DELETE FROM topic_activity WHERE at < now() - interval '65 minutes'"
+
 SETTING_GET = "SELECT value FROM worker_settings WHERE name = $1"
 SETTING_PUT = """
 INSERT INTO worker_settings (name, value) VALUES ($1, $2)

@@ -1,11 +1,12 @@
 """Topic configuration: two cache tiers in front of Postgres, invalidated on every instance when a config changes.
 
-Tier 1 is in process (at most `_MAX_ENTRIES`, `ttl_seconds`); tier 2 is Redis (`skiplock:topic-config:<tenant>:
-<topic>`, `redis_ttl_seconds`, with negative entries for topics without a config); then Postgres. The hot path
+Tier 1 is in process (at most `_MAX_ENTRIES`, `ttl_seconds`); tier 2 is Redis (`skiplock:topic:<tenant>:<topic>`,
+`redis_ttl_seconds`, the config or null, and whether the topic is paused); then Postgres. The hot path
 (every enqueue and dequeue) normally stops at tier 1: a dict lookup.
 
-A write (`changed`, after the config is committed) drops both tiers' entries and broadcasts the (tenant, topic)
-(`mq.broadcast`: Redis pub/sub, Postgres NOTIFY without Redis); every instance drops its tier-1 entry on receipt.
+A write (`changed`, after the config or the pause is committed) drops both tiers' entries and broadcasts the
+(tenant, topic) (`mq.broadcast`: Redis pub/sub, Postgres NOTIFY without Redis); every instance drops its tier-1
+entry on receipt.
 A missed broadcast (Redis restarting) is healed by the tier-1 TTL, so a config is never stale for long. Readers
 fill tier 2 only where it is empty (SET NX), so a reader that fetched the old row just before a write cannot
 overwrite what a later reader stored; one that does refill it with the old row after the write's delete leaves it
@@ -32,8 +33,17 @@ log = logging.getLogger(__name__)
 
 CHANNEL = redis_keys.CONFIG_CHANNEL
 _MAX_ENTRIES = 10_000
-_NONE = b"null"  # tier 2's negative entry: the topic has no config
-_DECODER = msgspec.json.Decoder(TopicConfig | None)
+
+
+class _Stored(msgspec.Struct, array_like=True):
+    """Tier 2's entry: the topic's config (None: it has none) and whether it is paused."""
+
+    config: TopicConfig | None
+    paused: bool
+
+
+_DECODER = msgspec.json.Decoder(_Stored)
+_CONFIG_FIELDS = TopicConfig.__struct_fields__
 
 
 class TopicConfigs:
@@ -76,16 +86,17 @@ class TopicConfigs:
             return hit
         redis_key = redis_keys.topic_config(tenant_id, topic)
         stored = await self._redis_get(redis_key)
-        if stored is not None:
-            config = _DECODER.decode(stored)
-        else:
+        entry = _DECODER.decode(stored) if stored is not None else None
+        if entry is None:
             row = await self._repository.topic_config(tenant_id, topic)
-            config = TopicConfig(**dict(row)) if row is not None else None
-            await self._redis_fill(redis_key, msgspec.json.encode(config) if config is not None else _NONE)
-        return self._cache.put(key, (config, self.merge(config)))
+            config = TopicConfig(**{f: row[f] for f in _CONFIG_FIELDS}) if row["configured"] else None
+            entry = _Stored(config, row["paused"])
+            await self._redis_fill(redis_key, msgspec.json.encode(entry))
+        return self._cache.put(key, (entry.config, self.merge(entry.config, paused=entry.paused)))
 
     async def changed(self, tenant_id: int, topic: str) -> None:
-        """A topic's config was written or deleted (and committed): forget it here, in Redis and everywhere."""
+        """A topic's config was written or deleted, or the topic paused or resumed (and committed): forget it
+        here, in Redis and everywhere."""
         self._cache.pop((tenant_id, topic))
         if self._redis is not None:
             try:
@@ -129,7 +140,7 @@ class TopicConfigs:
             log.warning("topic config cache: Redis unreachable (%s); reading configs from Postgres", exc)
             self._redis_warned = True
 
-    def merge(self, config: TopicConfig | None) -> EffectiveConfig:
+    def merge(self, config: TopicConfig | None, *, paused: bool = False) -> EffectiveConfig:
         s = self._settings
         c = config or TopicConfig()
         return EffectiveConfig(
@@ -143,4 +154,5 @@ class TopicConfigs:
             ),
             dlq_enabled=c.dlq_enabled if c.dlq_enabled is not None else s.dlq_enabled,
             expire_to_dlq=c.expire_to_dlq if c.expire_to_dlq is not None else s.expire_to_dlq,
+            paused=paused,
         )

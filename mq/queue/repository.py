@@ -244,6 +244,27 @@ class MessageRepository:
             await conn.fetchval(sql.TOPIC_EXPIRE_DLQ_TWINS, tenant_id, dlq_topic, *self._expiry_defaults)
             return len(await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, *self._restore))
 
+    async def retry(self, tenant_id: int, message_id: uuid.UUID, depth_cap: DepthCap) -> str | None:
+        """The topic of a failed, expired or delayed message made pending and available now, or None when the
+        message is not one of those. A capped topic must have room (QueueFull otherwise, and nothing changes).
+
+        Raises KeyConflict when the topic holds a pending twin of the same key.
+        """
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                topic = await conn.fetchval(sql.MESSAGE_TOPIC, tenant_id, message_id)
+                if topic is None:
+                    return None
+                await _admit_moved(conn, tenant_id, topic, 1, depth_cap)
+                await conn.fetchval(sql.MESSAGE_EXPIRE_TWINS, tenant_id, message_id, *self._expiry_defaults)
+                retried: str | None = await conn.fetchval(sql.MESSAGE_RETRY, tenant_id, message_id)
+                return retried
+        except asyncpg.UniqueViolationError:
+            raise errors.KeyConflict("the topic holds a pending message with the same key") from None
+
+    async def delete_many(self, tenant_id: int, topic: str, ids: Sequence[uuid.UUID]) -> int:
+        return len(await self.pool.fetch(sql.MESSAGE_DELETE_MANY, tenant_id, topic, ids))
+
     async def get(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_GET, tenant_id, message_id)
 
@@ -274,8 +295,11 @@ class MessageRepository:
     async def topic_summaries(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_SUMMARY, tenant_id)
 
-    async def topic_config(self, tenant_id: int, topic: str) -> Record | None:
-        return await self.pool.fetchrow(sql.TOPIC_CONFIG_GET, tenant_id, topic)
+    async def topic_config(self, tenant_id: int, topic: str) -> Record:
+        """The topic's config columns with `configured` (false: it has none, the columns are null) and `paused`."""
+        row: Record | None = await self.pool.fetchrow(sql.TOPIC_CONFIG_GET, tenant_id, topic)
+        assert row is not None  # the statement always answers one row
+        return row
 
     async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig, max_topics: int | None) -> Record:
         """Create or replace; a topic new to the tenant must fit `max_topics` (QuotaExceeded otherwise)."""
@@ -303,6 +327,13 @@ class MessageRepository:
 
     async def delete_topic_config(self, tenant_id: int, topic: str) -> bool:
         return await self.pool.fetchval(sql.TOPIC_CONFIG_DELETE, tenant_id, topic) is not None
+
+    async def add_activity(
+        self, tenant_ids: Sequence[int], topics: Sequence[str], enqueued: Sequence[int], acked: Sequence[int]
+    ) -> None:
+        """Add counts to each topic's current 10-second bucket of `topic_activity` (every tenant at once: the
+        flush of one process's counters, `mq.queue.activity`)."""
+        await self.pool.execute(sql.ACTIVITY_ADD, tenant_ids, topics, enqueued, acked)
 
     async def topic_configs(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)

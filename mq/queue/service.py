@@ -18,6 +18,7 @@ from mq import errors, redis_keys
 from mq.buckets import TokenBuckets
 from mq.metrics import Metrics
 from mq.names import DLQ_SUFFIX, check_text
+from mq.queue.activity import Activity
 from mq.queue.admission import Caps
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
@@ -61,6 +62,7 @@ class QueueService:
         quotas: QuotaCache | None = None,
         buckets: TokenBuckets | None = None,
         metrics: Metrics | None = None,
+        activity: Activity | None = None,
     ) -> None:
         self.repository = repository
         self.configs = configs
@@ -70,6 +72,7 @@ class QueueService:
         self.quotas = quotas
         self.buckets = buckets or TokenBuckets(None, settings.api_instances)
         self.metrics = metrics or Metrics()
+        self.activity = activity or Activity(repository)
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
@@ -80,6 +83,7 @@ class QueueService:
         )
         metrics = self.metrics
         metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, item.topic)
+        self.activity.enqueued(tenant_id, item.topic)
         if item.delay_seconds <= 0:
             self.wakeups.published(tenant_id, [item.topic])
         return message_id, inserted
@@ -98,6 +102,11 @@ class QueueService:
         stored = await self._store(tenant_id, items, max_retries, ttls, configs)
         self.wakeups.published(tenant_id, {i.topic for i in items if i.delay_seconds <= 0})
         metrics = self.metrics
+        if len(configs) == 1:
+            self.activity.enqueued(tenant_id, items[0].topic, len(items))
+        else:
+            for topic, n in Counter(i.topic for i in items).items():
+                self.activity.enqueued(tenant_id, topic, n)
         if len(configs) == 1 and all(inserted for _, inserted in stored):
             metrics.count(metrics.enqueued, tenant_id, items[0].topic, len(items))
         else:
@@ -179,6 +188,8 @@ class QueueService:
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
         rate = config.throughput_limit
         if wait_seconds <= 0:
+            if config.paused:
+                return []
             return self._views((await self._lease(tenant_id, topic, count, visibility, rate))[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
@@ -189,7 +200,11 @@ class QueueService:
                     woken.clear()
                     if gone is not None and gone.done():
                         return []
-                    rows, throttled_for = await self._lease(tenant_id, topic, count, visibility, rate)
+                    # A paused topic answers empty; its resume wakes the waiting polls (`Console.resume`).
+                    paused = (await self.configs.effective(tenant_id, topic)).paused
+                    rows, throttled_for = (
+                        ([], 0.0) if paused else await self._lease(tenant_id, topic, count, visibility, rate)
+                    )
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
                         return self._views(rows)
@@ -198,7 +213,9 @@ class QueueService:
                         if self.wakeups.closing:
                             return []
                         continue
-                    until_next = await self.repository.seconds_until_next_available(tenant_id, topic)
+                    until_next = (
+                        None if paused else await self.repository.seconds_until_next_available(tenant_id, topic)
+                    )
                     timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
                     if until_next is not None:
                         timeout = min(timeout, max(until_next, _LONG_POLL_MIN_SLEEP_SECONDS))
@@ -264,6 +281,7 @@ class QueueService:
                 raise errors.LeaseLost()
             if isinstance(topic, str):
                 self.metrics.count(self.metrics.acked, tenant_id, topic)
+                self.activity.acked(tenant_id, topic)
                 return
         await self._raise_lease_error(tenant_id, mid, receipt)
 
@@ -285,6 +303,7 @@ class QueueService:
         acked = 0
         for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
             self.metrics.count(self.metrics.acked, tenant_id, topic, n)
+            self.activity.acked(tenant_id, topic, n)
             acked += n
         missed: list[tuple[uuid.UUID, uuid.UUID | None]] = []
         for mid, rec, outcome in zip(ids, receipts, claimed, strict=True):
@@ -371,6 +390,25 @@ class QueueService:
             raise errors.InvalidRequest("message is not in a dead-letter topic")
         raise errors.LeaseLost("message is being processed by a consumer; requeue it after it is released")
 
+    async def retry(self, tenant_id: int, message_id: str) -> None:
+        """A failed or expired message back to pending, or a delayed one available now (see `sql.MESSAGE_RETRY`)."""
+        mid, _ = _ids(message_id, None)
+        if mid is None:
+            raise errors.MessageNotFound()
+        topic = await self.repository.retry(tenant_id, mid, self._depth_cap_of(tenant_id))
+        if topic is not None:
+            self.wakeups.published(tenant_id, [topic])
+            return
+        row = await self.repository.get(tenant_id, mid)
+        if row is None:
+            raise errors.MessageNotFound()
+        raise errors.InvalidRequest(f"message is {row['status']}: only failed, expired or delayed ones are retried")
+
+    async def delete_many(self, tenant_id: int, topic: str, message_ids: Sequence[str]) -> int:
+        """Delete the messages of `topic` among `message_ids` (any status); returns how many there were."""
+        ids = [mid for mid in parse_uuids(list(message_ids)) if mid is not None]
+        return await self.repository.delete_many(tenant_id, topic, ids) if ids else 0
+
     async def requeue_topic(self, tenant_id: int, topic: str) -> int:
         """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted."""
         check_topic(topic, for_enqueue=False)
@@ -450,12 +488,24 @@ class QueueService:
         await self.configs.changed(tenant_id, topic)
 
     async def topics(self, tenant_id: int) -> list[TopicSummaryView]:
-        rows = await self.repository.topic_summaries(tenant_id)
-        result = []
-        for row in rows:
-            config = await self.configs.get(tenant_id, row["topic"])
-            result.append(TopicSummaryView(config=config, **dict(row)))
-        return result
+        """Every topic with messages, a config, a pause or recent activity; one statement whatever their number."""
+        fields = TopicConfig.__struct_fields__
+        return [
+            TopicSummaryView(
+                topic=row["topic"],
+                pending=row["pending"],
+                processing=row["processing"],
+                failed=row["failed"],
+                expired=row["expired"],
+                delayed=row["delayed"],
+                oldest_pending_age_seconds=row["oldest_pending_age_seconds"],
+                config=TopicConfig(**{f: row[f] for f in fields}) if row["configured"] else None,
+                paused=row["paused"],
+                enqueue_rate=row["enqueue_rate"],
+                ack_rate=row["ack_rate"],
+            )
+            for row in await self.repository.topic_summaries(tenant_id)
+        ]
 
 
 def _check_payloads(items: Sequence[EnqueueItem], limit: int) -> None:

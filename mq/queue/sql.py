@@ -29,6 +29,7 @@ def _message_columns(status: str) -> str:
 # whose visibility deadline passed (a lapsed lease) is `pending`, available exactly as a pending one is. The
 # stored status changes when the message is next taken, or by the expiry reaper.
 _ALIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
+ALIVE = _ALIVE  # for the console's statements (`mq.console.sql`)
 VIEW_STATUS = f"""CASE WHEN m.status IN ('pending', 'processing') AND NOT {_ALIVE} THEN 'expired'
     WHEN m.status = 'processing' AND m.available_at <= now() THEN 'pending' ELSE m.status END"""
 
@@ -422,6 +423,20 @@ WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL
   AND (m.status = 'failed' OR {_TAKEABLE})
 RETURNING m.topic"""
 
+# Retry a finished message (failed, or expired by a reaper or by its TTL) or release a delayed one: pending and
+# available now, attempts counted from 0; an expired one gets its TTL again from now. $2 id
+MESSAGE_RETRY = f"""
+UPDATE messages AS m SET status = 'pending', available_at = now(), retry_count = 0, receipt = NULL,
+    expires_at = CASE WHEN {_ALIVE} THEN m.expires_at ELSE now() + (m.expires_at - m.created_at) END,
+    updated_at = now()
+WHERE m.tenant_id = $1 AND m.id = $2
+  AND (m.status IN ('failed', 'expired') OR (m.status = 'pending' AND (m.available_at > now() OR NOT {_ALIVE})))
+RETURNING m.topic"""
+MESSAGE_TOPIC = "SELECT topic FROM messages WHERE tenant_id = $1 AND id = $2"
+
+# Delete chosen messages of one topic (any status). $2 topic, $3 ids
+MESSAGE_DELETE_MANY = "DELETE FROM messages WHERE tenant_id = $1 AND topic = $2 AND id = ANY($3::uuid[]) RETURNING id"
+
 # Before a requeue into a capped topic: the topic it would go to, and how many messages a DLQ holds pending.
 MESSAGE_ORIGINAL_TOPIC = "SELECT original_topic FROM messages WHERE tenant_id = $1 AND id = $2"
 MESSAGE_DLQ_PENDING = f"""
@@ -529,8 +544,9 @@ STATS_BY_TOPIC_STATUS = f"""
 SELECT m.topic, {VIEW_STATUS} AS status, count(*) AS count FROM messages AS m WHERE m.tenant_id = $1
 GROUP BY 1, 2 ORDER BY 1, 2"""
 
-# One row per topic that has messages or a config, counted by the status a reader sees (`VIEW_STATUS`):
-# `pending` counts every pending message and lapsed lease, `delayed` the part of them not yet available.
+# One row per topic that has messages, a config, a pause or activity in the last hour, counted by the status a
+# reader sees (`VIEW_STATUS`): `pending` counts every pending message and lapsed lease, `delayed` the part of them
+# not yet available. Rates: messages per second over the last whole minute of `topic_activity`.
 TOPIC_SUMMARY = f"""
 WITH seen AS (
     SELECT m.topic, {VIEW_STATUS} AS status, m.available_at FROM messages AS m WHERE m.tenant_id = $1
@@ -543,19 +559,36 @@ WITH seen AS (
            count(*) FILTER (WHERE status = 'pending' AND available_at > now()) AS delayed,
            min(available_at) FILTER (WHERE status = 'pending' AND available_at <= now()) AS oldest_available
     FROM seen GROUP BY topic
+), rates AS (
+    SELECT topic, sum(enqueued) / 60.0 AS enqueue_rate, sum(acked) / 60.0 AS ack_rate FROM topic_activity
+    WHERE tenant_id = $1 AND at >= now() - interval '70 seconds' AND at < now() - interval '10 seconds'
+    GROUP BY topic
+), known AS (
+    SELECT topic FROM topic_configs WHERE tenant_id = $1
+    UNION SELECT topic FROM topic_pauses WHERE tenant_id = $1
+    UNION SELECT topic FROM topic_activity WHERE tenant_id = $1 AND at >= now() - interval '1 hour'
 )
-SELECT coalesce(c.topic, tc.topic) AS topic, coalesce(c.pending, 0) AS pending,
+SELECT coalesce(c.topic, k.topic) AS topic, coalesce(c.pending, 0) AS pending,
        coalesce(c.processing, 0) AS processing, coalesce(c.failed, 0) AS failed, coalesce(c.expired, 0) AS expired,
        coalesce(c.delayed, 0) AS delayed,
-       coalesce(extract(epoch FROM now() - c.oldest_available), 0)::float8 AS oldest_pending_age_seconds
+       coalesce(extract(epoch FROM now() - c.oldest_available), 0)::float8 AS oldest_pending_age_seconds,
+       EXISTS (SELECT 1 FROM topic_pauses AS p WHERE p.tenant_id = $1 AND p.topic = coalesce(c.topic, k.topic))
+           AS paused,
+       coalesce(r.enqueue_rate, 0)::float8 AS enqueue_rate, coalesce(r.ack_rate, 0)::float8 AS ack_rate,
+       tc.topic IS NOT NULL AS configured, tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit,
+       tc.visibility_timeout_seconds, tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq
 FROM counts AS c
-FULL JOIN (SELECT topic FROM topic_configs WHERE tenant_id = $1) AS tc ON tc.topic = c.topic
+FULL JOIN known AS k ON k.topic = c.topic
+LEFT JOIN rates AS r ON r.topic = coalesce(c.topic, k.topic)
+LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = coalesce(c.topic, k.topic)
 ORDER BY 1"""
 
+# A topic's config (`configured` false: it has none) and whether it is paused: one row, always.
 TOPIC_CONFIG_GET = """
-SELECT max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-       retry_backoff_seconds, dlq_enabled, expire_to_dlq
-FROM topic_configs WHERE tenant_id = $1 AND topic = $2"""
+SELECT tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit, tc.visibility_timeout_seconds,
+       tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.topic IS NOT NULL AS configured,
+       EXISTS (SELECT 1 FROM topic_pauses AS p WHERE p.tenant_id = $1 AND p.topic = $2) AS paused
+FROM (SELECT) AS one LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2"""
 
 _CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
     retry_backoff_seconds, dlq_enabled, expire_to_dlq"""
@@ -621,3 +654,15 @@ SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
            WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
 FROM messages AS m JOIN tenants AS t ON t.id = m.tenant_id
 GROUP BY 1, 2, 3"""
+
+
+# --- activity (mq.queue.activity) -------------------------------------------------------------------------------
+
+# Add one instance's counts to the current 10-second bucket of each topic. $1 tenant ids, $2 topics, $3 enqueued,
+# $4 acked.
+ACTIVITY_ADD = """
+INSERT INTO topic_activity AS a (tenant_id, topic, at, enqueued, acked)
+SELECT t, p, to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), e, k
+FROM unnest($1::int8[], $2::text[], $3::int8[], $4::int8[]) AS u (t, p, e, k)
+ON CONFLICT (tenant_id, topic, at) DO UPDATE SET enqueued = a.enqueued + EXCLUDED.enqueued,
+                                                 acked = a.acked + EXCLUDED.acked"""

@@ -172,6 +172,8 @@ class EffectiveConfig(msgspec.Struct, frozen=True):
     retry_backoff_seconds: list[int]
     dlq_enabled: bool
     expire_to_dlq: bool
+    #: Dequeues answer empty (enqueues are accepted) until the topic is resumed.
+    paused: bool = False
 
 
 class TopicSummaryView(msgspec.Struct):
@@ -183,6 +185,10 @@ class TopicSummaryView(msgspec.Struct):
     delayed: int
     oldest_pending_age_seconds: float
     config: TopicConfig | None
+    paused: bool = False
+    #: Messages per second enqueued and acked over the last minute (summed over every API instance).
+    enqueue_rate: float = 0.0
+    ack_rate: float = 0.0
 
 
 class AckFailureView(msgspec.Struct):

@@ -70,6 +70,20 @@ RULES: dict[tuple[str, str], Rule] = {
         CONSUME, lambda f: {"visibility_timeout_seconds": 5}, names_an_id=True
     ),
     ("POST", "/api/messages/{message_id}/requeue"): Rule(CONSUME, names_an_id=True),
+    ("POST", "/api/messages/{message_id}/retry"): Rule(CONSUME, names_an_id=True),
+    ("POST", "/api/topics/{topic}/pause"): Rule(TENANT_ADMIN),
+    ("POST", "/api/topics/{topic}/resume"): Rule(TENANT_ADMIN),
+    ("GET", "/api/topics/{topic}/messages"): Rule(READ),
+    ("GET", "/api/topics/{topic}/series"): Rule(READ),
+    ("POST", "/api/topics/{topic}/messages/bulk"): Rule(CONSUME, lambda f: {"action": "retry", "ids": [f.message_id]}),
+    ("POST", "/api/topics/{topic}/bulk-jobs"): Rule(
+        CONSUME, lambda f: {"action": "retry", "filter": {"status": "failed"}}
+    ),
+    ("GET", "/api/bulk-jobs"): Rule(LIST),
+    ("GET", "/api/bulk-jobs/{job_id}"): Rule(READ, names_an_id=True),
+    ("DELETE", "/api/bulk-jobs/{job_id}"): Rule(CONSUME, names_an_id=True),
+    ("GET", "/api/admin/jobs"): Rule(PLATFORM),
+    ("GET", "/api/admin/delete-reaper/schedule/preview"): Rule(PLATFORM, query={"schedule": "0 3 * * 1"}),
     ("DELETE", "/api/topics/{topic}/messages/by-key/{key}"): Rule(TENANT_ADMIN),
     ("GET", "/api/topic-configs"): Rule(LIST),
     ("GET", "/api/topic-configs/{topic}"): Rule(READ),
@@ -146,6 +160,7 @@ class Fixtures:
     slug: str
     spare_admin: str
     spare_password: str
+    job_id: str
     password: str = ""
 
     def path(self, template: str) -> str:
@@ -153,6 +168,7 @@ class Fixtures:
             template.replace("{message_id}", self.message_id)
             .replace("{user_id}", self.user_id)
             .replace("{grant_id}", self.grant_id)
+            .replace("{job_id}", self.job_id)
             .replace("{slug}", self.slug)
             .replace("{topic}", "mx")
             .replace("{key}", "k")
@@ -225,7 +241,8 @@ async def _fixtures(
     )
     slug = f"s-{uuid.uuid4().hex[:10]}"
     await db.execute("INSERT INTO tenants (slug, name) VALUES ($1, $1)", slug)
-    return Fixtures(message_id, str(user_id), str(grant_id), slug, spare[0], spare[1])
+    r = await client.post("/api/topics/mx/bulk-jobs", json={"action": "retry", "filter": {"status": "failed"}})
+    return Fixtures(message_id, str(user_id), str(grant_id), slug, spare[0], spare[1], r.json()["id"])
 
 
 async def test_the_authorization_matrix(

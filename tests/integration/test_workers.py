@@ -223,11 +223,12 @@ async def test_schedule_api_validates_and_is_shared_by_instances(  # type: ignor
     ):
         try:
             r = await a.put("/api/admin/delete-reaper/schedule", json={"schedule": "0  3 * * *"})
-            assert r.status_code == 200 and r.json() == {"schedule": "0 3 * * *", "active": True}
-            assert (await b.get("/api/admin/delete-reaper/schedule")).json() == {
-                "schedule": "0 3 * * *",
-                "active": True,
-            }
+            assert r.status_code == 200
+            put = r.json()
+            assert put["schedule"] == "0 3 * * *" and put["active"] is True
+            # the next five runs, a day apart at 03:00 UTC
+            assert len(put["next_runs"]) == 5 and all(t.endswith("T03:00:00.000Z") for t in put["next_runs"])
+            assert (await b.get("/api/admin/delete-reaper/schedule")).json() == put
             for bad in ("61 * * * *", "* * * *", "every day", "* * * * * *"):
                 assert_error(
                     await a.put("/api/admin/delete-reaper/schedule", json={"schedule": bad}), 400, "invalid_request"
@@ -235,7 +236,7 @@ async def test_schedule_api_validates_and_is_shared_by_instances(  # type: ignor
             for body in ({}, {"schedule": 5}, {"schedule": "* * * * *", "x": 1}):
                 assert_error(await a.put("/api/admin/delete-reaper/schedule", json=body), 400, "invalid_request")
             r = await a.put("/api/admin/delete-reaper/schedule", json={"schedule": ""})
-            assert r.json() == {"schedule": "", "active": False}
+            assert r.json() == {"schedule": "", "active": False, "next_runs": []}
         finally:
             await db.execute("DELETE FROM worker_settings")
     tenant_admin = await make_user("tenant_admin", tenant)

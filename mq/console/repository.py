@@ -1,0 +1,105 @@
+"""`ConsoleRepository`: the admin console's statements (`mq.console.sql`). Every method takes the tenant id first."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from mq.console import sql
+
+Record = asyncpg.Record
+
+
+class ConsoleRepository:
+    def __init__(self, pool: asyncpg.Pool[Any]) -> None:
+        self.pool = pool
+
+    async def live_page(
+        self,
+        tenant_id: int,
+        topic: str,
+        after: tuple[int, datetime, uuid.UUID],
+        scan: int,
+        limit: int,
+        conditions: list[str],
+        key: str | None,
+        metadata: str | None,
+    ) -> list[Record]:
+        extra, key_at, metadata_at = _extra(8, key, metadata)
+        statement = sql.live_page(conditions, key_at=key_at, metadata_at=metadata_at)
+        return await self.pool.fetch(statement, tenant_id, topic, *after, scan, limit, *extra)
+
+    async def done_page(
+        self,
+        tenant_id: int,
+        topic: str,
+        after: uuid.UUID,
+        scan: int,
+        limit: int,
+        conditions: list[str],
+        key: str | None,
+        metadata: str | None,
+    ) -> list[Record]:
+        extra, key_at, metadata_at = _extra(6, key, metadata)
+        statement = sql.done_page(conditions, key_at=key_at, metadata_at=metadata_at)
+        return await self.pool.fetch(statement, tenant_id, topic, after, scan, limit, *extra)
+
+    async def pause(self, tenant_id: int, topic: str, by: str) -> None:
+        await self.pool.execute(sql.PAUSE, tenant_id, topic, by)
+
+    async def resume(self, tenant_id: int, topic: str) -> None:
+        await self.pool.execute(sql.RESUME, tenant_id, topic)
+
+    async def series(self, tenant_id: int, topic: str, seconds: float) -> tuple[float, list[Record], list[Record]]:
+        """Now (epoch seconds), the topic's depth samples and its activity buckets of the last `seconds`."""
+        async with self.pool.acquire() as conn:
+            now: float = await conn.fetchval(sql.NOW)
+            samples = await conn.fetch(sql.SAMPLES, tenant_id, topic, seconds)
+            activity = await conn.fetch(sql.ACTIVITY, tenant_id, topic, seconds)
+        return now, samples, activity
+
+    async def create_bulk_job(
+        self, tenant_id: int, job_id: uuid.UUID, topic: str, action: str, filter_json: str, by: str
+    ) -> None:
+        async with self.pool.acquire() as conn:
+            await conn.execute(sql.BULK_FORGET, tenant_id)
+            await conn.execute(sql.BULK_CREATE, job_id, tenant_id, topic, action, filter_json, by)
+
+    async def bulk_progress(
+        self, tenant_id: int, job_id: uuid.UUID, matched: int, done: int, skipped: int
+    ) -> str | None:
+        """Count a batch; returns the job's state ('cancelled' when someone asked it to stop)."""
+        state: str | None = await self.pool.fetchval(sql.BULK_PROGRESS, tenant_id, job_id, matched, done, skipped)
+        return state
+
+    async def finish_bulk_job(self, tenant_id: int, job_id: uuid.UUID, state: str, error: str | None) -> None:
+        await self.pool.execute(sql.BULK_FINISH, tenant_id, job_id, state, error)
+
+    async def cancel_bulk_job(self, tenant_id: int, job_id: uuid.UUID) -> bool:
+        return await self.pool.fetchval(sql.BULK_CANCEL, tenant_id, job_id) is not None
+
+    async def bulk_job(self, tenant_id: int, job_id: uuid.UUID) -> Record | None:
+        return await self.pool.fetchrow(sql.BULK_GET, tenant_id, job_id)
+
+    async def bulk_jobs(self, tenant_id: int) -> list[Record]:
+        return await self.pool.fetch(sql.BULK_LIST, tenant_id)
+
+    async def usage(self) -> list[Record]:
+        return await self.pool.fetch(sql.USAGE)
+
+
+def _extra(first: int, key: str | None, metadata: str | None) -> tuple[Sequence[Any], int, int]:
+    """The filter's optional parameters and their positions from `first` on (0: absent)."""
+    extra: list[Any] = []
+    key_at = metadata_at = 0
+    if key is not None:
+        extra.append(key)
+        key_at = first
+    if metadata is not None:
+        extra.append(metadata)
+        metadata_at = first + len(extra) - 1
+    return extra, key_at, metadata_at

@@ -1,0 +1,375 @@
+"""`Console`: pausing topics, keyset pages of a topic's messages, bulk actions and each topic's recent series.
+
+Raises only `mq.errors`. Who may do what is the API's business (`api.routes.console`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import asyncpg
+import msgspec
+
+from mq import errors
+from mq.console import sql
+from mq.console.repository import ConsoleRepository, Record
+from mq.names import check_text
+from mq.queue.service import QueueService
+from mq.queue.types import MessageView, parse_uuid
+from mq.queue.validation import check_topic
+
+log = logging.getLogger(__name__)
+
+FilterStatus = Literal["pending", "delayed", "processing", "failed", "expired"]
+BulkAction = Literal["delete", "retry", "requeue"]
+
+#: Rows a filtered page reads at most (its window): a page costs about the same whatever the topic's size.
+PAGE_SCAN = 2000
+#: Index windows one page request may read, one after another, to fill itself.
+_PAGE_ROUNDS = 4
+#: A bulk job's batch: one page of ids, then one action on them.
+_JOB_BATCH = 500
+#: A running job not heard of for this long died with its instance.
+_JOB_IDLE_SECONDS = 60.0
+#: The series' step: one sample mark of the gauge job (`mq.db.sql.SAMPLES_RECORD`).
+SERIES_STEP_SECONDS = 30
+_PHASES = ("live", "done")
+_FIRST_LIVE = (10, datetime.min.replace(tzinfo=UTC), uuid.UUID(int=0))  # before any message in queue order
+_FIRST_DONE = uuid.UUID(int=(1 << 128) - 1)  # after any id, for newest first
+
+
+class MessageFilter(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """Which messages of a topic: a status as readers see it, a key, and metadata containing an object."""
+
+    status: FilterStatus | None = None
+    key: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    def check(self) -> None:
+        if self.key is not None:
+            check_text(self.key, "key")
+        if self.metadata is not None:
+            check_text(json.dumps(self.metadata), "metadata")
+
+
+class MessagePageView(msgspec.Struct):
+    items: list[MessageView]
+    #: Give it back as `cursor` for the next page; null at the end.
+    next_cursor: str | None
+    #: Rows read to answer (a filter that matches little reads a bounded window and answers a short page).
+    scanned: int
+
+
+class SeriesPoint(msgspec.Struct):
+    at: str
+    pending: int | None
+    processing: int | None
+    failed: int | None
+    expired: int | None
+    oldest_pending_age_seconds: float | None
+    enqueue_rate: float
+    ack_rate: float
+
+
+class SeriesView(msgspec.Struct):
+    topic: str
+    step_seconds: int
+    points: list[SeriesPoint]
+
+
+class BulkJobView(msgspec.Struct):
+    id: str
+    topic: str
+    action: BulkAction
+    filter: MessageFilter
+    #: `interrupted`: its instance stopped before it finished; start it again to go on.
+    state: Literal["running", "done", "failed", "cancelled", "interrupted"]
+    matched: int
+    done: int
+    skipped: int
+    error: str | None
+    created_by: str
+    created_at: str
+    updated_at: str
+
+
+class Console:
+    def __init__(self, repository: ConsoleRepository, queue: QueueService) -> None:
+        self.repository = repository
+        self.queue = queue
+        self._jobs: set[asyncio.Task[None]] = set()
+
+    # --- pause and resume ---------------------------------------------------------------------------------------
+
+    async def pause(self, tenant_id: int, topic: str, by: str) -> None:
+        """Dequeues of the topic answer empty from now on, on every instance; enqueues go on."""
+        check_topic(topic, for_enqueue=False)
+        await self.repository.pause(tenant_id, topic, by)
+        await self.queue.configs.changed(tenant_id, topic)
+
+    async def resume(self, tenant_id: int, topic: str) -> None:
+        """Dequeues take messages again; long polls waiting on the topic are woken."""
+        check_topic(topic, for_enqueue=False)
+        await self.repository.resume(tenant_id, topic)
+        await self.queue.configs.changed(tenant_id, topic)
+        self.queue.wakeups.published(tenant_id, [topic])
+
+    # --- pages --------------------------------------------------------------------------------------------------
+
+    async def page(
+        self, tenant_id: int, topic: str, where: MessageFilter, cursor: str | None, limit: int
+    ) -> MessagePageView:
+        """Up to `limit` messages matching `where`: live ones in queue order, then finished ones newest first."""
+        check_topic(topic, for_enqueue=False)
+        where.check()
+        phases = [p for p in _PHASES if where.status is None or sql.STATUS_FILTERS[where.status][p] is not None]
+        phase, position = _decode_cursor(cursor) if cursor else (phases[0], None)
+        if phase not in phases:
+            raise errors.InvalidRequest("cursor: not one of this filter's")
+        filtered = where.status is not None or where.key is not None or where.metadata is not None
+        metadata = json.dumps(where.metadata) if where.metadata is not None else None
+        items: list[Record] = []
+        scanned = 0
+        next_cursor: str | None = None
+        for _ in range(_PAGE_ROUNDS):
+            wanted = limit - len(items)
+            window = PAGE_SCAN if filtered else wanted
+            conditions = [c for c in [sql.STATUS_FILTERS[where.status][phase]] if c] if where.status else []
+            if phase == "live":
+                after_live = position if isinstance(position, tuple) else _FIRST_LIVE
+                rows = await self.repository.live_page(
+                    tenant_id, topic, after_live, window, wanted, conditions, where.key, metadata
+                )
+            else:
+                after_done = position if isinstance(position, uuid.UUID) else _FIRST_DONE
+                rows = await self.repository.done_page(
+                    tenant_id, topic, after_done, window, wanted, conditions, where.key, metadata
+                )
+            hits = [r for r in rows if r["hit"] is not None]
+            items += hits
+            read = rows[0]["scanned"] if rows else 0
+            scanned += read
+            if len(items) >= limit:  # go on after the last one shown
+                next_cursor = _encode_cursor(phase, _position(phase, hits[-1], last=False))
+                break
+            if read == window:  # the window was full: more rows in this phase
+                position = _position(phase, rows[0], last=True)
+                next_cursor = _encode_cursor(phase, position)
+                if scanned >= PAGE_SCAN:
+                    break
+                continue
+            later = phases[phases.index(phase) + 1 :]
+            if not later:
+                next_cursor = None
+                break
+            phase, position = later[0], None
+            next_cursor = _encode_cursor(phase, None)
+        return MessagePageView(
+            items=MessageView.from_rows(items, with_lease=False), next_cursor=next_cursor, scanned=scanned
+        )
+
+    # --- series -------------------------------------------------------------------------------------------------
+
+    async def series(self, tenant_id: int, topic: str, minutes: int) -> SeriesView:
+        """The topic's depth (from the gauge job's samples) and rates (from the API's activity counts) every
+        `SERIES_STEP_SECONDS` over the last `minutes`. Steps without a sample have null depths."""
+        check_topic(topic, for_enqueue=False)
+        step = SERIES_STEP_SECONDS
+        now, samples, activity = await self.repository.series(tenant_id, topic, minutes * 60 + step)
+        last_mark = int(now // step) * step
+        marks = range(last_mark - minutes * 60 + step, last_mark + 1, step)
+        depth = {int(r["at"]) // step * step: r for r in samples}
+        counts: dict[int, list[int]] = {}
+        for r in activity:
+            bucket = counts.setdefault(int(r["at"]) // step * step, [0, 0])
+            bucket[0] += r["enqueued"]
+            bucket[1] += r["acked"]
+        points = []
+        for mark in marks:
+            d = depth.get(mark)
+            enqueued, acked = counts.get(mark, (0, 0))
+            points.append(
+                SeriesPoint(
+                    at=_iso(mark),
+                    pending=d["pending"] if d else None,
+                    processing=d["processing"] if d else None,
+                    failed=d["failed"] if d else None,
+                    expired=d["expired"] if d else None,
+                    oldest_pending_age_seconds=d["oldest_pending_age_seconds"] if d else None,
+                    enqueue_rate=enqueued / step,
+                    ack_rate=acked / step,
+                )
+            )
+        return SeriesView(topic=topic, step_seconds=step, points=points)
+
+    # --- bulk actions -------------------------------------------------------------------------------------------
+
+    async def bulk(
+        self, tenant_id: int, topic: str, action: BulkAction, message_ids: Sequence[str]
+    ) -> tuple[int, list[tuple[str, errors.SkiplockError]]]:
+        """`action` on the chosen messages of `topic`: how many took it, and why each of the others did not (a
+        deleted message is simply gone: delete reports no failures)."""
+        check_topic(topic, for_enqueue=False)
+        return await self._apply(tenant_id, topic, action, message_ids)
+
+    async def _apply(
+        self, tenant_id: int, topic: str, action: BulkAction, message_ids: Sequence[str]
+    ) -> tuple[int, list[tuple[str, errors.SkiplockError]]]:
+        if action == "delete":
+            done = await self.queue.delete_many(tenant_id, topic, message_ids)
+            return done, []
+        one = self.queue.retry if action == "retry" else self.queue.requeue
+        belongs = await self.queue.repository.topics(tenant_id, [i for i in map(parse_uuid, message_ids) if i])
+        failures: list[tuple[str, errors.SkiplockError]] = []
+        done = 0
+        for message_id in message_ids:
+            mid = parse_uuid(message_id)
+            if mid is None or belongs.get(mid) != topic:
+                failures.append((message_id, errors.MessageNotFound()))
+                continue
+            try:
+                await one(tenant_id, message_id)
+                done += 1
+            except errors.SkiplockError as exc:
+                failures.append((message_id, exc))
+        return done, failures
+
+    async def start_bulk_job(
+        self, tenant_id: int, topic: str, action: BulkAction, where: MessageFilter, by: str
+    ) -> BulkJobView:
+        """`action` on every message of `topic` matching `where`, in batches, in the background of this process."""
+        check_topic(topic, for_enqueue=False)
+        where.check()
+        job_id = uuid.uuid4()
+        await self.repository.create_bulk_job(tenant_id, job_id, topic, action, msgspec.json.encode(where).decode(), by)
+        task = asyncio.get_running_loop().create_task(self._run_job(tenant_id, job_id, topic, action, where))
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+        return await self.bulk_job(tenant_id, str(job_id))
+
+    async def _run_job(
+        self, tenant_id: int, job_id: uuid.UUID, topic: str, action: BulkAction, where: MessageFilter
+    ) -> None:
+        cursor: str | None = None
+        try:
+            while True:
+                page = await self.page(tenant_id, topic, where, cursor, _JOB_BATCH)
+                ids = [m.id for m in page.items]
+                done, _ = await self._apply(tenant_id, topic, action, ids) if ids else (0, [])
+                state = await self.repository.bulk_progress(tenant_id, job_id, len(ids), done, len(ids) - done)
+                if state != "running":
+                    return
+                if page.next_cursor is None:
+                    await self.repository.finish_bulk_job(tenant_id, job_id, "done", None)
+                    return
+                cursor = page.next_cursor
+        except asyncio.CancelledError:
+            raise
+        except (errors.SkiplockError, asyncpg.PostgresError, OSError) as exc:
+            log.warning("bulk job %s failed: %s", job_id, exc)
+            await self.repository.finish_bulk_job(tenant_id, job_id, "failed", str(exc))
+
+    async def bulk_job(self, tenant_id: int, job_id: str) -> BulkJobView:
+        mid = parse_uuid(job_id)
+        row = await self.repository.bulk_job(tenant_id, mid) if mid is not None else None
+        if row is None:
+            raise errors.NotFound("no such bulk job")
+        return _job_view(row)
+
+    async def bulk_jobs(self, tenant_id: int) -> list[BulkJobView]:
+        return [_job_view(r) for r in await self.repository.bulk_jobs(tenant_id)]
+
+    async def cancel_bulk_job(self, tenant_id: int, job_id: str) -> BulkJobView:
+        """Ask a running job to stop after its current batch."""
+        mid = parse_uuid(job_id)
+        if mid is not None:
+            await self.repository.cancel_bulk_job(tenant_id, mid)
+        return await self.bulk_job(tenant_id, job_id)
+
+    async def close(self) -> None:
+        """Stop this process's jobs (they show as interrupted)."""
+        for task in list(self._jobs):
+            task.cancel()
+        if self._jobs:
+            await asyncio.gather(*self._jobs, return_exceptions=True)
+
+    # --- tenants' usage -----------------------------------------------------------------------------------------
+
+    async def usage(self) -> dict[str, tuple[int, int]]:
+        """Topics and messages per tenant slug, as the gauge job last counted them."""
+        return {r["tenant"]: (r["topics"], r["messages"]) for r in await self.repository.usage()}
+
+
+def _job_view(row: Record) -> BulkJobView:
+    state = row["state"]
+    if state == "running" and row["idle_seconds"] > _JOB_IDLE_SECONDS:
+        state = "interrupted"
+    return BulkJobView(
+        id=row["id"],
+        topic=row["topic"],
+        action=row["action"],
+        filter=msgspec.json.decode(row["filter"], type=MessageFilter),
+        state=state,
+        matched=row["matched"],
+        done=row["done"],
+        skipped=row["skipped"],
+        error=row["error"],
+        created_by=row["created_by"],
+        created_at=_iso(row["created_at"]),
+        updated_at=_iso(row["updated_at"]),
+    )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(epoch * 1000) % 1000:03d}Z"
+
+
+# --- cursors --------------------------------------------------------------------------------------------------------
+# Opaque to clients: base64url of JSON. Live: ["live", priority, available_at (ISO, microseconds), id]; finished:
+# ["done", id]; a phase's start: [phase].
+
+Position = tuple[int, datetime, uuid.UUID] | uuid.UUID | None
+
+
+def _position(phase: str, row: Record, *, last: bool) -> Position:
+    """Where a page stops: after a shown row (`last` false) or after the last row its window read."""
+    if phase == "live":
+        if last:
+            return (row["last_priority"], row["last_available_at"], row["last_id"])
+        return (row["priority"], row["hit_at"], row["hit"])
+    mid: uuid.UUID = row["last_id"] if last else row["hit"]
+    return mid
+
+
+def _encode_cursor(phase: str, position: Position) -> str:
+    if position is None:
+        parts: list[Any] = [phase]
+    elif isinstance(position, tuple):
+        priority, at, mid = position
+        parts = [phase, priority, at.isoformat(), str(mid)]
+    else:
+        parts = [phase, str(position)]
+    return base64.urlsafe_b64encode(json.dumps(parts, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, Position]:
+    try:
+        parts = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        phase = parts[0]
+        if phase == "live" and len(parts) == 4:
+            return phase, (int(parts[1]), datetime.fromisoformat(parts[2]), uuid.UUID(parts[3]))
+        if phase == "done" and len(parts) == 2:
+            return phase, uuid.UUID(parts[1])
+        if phase in _PHASES and len(parts) == 1:
+            return phase, None
+    except (ValueError, TypeError, IndexError, binascii.Error, UnicodeDecodeError):
+        pass
+    raise errors.InvalidRequest("cursor: not one this server gave")

@@ -1,0 +1,129 @@
+"""The admin console's SQL, run only by `ConsoleRepository`. `$1` is always the tenant id.
+
+Paging never adds an index to the hot path (each one is written on every enqueue and dequeue; a full
+(tenant, topic, id) index cost 19% of batch-insert throughput). A topic's messages are read through the two
+indexes it has: live ones (pending, processing) in queue order over `messages_dequeue_idx` (priority first, then
+`available_at`, `id` breaking ties), finished ones (failed, expired) newest first over `messages_done_idx`. A page
+reads a window of at most `scan` rows of its index from the cursor on and keeps those that match the filter, so a
+page costs the same on a topic of 1,000,000 messages as on one of 100, and a filter that matches little answers a
+short page with a cursor to go on from instead of scanning the topic.
+"""
+
+from __future__ import annotations
+
+from mq.queue.sql import ALIVE as _ALIVE
+from mq.queue.sql import MESSAGE_COLUMNS
+
+#: A filter's status -> the condition on a row read from each index ("live" or "done"); None: none of that index.
+STATUS_FILTERS: dict[str, dict[str, str | None]] = {
+    "pending": {"live": f"({_ALIVE} AND (m.status = 'pending' OR m.available_at <= now()))", "done": None},
+    "delayed": {"live": f"({_ALIVE} AND m.status = 'pending' AND m.available_at > now())", "done": None},
+    "processing": {"live": f"({_ALIVE} AND m.status = 'processing' AND m.available_at > now())", "done": None},
+    "failed": {"live": None, "done": "m.status = 'failed'"},
+    "expired": {"live": f"NOT {_ALIVE}", "done": "m.status = 'expired'"},
+}
+
+# The window of a live page: from the cursor ($3 priority, $4 available_at, $5 id) in queue order. Two index
+# ranges, each in index order: the rest of the cursor's priority, then every lower priority. The first page
+# passes priority 10 (above any), so only the second range reads. $6 the window's size.
+_LIVE_WINDOW = """
+    (SELECT * FROM messages AS m
+     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND m.priority = $3
+       AND m.available_at >= $4::timestamptz AND (m.available_at, m.id) > ($4::timestamptz, $5::uuid)
+     ORDER BY m.available_at, m.id LIMIT $6)
+    UNION ALL
+    (SELECT * FROM messages AS m
+     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND m.priority < $3
+     ORDER BY m.priority DESC, m.available_at, m.id LIMIT $6)"""
+_LIVE_ORDER = "m.priority DESC, m.available_at, m.id"
+_LIVE_LAST = "m.priority, m.available_at DESC, m.id DESC"
+
+# The window of a finished page: newest first from the cursor $3 (an id; the first page passes the largest).
+_DONE_WINDOW = """
+    SELECT * FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('failed', 'expired') AND m.id < $3
+    ORDER BY m.id DESC LIMIT $4"""
+
+
+def _page(window: str, order: str, last: str, conditions: list[str], limit: str) -> str:
+    """Rows of the window that match `conditions`, in order, at most `limit`; each row also carries how many rows
+    the window read and where it ended (`last_*`). A window with no match answers one row whose `hit` is null; an
+    empty window answers none."""
+    where = " AND ".join(conditions) or "true"
+    return f"""
+WITH w AS MATERIALIZED (SELECT * FROM ({window}) AS m ORDER BY {order}),
+last AS (SELECT m.priority, m.available_at, m.id, (SELECT count(*) FROM w) AS scanned FROM w AS m
+         ORDER BY {last} LIMIT 1),
+hits AS (SELECT * FROM w AS m WHERE {where} ORDER BY {order} LIMIT {limit})
+SELECT {MESSAGE_COLUMNS}, m.id AS hit, m.available_at AS hit_at, l.scanned, l.priority AS last_priority,
+       l.available_at AS last_available_at, l.id AS last_id
+FROM last AS l LEFT JOIN hits AS m ON true
+ORDER BY {order}"""
+
+
+def live_page(conditions: list[str], *, key_at: int, metadata_at: int) -> str:
+    """$1 tenant, $2 topic, $3..$5 cursor, $6 window, $7 limit, then the key ($8) and metadata ($8 or $9) when
+    the filter has them (their positions given: 0 = none)."""
+    return _page(_LIVE_WINDOW, _LIVE_ORDER, _LIVE_LAST, _filters(conditions, key_at, metadata_at), "$7")
+
+
+def done_page(conditions: list[str], *, key_at: int, metadata_at: int) -> str:
+    """$1 tenant, $2 topic, $3 cursor id, $4 window, $5 limit, then the key and metadata as for `live_page`."""
+    return _page(_DONE_WINDOW, "m.id DESC", "m.id", _filters(conditions, key_at, metadata_at), "$5")
+
+
+def _filters(conditions: list[str], key_at: int, metadata_at: int) -> list[str]:
+    out = list(conditions)
+    if key_at:
+        out.append(f"m.key = ${key_at}")
+    if metadata_at:
+        out.append(f"m.metadata @> ${metadata_at}::jsonb")
+    return out
+
+
+# --- pauses --------------------------------------------------------------------------------------------------------
+
+PAUSE = """
+INSERT INTO topic_pauses (tenant_id, topic, paused_by) VALUES ($1, $2, $3)
+ON CONFLICT (tenant_id, topic) DO NOTHING"""
+RESUME = "DELETE FROM topic_pauses WHERE tenant_id = $1 AND topic = $2"
+
+# --- series --------------------------------------------------------------------------------------------------------
+
+# A topic's depth samples and activity buckets since $3 seconds ago (primary-key ranges).
+SAMPLES = """
+SELECT extract(epoch FROM at)::float8 AS at, pending, processing, failed, expired, oldest_pending_age_seconds
+FROM queue_samples WHERE tenant_id = $1 AND topic = $2 AND at >= now() - make_interval(secs => $3) ORDER BY at"""
+ACTIVITY = """
+SELECT extract(epoch FROM at)::float8 AS at, enqueued, acked
+FROM topic_activity WHERE tenant_id = $1 AND topic = $2 AND at >= now() - make_interval(secs => $3) ORDER BY at"""
+NOW = "SELECT extract(epoch FROM now())::float8"
+
+# --- bulk jobs -----------------------------------------------------------------------------------------------------
+
+BULK_CREATE = """
+INSERT INTO bulk_jobs (id, tenant_id, topic, action, filter, created_by) VALUES ($1, $2, $3, $4, $5::jsonb, $6)"""
+# Progress of a running job; answers its state (a cancel request shows as 'cancelled'). $2 id, $3..$5 increments
+BULK_PROGRESS = """
+UPDATE bulk_jobs SET matched = matched + $3, done = done + $4, skipped = skipped + $5, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 RETURNING state"""
+BULK_FINISH = """
+UPDATE bulk_jobs SET state = $3, error = $4, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND state = 'running'"""
+BULK_CANCEL = """
+UPDATE bulk_jobs SET state = 'cancelled', updated_at = now() WHERE tenant_id = $1 AND id = $2 AND state = 'running'
+RETURNING id"""
+_BULK_COLUMNS = """id::text AS id, topic, action, filter::text AS filter, state, matched, done, skipped, error,
+    created_by, extract(epoch FROM created_at)::float8 AS created_at,
+    extract(epoch FROM updated_at)::float8 AS updated_at,
+    extract(epoch FROM now() - updated_at)::float8 AS idle_seconds"""
+BULK_GET = f"SELECT {_BULK_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 AND id = $2"
+BULK_LIST = f"SELECT {_BULK_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 ORDER BY created_at DESC LIMIT 50"
+# Jobs finished a day ago are forgotten.
+BULK_FORGET = "DELETE FROM bulk_jobs WHERE tenant_id = $1 AND updated_at < now() - interval '1 day'"
+
+# --- tenants' usage ---------------------------------------------------------------------------------------------------
+
+# Every tenant's topics and messages as the gauge job last counted them (never a scan of messages).
+USAGE = """
+SELECT tenant, count(DISTINCT topic) AS topics, sum(messages)::int8 AS messages FROM queue_gauges GROUP BY tenant"""

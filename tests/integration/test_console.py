@@ -1,0 +1,253 @@
+"""The admin console's API: pause and resume, keyset pages with filters, bulk actions, series, maintenance."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import asyncpg
+import httpx
+
+from mq.console.service import PAGE_SCAN
+from mq.db.repository import OperationsRepository
+from mq.jobs import GaugeRefresher
+from tests.integration.helpers import assert_error, b64, dequeue, enqueue, long_polls_waiting
+from tests.support.servers import ADMIN, Server
+from tests.support.tenants import Tenant
+from tests.support.waiting import eventually
+
+
+async def _fail(db: asyncpg.Pool[Any], tenant: Tenant, ids: list[str], status: str = "failed") -> None:
+    await db.execute(
+        "UPDATE messages SET status = $3, last_error = 'boom' WHERE tenant_id = $1 AND id = ANY($2::uuid[])",
+        tenant.id,
+        ids,
+        status,
+    )
+
+
+async def _all_pages(client: httpx.AsyncClient, topic: str, **params: Any) -> tuple[list[dict[str, Any]], int]:
+    """Every message the pages give, following `next_cursor`; and how many requests it took."""
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    requests = 0
+    while True:
+        query = {**params, **({"cursor": cursor} if cursor else {})}
+        r = await client.get(f"/api/topics/{topic}/messages", params=query)
+        assert r.status_code == 200, r.text
+        requests += 1
+        body = r.json()
+        items += body["items"]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            return items, requests
+
+
+async def test_a_paused_topic_takes_messages_and_gives_none_until_resumed(client: httpx.AsyncClient) -> None:
+    assert (await client.post("/api/topics/jobs/pause")).json() == {"topic": "jobs", "paused": True}
+    await enqueue(client, "jobs", "a")  # enqueues are accepted
+    assert await dequeue(client, "jobs") == []
+    listed = {t["topic"]: t for t in (await client.get("/api/topics")).json()["items"]}
+    assert listed["jobs"]["paused"] is True and listed["jobs"]["pending"] == 1
+
+    waiting = asyncio.create_task(dequeue(client, "jobs", wait_seconds=10))
+    await long_polls_waiting(client.base_url)
+    assert (await client.post("/api/topics/jobs/resume")).json() == {"topic": "jobs", "paused": False}
+    [message] = await asyncio.wait_for(waiting, 5)  # the resume woke the poll
+    assert message["status"] == "processing"
+    listed = {t["topic"]: t for t in (await client.get("/api/topics")).json()["items"]}
+    assert listed["jobs"]["paused"] is False
+
+
+async def test_a_pause_outlives_config_changes_and_lists_an_empty_topic(client: httpx.AsyncClient) -> None:
+    await client.post("/api/topics/quiet/pause")
+    await client.put("/api/topic-configs/quiet", json={"max_retries": 2})
+    await client.delete("/api/topic-configs/quiet")
+    listed = {t["topic"]: t for t in (await client.get("/api/topics")).json()["items"]}
+    assert listed["quiet"]["paused"] is True and listed["quiet"]["pending"] == 0
+    await client.post("/api/topics/quiet/resume")
+    await client.post("/api/topics/quiet/resume")  # resuming twice is fine
+
+
+async def test_pages_walk_live_messages_in_queue_order_then_finished_ones(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    low = [await enqueue(client, "walk", f"low{i}") for i in range(3)]
+    high = [await enqueue(client, "walk", f"high{i}", priority=7) for i in range(2)]
+    delayed = await enqueue(client, "walk", "later", delay_seconds=3600)
+    failed = [await enqueue(client, "walk", f"f{i}") for i in range(3)]
+    await _fail(db, tenant, failed)
+    items, requests = await _all_pages(client, "walk", limit=2)
+    assert [m["id"] for m in items] == [*high, *low, delayed, *reversed(failed)]
+    assert requests == 5
+    assert {m["status"] for m in items[-3:]} == {"failed"} and items[-1]["last_error"] == "boom"
+
+    pending, _ = await _all_pages(client, "walk", status="pending")
+    assert [m["id"] for m in pending] == [*high, *low, delayed]
+    only_delayed, _ = await _all_pages(client, "walk", status="delayed")
+    assert [m["id"] for m in only_delayed] == [delayed]
+    only_failed, _ = await _all_pages(client, "walk", status="failed")
+    assert [m["id"] for m in only_failed] == list(reversed(failed))
+    [leased] = await dequeue(client, "walk")
+    processing, _ = await _all_pages(client, "walk", status="processing")
+    assert [m["id"] for m in processing] == [leased["id"]] == [high[0]]
+
+
+async def test_filters_by_key_and_metadata(client: httpx.AsyncClient) -> None:
+    await enqueue(client, "filt", "a", key="k1", metadata={"region": "eu", "n": 1})
+    await enqueue(client, "filt", "b", key="k2", metadata={"region": "us"})
+    await enqueue(client, "filt", "c", metadata={"region": "eu", "tier": "gold"})
+    by_key, _ = await _all_pages(client, "filt", key="k2")
+    assert [m["key"] for m in by_key] == ["k2"]
+    eu, _ = await _all_pages(client, "filt", metadata=json.dumps({"region": "eu"}))
+    assert sorted(m["payload"] for m in eu) == sorted([b64("a"), b64("c")])
+    gold, _ = await _all_pages(client, "filt", metadata='{"region": "eu", "tier": "gold"}', status="pending")
+    assert [m["payload"] for m in gold] == [b64("c")]
+    assert_error(await client.get("/api/topics/filt/messages", params={"metadata": "[1]"}), 400, "invalid_request")
+    assert_error(await client.get("/api/topics/filt/messages", params={"metadata": "{"}), 400, "invalid_request")
+    for bad in ("nonsense", "WyJsaXZlIiwgMV0", b64('["done", "not-a-uuid"]')):
+        assert_error(await client.get("/api/topics/filt/messages", params={"cursor": bad}), 400, "invalid_request")
+    assert_error(await client.get("/api/topics/filt/messages", params={"status": "gone"}), 400, "invalid_request")
+    assert_error(await client.get("/api/topics/filt/messages", params={"limit": 0}), 400, "invalid_request")
+
+
+async def test_a_filter_that_matches_little_reads_a_bounded_window_per_page(client: httpx.AsyncClient) -> None:
+    filler = [{"payload": b64("x")} for _ in range(1000)]
+    for _ in range(PAGE_SCAN // 1000 + 1):
+        assert (await client.post("/api/messages/batch", json={"topic": "big", "messages": filler})).status_code == 201
+    needle = await enqueue(client, "big", "needle", metadata={"find": "me"})
+    r = await client.get("/api/topics/big/messages", params={"metadata": '{"find": "me"}'})
+    first = r.json()
+    assert first["items"] == [] and first["scanned"] == PAGE_SCAN and first["next_cursor"]
+    found, _ = await _all_pages(client, "big", metadata='{"find": "me"}')
+    assert [m["id"] for m in found] == [needle]
+
+
+async def test_bulk_actions_on_chosen_messages(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    failed = [await enqueue(client, "bulk", f"f{i}") for i in range(3)]
+    await _fail(db, tenant, failed)
+    live = await enqueue(client, "bulk", "live")
+    r = await client.post("/api/topics/bulk/messages/bulk", json={"action": "retry", "ids": [*failed, live, "nope"]})
+    body = r.json()
+    assert body["done"] == 3 and body["skipped"] == 2
+    assert {f["id"]: f["code"] for f in body["failures"]} == {live: "invalid_request", "nope": "message_not_found"}
+    pending, _ = await _all_pages(client, "bulk", status="pending")
+    assert len(pending) == 4 and all(m["retry_count"] == 0 for m in pending)
+
+    other = await enqueue(client, "elsewhere", "o")
+    r = await client.post("/api/topics/bulk/messages/bulk", json={"action": "delete", "ids": [*failed, other]})
+    assert r.json() == {"action": "delete", "done": 3, "skipped": 1, "failures": []}
+    assert (await client.get(f"/api/messages/{other}")).status_code == 200  # another topic's message stays
+
+    assert_error(
+        await client.post("/api/topics/bulk/messages/bulk", json={"action": "x", "ids": [live]}), 400, "invalid_request"
+    )
+    assert_error(
+        await client.post("/api/topics/bulk/messages/bulk", json={"action": "delete", "ids": []}),
+        400,
+        "invalid_request",
+    )
+
+
+async def test_retry_one_message_and_its_refusals(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    [keep, twin] = [await enqueue(client, "one", "a", key="k"), await enqueue(client, "one", "b")]
+    await _fail(db, tenant, [keep])
+    await enqueue(client, "one", "c", key="k")  # a new pending message now holds the key
+    assert_error(await client.post(f"/api/messages/{keep}/retry"), 409, "key_conflict")
+    assert_error(await client.post(f"/api/messages/{twin}/retry"), 400, "invalid_request")  # pending, not delayed
+    assert_error(await client.post(f"/api/messages/{uuid.uuid4()}/retry"), 404, "message_not_found")
+    expired = await enqueue(client, "one", "e")
+    await _fail(db, tenant, [expired], status="expired")
+    assert (await client.post(f"/api/messages/{expired}/retry")).status_code == 204
+    message = (await client.get(f"/api/messages/{expired}")).json()
+    assert message["status"] == "pending"
+
+
+async def test_a_bulk_job_acts_on_everything_matching_a_filter(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    ids: list[str] = []
+    for n in (600, 600):
+        batch = {"topic": "sweep", "messages": [{"payload": b64("x")} for _ in range(n)]}
+        ids += (await client.post("/api/messages/batch", json=batch)).json()["ids"]
+    await _fail(db, tenant, ids[:1100])
+    r = await client.post("/api/topics/sweep/bulk-jobs", json={"action": "delete", "filter": {"status": "failed"}})
+    assert r.status_code == 202
+    job = r.json()
+    assert job["state"] == "running" and job["filter"] == {"status": "failed"}
+
+    async def finished() -> dict[str, Any] | None:
+        body: dict[str, Any] = (await client.get(f"/api/bulk-jobs/{job['id']}")).json()
+        return body if body["state"] != "running" else None
+
+    done = await eventually(finished, what="the bulk job to finish")
+    assert (done["state"], done["matched"], done["done"], done["skipped"]) == ("done", 1100, 1100, 0)
+    rest, _ = await _all_pages(client, "sweep", limit=200)
+    assert len(rest) == 100 and {m["status"] for m in rest} == {"pending"}
+    assert job["id"] in [j["id"] for j in (await client.get("/api/bulk-jobs")).json()["items"]]
+    assert_error(await client.get(f"/api/bulk-jobs/{uuid.uuid4()}"), 404, "not_found")
+    assert_error(
+        await client.post("/api/topics/sweep/bulk-jobs", json={"action": "delete", "filter": {"colour": "red"}}),
+        400,
+        "invalid_request",
+    )
+
+
+async def test_series_show_rates_and_depth_without_scanning_messages(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    for _ in range(3):
+        await enqueue(client, "charted")
+    [m] = await dequeue(client, "charted")
+    assert (await client.post(f"/api/messages/{m['id']}/ack")).status_code == 204
+    await GaugeRefresher(OperationsRepository(db)).run_once(wait=True)
+
+    async def counted() -> dict[str, Any] | None:
+        body: dict[str, Any] = (await client.get("/api/topics/charted/series", params={"minutes": 5})).json()
+        return body if sum(p["enqueue_rate"] for p in body["points"]) * body["step_seconds"] >= 3 else None
+
+    series = await eventually(counted, what="the activity flush (every 5 s)")
+    assert series["step_seconds"] == 30 and len(series["points"]) == 10
+    assert sum(p["ack_rate"] for p in series["points"]) * 30 == 1
+    last = [p for p in series["points"] if p["pending"] is not None][-1]
+    assert last["pending"] == 2
+    topics = {t["topic"]: t for t in (await client.get("/api/topics")).json()["items"]}
+    assert "enqueue_rate" in topics["charted"] and "ack_rate" in topics["charted"]
+    assert_error(await client.get("/api/topics/charted/series", params={"minutes": 61}), 400, "invalid_request")
+
+
+async def test_maintenance_lists_job_runs_and_previews_schedules(server: Server, db: asyncpg.Pool[Any]) -> None:
+    await GaugeRefresher(OperationsRepository(db)).run_once(wait=True)
+    async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN) as admin:
+        body = (await admin.get("/api/admin/jobs")).json()
+        assert "gauges" in [j["job"] for j in body["jobs"]] and "schedule" in body["delete_reaper"]
+        r = await admin.get("/api/admin/delete-reaper/schedule/preview", params={"schedule": "0 3 * * 1"})
+        runs = r.json()["next_runs"]
+        assert len(runs) == 5  # Mondays at 03:00 UTC, as crontab means it (APScheduler counts from Monday = 0)
+        for at in runs:
+            assert at.endswith("T03:00:00.000Z")
+        import datetime as dt
+
+        assert {dt.datetime.fromisoformat(a.replace("Z", "+00:00")).weekday() for a in runs} == {0}
+        assert_error(
+            await admin.get("/api/admin/delete-reaper/schedule/preview", params={"schedule": "61 * * * *"}),
+            400,
+            "invalid_request",
+        )
+
+
+async def test_tenants_show_their_usage(
+    server: Server, client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    await enqueue(client, "u1")
+    await enqueue(client, "u2")
+    await GaugeRefresher(OperationsRepository(db)).run_once(wait=True)
+    async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN) as admin:
+        body = (await admin.get(f"/api/tenants/{tenant.slug}")).json()
+    assert body["usage"] == {"topics": 2, "messages": 2}
