@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-versus explain clean
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-versus explain clean ui ui-dev ui-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -17,10 +17,26 @@ $(STAMP): pyproject.toml client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -e './client[spark]'
 	@touch $(STAMP)
 
+# The admin console's build, remade when any of its sources (or the OpenAPI document it is typed from) is newer.
+UI_BUILD := admin-ui/dist/index.html
+UI_SOURCES := $(shell find admin-ui/src admin-ui/index.html admin-ui/package.json admin-ui/package-lock.json \
+	admin-ui/vite.config.ts admin-ui/tsconfig.json docs/openapi.json -type f -not -name schema.ts 2>/dev/null)
+
 install: $(STAMP) ## Create .venv and install Skiplock with its dev tools
 
-run: $(STAMP) ## Serve Skiplock (embedded Postgres and Redis unless SKIPLOCK_DATABASE_URL / SKIPLOCK_REDIS_URL are set)
+run: $(STAMP) $(UI_BUILD) ## Serve Skiplock and its admin console at / (embedded Postgres and Redis unless URLs are set)
 	$(BIN)/python -m skiplock serve
+
+$(UI_BUILD): $(UI_SOURCES) | $(STAMP)
+	bash admin-ui/build.sh
+
+ui: $(UI_BUILD) ## Build the admin console (admin-ui/dist), which `make run` serves at /
+
+ui-dev: ## Vite's dev server for the admin console, proxying /api to a running server (SKIPLOCK_URL, default :8080)
+	cd admin-ui && npm install --no-audit --no-fund --loglevel=error && npm run dev
+
+ui-check: ## The admin console's type check, lint (Biome) and component tests (vitest)
+	cd admin-ui && npm install --no-audit --no-fund --loglevel=error && npm run --silent check && npm test
 
 worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `make run` runs them itself)
 	$(BIN)/python -m skiplock worker

@@ -25,6 +25,7 @@ from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
 from api.routes.topics import TopicConfigController, TopicController
 from api.schemas import strict_body_names
+from api.ui import ConsoleFiles, console_routes
 from mq import __version__
 from mq.runtime import Runtime
 from mq.settings import Settings, get_settings
@@ -76,6 +77,7 @@ def create_app(
             logout,
             me,
             change_password,
+            *console_routes(ConsoleFiles(settings.admin_ui_dir)),
         ],
         lifespan=[lifespan],
         middleware=[

@@ -48,16 +48,26 @@ HTTP_STATUS_CODES = {
 }
 
 WWW_AUTHENTICATE = {"WWW-Authenticate": 'Basic realm="skiplock"'}
+#: The admin console marks its requests with `X-Requested-With: skiplock-console`; its 401s challenge with a scheme
+#: browsers do not prompt for (a Basic challenge opens the browser's own login dialog over the console's).
+CONSOLE_MARK = "skiplock-console"
+CONSOLE_WWW_AUTHENTICATE = {"WWW-Authenticate": 'Session realm="skiplock"'}
 
 
 def error_response(
-    status: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+    request: Request[Any, Any, Any] | None = None,
 ) -> Response[dict[str, Any]]:
     body: dict[str, Any] = {"code": code, "error": message}
     if details is not None:
         body["details"] = details
     if status == 401:
-        headers = {**(headers or {}), **WWW_AUTHENTICATE}
+        console = request is not None and request.headers.get("x-requested-with") == CONSOLE_MARK
+        headers = {**(headers or {}), **(CONSOLE_WWW_AUTHENTICATE if console else WWW_AUTHENTICATE)}
     return Response(body, status_code=status, media_type=MediaType.JSON, headers=headers)
 
 
@@ -80,7 +90,7 @@ def status_of(exc: BaseException) -> int:
     return 503 if is_dependency_fault(exc) else 500
 
 
-def handle_domain_error(_: Request[Any, Any, Any], exc: errors.SkiplockError) -> Response[dict[str, Any]]:
+def handle_domain_error(request: Request[Any, Any, Any], exc: errors.SkiplockError) -> Response[dict[str, Any]]:
     for cls, status, code in DOMAIN_ERRORS:
         if isinstance(exc, cls):
             headers = None
@@ -88,8 +98,8 @@ def handle_domain_error(_: Request[Any, Any, Any], exc: errors.SkiplockError) ->
                 if exc.retry_after is None:  # a quota that waiting will not lift
                     return error_response(403, code, exc.message, exc.details)
                 headers = {"Retry-After": str(exc.retry_after)}
-            return error_response(status, code, exc.message, exc.details, headers)
-    return handle_unexpected_error(_, exc)
+            return error_response(status, code, exc.message, exc.details, headers, request)
+    return handle_unexpected_error(request, exc)
 
 
 def handle_http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:

@@ -388,10 +388,17 @@ class GrantListView(msgspec.Struct):
 # --- the caller, and the system routes -----------------------------------------------------------------------------
 
 
+class MyGrantView(msgspec.Struct):
+    action: Action
+    topic_pattern: str
+
+
 class MeView(msgspec.Struct):
     username: str
     role: Role
     tenant: str | None
+    #: A member's grants (what the admin console lets it do); empty for the admin roles, which need none.
+    grants: list[MyGrantView] = msgspec.field(default_factory=list)
 
 
 class HealthView(msgspec.Struct):

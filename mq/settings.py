@@ -118,6 +118,9 @@ class Settings(BaseSettings):
     log_format: str = Field(default="json", pattern="^(json|text)$")
     """`json`: one JSON object per line (request id, route, status, duration); `text` for reading by eye."""
 
+    admin_ui_dir: Path = Path(__file__).resolve().parent.parent / "admin-ui" / "dist"
+    """The admin console's production build, served at `/` (`make run` builds it when missing or stale)."""
+
     # --- auth -----------------------------------------------------------------------------------------------
     auth_cache_ttl_seconds: float = Field(default=30.0, ge=0)
     """How long a verified credential is trusted before its password hash is checked again."""

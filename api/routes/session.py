@@ -10,7 +10,7 @@ from litestar.status_codes import HTTP_204_NO_CONTENT
 
 from api.auth import CSRF_COOKIE, SESSION_COOKIE
 from api.body import strict_body
-from api.schemas import MeView, PasswordChangeBody
+from api.schemas import MeView, MyGrantView, PasswordChangeBody
 from mq import errors
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
@@ -63,7 +63,12 @@ async def logout(request: AnyRequest) -> Response[None]:
 @get("/api/auth/me", summary="Who is calling", operation_id="getMe", tags=["session"])
 async def me(request: AnyRequest) -> MeView:
     principal = request.user
-    return MeView(username=principal.username, role=principal.role, tenant=principal.tenant_slug)
+    return MeView(
+        username=principal.username,
+        role=principal.role,
+        tenant=principal.tenant_slug,
+        grants=[MyGrantView(action=a, topic_pattern=p) for a, p in principal.grants],  # type: ignore[arg-type]
+    )
 
 
 @put(

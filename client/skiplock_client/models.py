@@ -155,10 +155,17 @@ class Grant(msgspec.Struct, frozen=True):
     created_at: str
 
 
+class MyGrant(msgspec.Struct, frozen=True):
+    action: Action
+    topic_pattern: str
+
+
 class Me(msgspec.Struct, frozen=True):
     username: str
     role: Role
     tenant: str | None
+    #: A member's grants; empty for the admin roles.
+    grants: tuple[MyGrant, ...] = ()
 
 
 class Schedule(msgspec.Struct, frozen=True):

@@ -130,6 +130,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/schema/scalar"): Rule(PUBLIC),
     ("GET", "/schema/openapi.json"): Rule(PUBLIC),
     ("GET", "/schema/{path}"): Rule(PUBLIC),
+    # the admin console's build (api.ui); unknown /api paths under it answer 404 for every method
+    **{(m, p): Rule(PUBLIC) for m in ("GET", "POST", "PUT", "PATCH", "DELETE") for p in ("/", "/{path}")},
 }
 
 

@@ -1,0 +1,23 @@
+// One query-key factory per resource: every key starts with the tenant it was fetched for.
+import { currentTenant } from "./client";
+
+const t = () => currentTenant() ?? "-";
+
+export const keys = {
+  me: () => ["me"] as const,
+  topics: {
+    all: () => [t(), "topics"] as const,
+    list: () => [t(), "topics", "list"] as const,
+    series: (topic: string, minutes: number) => [t(), "topics", "series", topic, minutes] as const,
+    messages: (topic: string, filter: object) => [t(), "topics", "messages", topic, filter] as const,
+    message: (id: string) => [t(), "topics", "message", id] as const,
+    config: (topic: string) => [t(), "topics", "config", topic] as const,
+  },
+  bulkJobs: { all: () => [t(), "bulk-jobs"] as const, one: (id: string) => [t(), "bulk-jobs", id] as const },
+  tenants: { all: () => ["tenants"] as const },
+  users: {
+    all: () => [t(), "users"] as const,
+    grants: (userId: string) => [t(), "users", userId, "grants"] as const,
+  },
+  maintenance: { all: () => ["maintenance"] as const },
+};

@@ -1,0 +1,108 @@
+// Small shared pieces: errors with their request id, empty states, confirmations, fields.
+import { type ReactNode, useEffect, useId, useRef } from "react";
+import { ApiError } from "../api/client";
+
+/** Every API error as the server said it: its message, code and request id. */
+export function ErrorNote({ error, title }: { error: unknown; title?: string }) {
+  if (!error) return null;
+  const api = error instanceof ApiError ? error : null;
+  return (
+    <div className="error" role="alert">
+      <strong>{title ?? "The server refused"}</strong> {api ? api.message : String(error)}
+      {api && (
+        <span className="muted">
+          {" "}
+          ({api.code}
+          {api.requestId ? `, request ${api.requestId}` : ""})
+        </span>
+      )}
+    </div>
+  );
+}
+
+export function Empty({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty">
+      <strong>{title}</strong>
+      {children && <div className="muted">{children}</div>}
+    </div>
+  );
+}
+
+/** A modal confirmation (the native <dialog>: focus trapped, Escape cancels). */
+export function Confirm({
+  open,
+  title,
+  children,
+  confirmLabel,
+  danger,
+  busy,
+  onConfirm,
+  onCancel,
+}: {
+  open: boolean;
+  title: string;
+  children?: ReactNode;
+  confirmLabel: string;
+  danger?: boolean;
+  busy?: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) dialog.showModal?.();
+    if (!open && dialog.open) dialog.close();
+  }, [open]);
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onCancel={onCancel} className="dialog">
+      <h2 id={titleId}>{title}</h2>
+      <div>{children}</div>
+      <div className="row end">
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+        <button type="button" className={danger ? "danger" : "primary"} disabled={busy} onClick={onConfirm}>
+          {confirmLabel}
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+/** A labelled form field with the API's message for it, if any. */
+export function Field({
+  label,
+  hint,
+  error,
+  children,
+}: {
+  label: string;
+  hint?: ReactNode;
+  error?: string | null;
+  children: (id: string, describedBy: string | undefined) => ReactNode;
+}) {
+  const id = useId();
+  const hintId = `${id}-hint`;
+  const errorId = `${id}-error`;
+  const describedBy = [hint ? hintId : null, error ? errorId : null].filter(Boolean).join(" ") || undefined;
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children(id, describedBy)}
+      {hint && (
+        <div id={hintId} className="hint">
+          {hint}
+        </div>
+      )}
+      {error && (
+        <div id={errorId} className="field-error" role="alert">
+          {error}
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { formatAge, formatCount, formatRate, showPayload, toBase64 } from "./format";
+
+describe("showPayload", () => {
+  it("pretty-prints JSON", () => {
+    expect(showPayload(toBase64('{"a":1,"b":[2]}'))).toEqual({
+      kind: "json",
+      text: '{\n  "a": 1,\n  "b": [\n    2\n  ]\n}',
+    });
+  });
+  it("shows UTF-8 text as text", () => {
+    expect(showPayload(toBase64("héllo wörld"))).toEqual({ kind: "text", text: "héllo wörld" });
+  });
+  it("shows other bytes as hex, 16 to a line", () => {
+    const bytes = btoa(String.fromCharCode(...Array.from({ length: 18 }, (_, i) => 0xf0 + (i % 16))));
+    const view = showPayload(bytes);
+    expect(view.kind).toBe("hex");
+    expect(view.text.split("\n")).toHaveLength(2);
+    expect(view.text.startsWith("f0 f1 f2")).toBe(true);
+  });
+});
+
+describe("numbers", () => {
+  it("abbreviates counts, rates and ages", () => {
+    expect(formatCount(999)).toBe("999");
+    expect(formatCount(12_345)).toBe("12k");
+    expect(formatCount(1_500_000)).toBe("1.5M");
+    expect(formatRate(0)).toBe("0/s");
+    expect(formatRate(0.5)).toBe("30.0/min");
+    expect(formatRate(250)).toBe("250/s");
+    expect(formatAge(0)).toBe("–");
+    expect(formatAge(90)).toBe("2m");
+    expect(formatAge(7200)).toBe("2.0h");
+  });
+});

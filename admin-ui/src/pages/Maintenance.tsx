@@ -1,0 +1,154 @@
+// Maintenance (platform admins): the jobs' last runs, run now, and the delete reaper's schedule with its next runs.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api, unwrap } from "../api/client";
+import { useLiveInterval } from "../api/hooks";
+import { keys } from "../api/keys";
+import { ErrorNote, Field } from "../components/ui";
+import { fieldErrors } from "../lib/fieldErrors";
+import { formatTime } from "../lib/format";
+
+export function MaintenancePage() {
+  const queryClient = useQueryClient();
+  const jobs = useQuery({
+    queryKey: keys.maintenance.all(),
+    queryFn: () => unwrap(api.GET("/api/admin/jobs")),
+    refetchInterval: useLiveInterval(),
+  });
+  const [draft, setDraft] = useState<string | null>(null);
+  const [ran, setRan] = useState<string | null>(null);
+  const schedule = draft ?? jobs.data?.delete_reaper.schedule ?? "";
+  const preview = useQuery({
+    queryKey: [...keys.maintenance.all(), "preview", schedule],
+    queryFn: () =>
+      unwrap(api.GET("/api/admin/delete-reaper/schedule/preview", { params: { query: { schedule } } })),
+    enabled: draft !== null,
+    retry: false,
+  });
+  const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.maintenance.all() });
+  const run = useMutation({
+    mutationFn: async (job: "expiry" | "delete") => {
+      if (job === "expiry") {
+        const r = await unwrap(api.POST("/api/admin/expiry-reaper/run"));
+        return `The expiry reaper expired ${r.expired} messages.`;
+      }
+      const r = await unwrap(api.POST("/api/admin/delete-reaper/run"));
+      return `The delete reaper deleted ${r.deleted} messages.`;
+    },
+    onSuccess: (text) => {
+      setRan(text);
+      invalidate();
+    },
+  });
+  const save = useMutation({
+    mutationFn: () => unwrap(api.PUT("/api/admin/delete-reaper/schedule", { body: { schedule } })),
+    onSuccess: () => {
+      setDraft(null);
+      invalidate();
+    },
+  });
+  const nextRuns = draft !== null ? preview.data?.next_runs : jobs.data?.delete_reaper.next_runs;
+  const scheduleError = fieldErrors(preview.error ?? save.error).schedule ?? null;
+  return (
+    <section>
+      <h1>Maintenance</h1>
+      <ErrorNote error={jobs.error ?? run.error} />
+      {ran && (
+        <p role="status" className="notice">
+          {ran}
+        </p>
+      )}
+      <div className="row">
+        <button type="button" onClick={() => run.mutate("expiry")} disabled={run.isPending}>
+          Run the expiry reaper now
+        </button>
+        <button type="button" onClick={() => run.mutate("delete")} disabled={run.isPending}>
+          Run the delete reaper now
+        </button>
+      </div>
+      {jobs.data && (
+        <div className="table-wrap">
+          <table>
+            <caption>Last runs (whichever instance ran them)</caption>
+            <thead>
+              <tr>
+                <th scope="col">Job</th>
+                <th scope="col">Finished</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Rows</th>
+              </tr>
+            </thead>
+            <tbody>
+              {jobs.data.jobs.map((j) => (
+                <tr key={j.job}>
+                  <th scope="row">{j.job}</th>
+                  <td>{formatTime(j.finished_at)}</td>
+                  <td className="num">{(j.duration_seconds * 1000).toFixed(1)} ms</td>
+                  <td className="num">{j.rows}</td>
+                </tr>
+              ))}
+              {jobs.data.jobs.length === 0 && (
+                <tr>
+                  <td colSpan={4} className="muted">
+                    No job has run yet: the workers run them on their schedule (or press a button above).
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <form
+        className="card"
+        aria-label="Delete reaper schedule"
+        onSubmit={(e) => {
+          e.preventDefault();
+          save.mutate();
+        }}
+      >
+        <h2>Delete reaper schedule</h2>
+        <Field
+          label="Cron schedule (UTC)"
+          hint={
+            <>
+              Five fields: minute hour day-of-month month day-of-week, e.g. <code>0 3 * * *</code> for 03:00
+              every day; empty = off.
+            </>
+          }
+          error={scheduleError}
+        >
+          {(id, d) => (
+            <input
+              id={id}
+              value={schedule}
+              onChange={(e) => setDraft(e.target.value)}
+              aria-describedby={d}
+              aria-invalid={scheduleError ? true : undefined}
+              className="mono"
+            />
+          )}
+        </Field>
+        <p className="muted">
+          {schedule.trim() === ""
+            ? "Off: expired and old failed messages are deleted only when run by hand."
+            : "Next runs:"}
+        </p>
+        <ul aria-label="Next runs">
+          {(nextRuns ?? []).map((t) => (
+            <li key={t}>
+              <time dateTime={t}>{formatTime(t)}</time>
+            </li>
+          ))}
+        </ul>
+        {!scheduleError && <ErrorNote error={save.error} />}
+        <button
+          type="submit"
+          className="primary"
+          disabled={save.isPending || draft === null || Boolean(scheduleError)}
+        >
+          Save schedule
+        </button>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,170 @@
+// Every topic of the tenant with its depths and rates, live; sortable and filterable.
+import { Link } from "@tanstack/react-router";
+import { useMemo, useState } from "react";
+import type { Schemas } from "../api/client";
+import { useSeries, useTopics } from "../api/hooks";
+import { DepthChart } from "../components/Chart";
+import { Empty, ErrorNote } from "../components/ui";
+import { formatAge, formatCount, formatRate } from "../lib/format";
+
+type Topic = Schemas["TopicSummaryView"];
+type Row = Topic & { dlq: number };
+type SortKey =
+  | "topic"
+  | "pending"
+  | "processing"
+  | "delayed"
+  | "failed"
+  | "expired"
+  | "dlq"
+  | "age"
+  | "in"
+  | "out";
+
+const COLUMNS: { key: SortKey; label: string; value: (r: Row) => number | string }[] = [
+  { key: "topic", label: "Topic", value: (r) => r.topic },
+  { key: "pending", label: "Pending", value: (r) => r.pending },
+  { key: "processing", label: "Processing", value: (r) => r.processing },
+  { key: "delayed", label: "Delayed", value: (r) => r.delayed },
+  { key: "failed", label: "Failed", value: (r) => r.failed },
+  { key: "expired", label: "Expired", value: (r) => r.expired },
+  { key: "dlq", label: "DLQ", value: (r) => r.dlq },
+  { key: "age", label: "Oldest pending", value: (r) => r.oldest_pending_age_seconds },
+  { key: "in", label: "Enqueued", value: (r) => r.enqueue_rate ?? 0 },
+  { key: "out", label: "Acked", value: (r) => r.ack_rate ?? 0 },
+];
+
+export function OverviewPage() {
+  const topics = useTopics();
+  const [filter, setFilter] = useState("");
+  const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: "topic", desc: false });
+  const [charted, setCharted] = useState<string | null>(null);
+
+  const rows = useMemo(() => {
+    const items = topics.data?.items ?? [];
+    const dlq = new Map(
+      items.filter((t) => t.topic.endsWith(".dlq")).map((t) => [t.topic.slice(0, -4), t.pending]),
+    );
+    const needle = filter.trim().toLowerCase();
+    const column = COLUMNS.find((c) => c.key === sort.key) ?? COLUMNS[0];
+    const list: Row[] = items
+      .filter((t) => !needle || t.topic.toLowerCase().includes(needle))
+      .map((t) => ({ ...t, dlq: dlq.get(t.topic) ?? 0 }));
+    if (column) {
+      list.sort((a, b) => {
+        const x = column.value(a);
+        const y = column.value(b);
+        const order = typeof x === "string" ? x.localeCompare(String(y)) : x - Number(y);
+        return sort.desc ? -order : order;
+      });
+    }
+    return list;
+  }, [topics.data, filter, sort]);
+
+  const toggleSort = (key: SortKey) =>
+    setSort((s) => ({ key, desc: s.key === key ? !s.desc : key !== "topic" }));
+
+  return (
+    <section>
+      <div className="row between">
+        <h1>Topics</h1>
+        <label className="inline">
+          <span className="sr-only">Filter topics</span>
+          <input
+            id="search"
+            type="search"
+            placeholder="Filter topics (press /)"
+            value={filter}
+            onChange={(e) => setFilter(e.target.value)}
+          />
+        </label>
+      </div>
+      <ErrorNote error={topics.error} />
+      {topics.isPending && <p className="muted">Loading topics…</p>}
+      {topics.data && topics.data.items.length === 0 && (
+        <Empty title="No topics yet">
+          A topic appears when a message is enqueued into it (<code>POST /api/messages</code>) or when it is
+          given a configuration.
+        </Empty>
+      )}
+      {rows.length > 0 && (
+        <div className="table-wrap">
+          <table className="topics">
+            <caption className="sr-only">Topics, {rows.length} shown</caption>
+            <thead>
+              <tr>
+                {COLUMNS.map((c) => (
+                  <th
+                    key={c.key}
+                    scope="col"
+                    aria-sort={sort.key === c.key ? (sort.desc ? "descending" : "ascending") : "none"}
+                  >
+                    <button type="button" className="sort" onClick={() => toggleSort(c.key)}>
+                      {c.label}
+                    </button>
+                  </th>
+                ))}
+                <th scope="col">
+                  <span className="sr-only">Chart</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <TopicRow
+                  key={r.topic}
+                  row={r}
+                  charted={charted === r.topic}
+                  onChart={() => setCharted((c) => (c === r.topic ? null : r.topic))}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function TopicRow({ row, charted, onChart }: { row: Row; charted: boolean; onChart: () => void }) {
+  return (
+    <>
+      <tr>
+        <th scope="row">
+          <Link to="/topics/$topic" params={{ topic: row.topic }}>
+            {row.topic}
+          </Link>
+          {row.paused && <span className="badge warn">paused</span>}
+        </th>
+        <td className="num">{formatCount(row.pending)}</td>
+        <td className="num">{formatCount(row.processing)}</td>
+        <td className="num">{formatCount(row.delayed)}</td>
+        <td className={row.failed ? "num bad" : "num"}>{formatCount(row.failed)}</td>
+        <td className="num">{formatCount(row.expired)}</td>
+        <td className={row.dlq ? "num bad" : "num"}>{formatCount(row.dlq)}</td>
+        <td className="num">{formatAge(row.oldest_pending_age_seconds)}</td>
+        <td className="num">{formatRate(row.enqueue_rate ?? 0)}</td>
+        <td className="num">{formatRate(row.ack_rate ?? 0)}</td>
+        <td>
+          <button type="button" className="link" aria-expanded={charted} onClick={onChart}>
+            {charted ? "Hide chart" : "Chart"}
+          </button>
+        </td>
+      </tr>
+      {charted && (
+        <tr>
+          <td colSpan={11}>
+            <TopicChart topic={row.topic} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+export function TopicChart({ topic }: { topic: string }) {
+  const series = useSeries(topic);
+  if (series.error) return <ErrorNote error={series.error} />;
+  if (!series.data) return <p className="muted">Loading the last hour…</p>;
+  return <DepthChart points={series.data.points} title={`${topic}, last hour`} />;
+}

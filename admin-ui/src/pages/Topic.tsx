@@ -1,0 +1,459 @@
+// One topic: its counts and chart, pause and resume, its messages by keyset pages with filters, and every action.
+import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
+import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
+import { useState } from "react";
+import { api, type Schemas, unwrap } from "../api/client";
+import { useLiveInterval, useTopics } from "../api/hooks";
+import { keys } from "../api/keys";
+import { useMe } from "../api/session";
+import { BulkJobProgress } from "../components/BulkJob";
+import { EnqueueForm } from "../components/EnqueueForm";
+import { MessageDrawer } from "../components/MessageDrawer";
+import { Confirm, Empty, ErrorNote } from "../components/ui";
+import { formatCount, formatTime } from "../lib/format";
+import { can, isAdmin } from "../lib/grants";
+import type { TopicSearch } from "../router";
+import { TopicChart } from "./Overview";
+
+type Message = Schemas["MessageView"];
+type Action = "retry" | "requeue" | "delete";
+const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
+
+export function TopicPage() {
+  const { topic } = useParams({ from: "/topics/$topic" });
+  const search = useSearch({ from: "/topics/$topic" });
+  const navigate = useNavigate({ from: "/topics/$topic" });
+  const me = useMe().data;
+  const queryClient = useQueryClient();
+  const summary = useTopics().data?.items.find((t) => t.topic === topic);
+  const [open, setOpen] = useState<string | null>(null);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [confirm, setConfirm] = useState<null | {
+    title: string;
+    body: string;
+    label: string;
+    run: () => Promise<unknown>;
+  }>(null);
+  const [jobId, setJobId] = useState<string | null>(null);
+  const [showEnqueue, setShowEnqueue] = useState(false);
+  const live = useLiveInterval();
+
+  const filter = { status: search.status, key: search.key, metadata: search.metadata };
+  const pages = useInfiniteQuery({
+    queryKey: keys.topics.messages(topic, filter),
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET("/api/topics/{topic}/messages", {
+          params: { path: { topic }, query: { ...filter, cursor: pageParam ?? undefined, limit: 50 } },
+        }),
+      ),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+    refetchInterval: live,
+  });
+  const messages = pages.data?.pages.flatMap((p) => p.items) ?? [];
+  const scanned = pages.data?.pages.reduce((n, p) => n + p.scanned, 0) ?? 0;
+
+  const refresh = () => queryClient.invalidateQueries({ queryKey: keys.topics.all() });
+  const act = useMutation({
+    mutationFn: async (run: () => Promise<unknown>) => run(),
+    onSettled: () => {
+      setConfirm(null);
+      refresh();
+    },
+  });
+  if (!me) return null;
+  const admin = isAdmin(me);
+  const mayConsume = can(me, "consume", topic);
+  const mayRead = can(me, "read", topic);
+  const isDlq = topic.endsWith(".dlq");
+
+  const setFilter = (next: TopicSearch) => {
+    setSelected(new Set());
+    navigate({ search: next });
+  };
+  const bulkIds = (action: Action, ids: string[]) => async () => {
+    const result = await unwrap(
+      api.POST("/api/topics/{topic}/messages/bulk", { params: { path: { topic } }, body: { action, ids } }),
+    );
+    setSelected(new Set());
+    return result;
+  };
+  const bulkAll = (action: Action) => async () => {
+    const job = await unwrap(
+      api.POST("/api/topics/{topic}/bulk-jobs", {
+        params: { path: { topic } },
+        body: {
+          action,
+          filter: Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined)),
+        },
+      }),
+    );
+    setJobId(job.id);
+    return job;
+  };
+  const filterText =
+    filter.status || filter.key || filter.metadata ? "matching the current filter" : "in this topic";
+  const pause = (paused: boolean) => async () =>
+    unwrap(
+      api.POST(paused ? "/api/topics/{topic}/resume" : "/api/topics/{topic}/pause", {
+        params: { path: { topic } },
+      }),
+    );
+
+  const actions: { action: Action; label: string; allowed: boolean }[] = [
+    { action: "retry", label: "Retry", allowed: mayConsume },
+    { action: "requeue", label: "Requeue", allowed: mayConsume && isDlq },
+    { action: "delete", label: "Delete", allowed: admin },
+  ];
+
+  return (
+    <section>
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link to="/">Topics</Link> / <span>{topic}</span>
+      </nav>
+      <div className="row between wrap">
+        <h1>
+          {topic} {summary?.paused && <span className="badge warn">paused</span>}
+        </h1>
+        <div className="row wrap">
+          {admin && (
+            <button
+              type="button"
+              onClick={() => act.mutate(pause(Boolean(summary?.paused)))}
+              aria-pressed={Boolean(summary?.paused)}
+            >
+              {summary?.paused ? "Resume" : "Pause"}
+            </button>
+          )}
+          {can(me, "produce", topic) && !isDlq && (
+            <button type="button" onClick={() => setShowEnqueue((s) => !s)} aria-expanded={showEnqueue}>
+              Enqueue…
+            </button>
+          )}
+          {mayRead && (
+            <Link to="/topics/$topic/config" params={{ topic }} className="button">
+              Configuration
+            </Link>
+          )}
+        </div>
+      </div>
+      <ErrorNote error={act.error} />
+      {summary && (
+        <dl className="counts">
+          {(["pending", "processing", "delayed", "failed", "expired"] as const).map((s) => (
+            <div key={s}>
+              <dt>{s}</dt>
+              <dd>{formatCount(summary[s])}</dd>
+            </div>
+          ))}
+        </dl>
+      )}
+      {showEnqueue && <EnqueueForm topic={topic} onDone={() => refresh()} />}
+      <TopicChart topic={topic} />
+
+      <form
+        className="filters row wrap"
+        aria-label="Filter messages"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const form = new FormData(e.currentTarget);
+          setFilter({
+            ...search,
+            key: String(form.get("key") || "") || undefined,
+            metadata: String(form.get("metadata") || "") || undefined,
+          });
+        }}
+      >
+        <fieldset className="tabs">
+          <legend className="sr-only">Status</legend>
+          <button
+            type="button"
+            aria-pressed={!search.status}
+            onClick={() => setFilter({ ...search, status: undefined })}
+          >
+            All
+          </button>
+          {STATUSES.map((s) => (
+            <button
+              key={s}
+              type="button"
+              aria-pressed={search.status === s}
+              onClick={() => setFilter({ ...search, status: s })}
+            >
+              {s}
+            </button>
+          ))}
+        </fieldset>
+        <label className="inline">
+          Key <input id="search" name="key" defaultValue={search.key ?? ""} placeholder="exact key" />
+        </label>
+        <label className="inline">
+          Metadata{" "}
+          <input name="metadata" defaultValue={search.metadata ?? ""} placeholder='{"region": "eu"}' />
+        </label>
+        <button type="submit">Apply</button>
+      </form>
+
+      {(mayConsume || admin) && (
+        <fieldset className="bulk row wrap">
+          <legend className="sr-only">Bulk actions</legend>
+          <span className="muted">
+            {selected.size ? `${selected.size} selected:` : `Everything ${filterText}:`}
+          </span>
+          {actions
+            .filter((a) => a.allowed)
+            .map((a) => (
+              <button
+                key={a.action}
+                type="button"
+                className={a.action === "delete" ? "danger" : ""}
+                onClick={() =>
+                  setConfirm(
+                    selected.size
+                      ? {
+                          title: `${a.label} ${selected.size} messages?`,
+                          body: `${a.label} the ${selected.size} selected messages of ${topic}.`,
+                          label: a.label,
+                          run: bulkIds(a.action, [...selected]),
+                        }
+                      : {
+                          title: `${a.label} every message ${filterText}?`,
+                          body: `Runs on the server in batches over every message of ${topic} ${filterText}; progress shows below.`,
+                          label: `${a.label} all`,
+                          run: bulkAll(a.action),
+                        },
+                  )
+                }
+              >
+                {a.label}
+                {selected.size ? " selected" : " all"}
+              </button>
+            ))}
+          {admin && <PurgeButton topic={topic} summary={summary} onConfirm={setConfirm} />}
+          {admin && <DeleteByKey topic={topic} onConfirm={setConfirm} />}
+        </fieldset>
+      )}
+      {jobId && <BulkJobProgress id={jobId} onFinished={refresh} />}
+
+      <ErrorNote error={pages.error} />
+      {pages.data && messages.length === 0 && !pages.hasNextPage && (
+        <Empty title="No messages here">
+          {filter.status || filter.key || filter.metadata
+            ? "Nothing matches this filter. Clear it to see every message."
+            : "Enqueued messages appear here until they are acked."}
+        </Empty>
+      )}
+      {messages.length > 0 && (
+        <div className="table-wrap">
+          <table className="messages">
+            <caption className="sr-only">Messages of {topic}</caption>
+            <thead>
+              <tr>
+                <th scope="col">
+                  <input
+                    type="checkbox"
+                    aria-label="Select all shown"
+                    checked={selected.size > 0 && selected.size === messages.length}
+                    onChange={(e) =>
+                      setSelected(e.target.checked ? new Set(messages.map((m) => m.id)) : new Set())
+                    }
+                  />
+                </th>
+                <th scope="col">Id</th>
+                <th scope="col">Status</th>
+                <th scope="col">Key</th>
+                <th scope="col">Priority</th>
+                <th scope="col">Retries</th>
+                <th scope="col">Created</th>
+                <th scope="col">Available</th>
+              </tr>
+            </thead>
+            <tbody>
+              {messages.map((m) => (
+                <MessageRow
+                  key={m.id}
+                  message={m}
+                  selected={selected.has(m.id)}
+                  onSelect={(on) =>
+                    setSelected((s) => {
+                      const next = new Set(s);
+                      if (on) next.add(m.id);
+                      else next.delete(m.id);
+                      return next;
+                    })
+                  }
+                  onOpen={() => setOpen(m.id)}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {pages.hasNextPage && (
+        <div className="row">
+          <button type="button" onClick={() => pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
+            {pages.isFetchingNextPage ? "Loading…" : "Load more"}
+          </button>
+          <span className="muted">
+            {messages.length} shown, {formatCount(scanned)} read
+          </span>
+        </div>
+      )}
+      {open && (
+        <MessageDrawer
+          id={open}
+          me={me}
+          onClose={() => setOpen(null)}
+          onChanged={() => {
+            setOpen(null);
+            refresh();
+          }}
+        />
+      )}
+      <Confirm
+        open={confirm !== null}
+        title={confirm?.title ?? ""}
+        confirmLabel={confirm?.label ?? ""}
+        danger
+        busy={act.isPending}
+        onCancel={() => setConfirm(null)}
+        onConfirm={() => confirm && act.mutate(confirm.run)}
+      >
+        <p>{confirm?.body}</p>
+      </Confirm>
+    </section>
+  );
+}
+
+function MessageRow({
+  message: m,
+  selected,
+  onSelect,
+  onOpen,
+}: {
+  message: Message;
+  selected: boolean;
+  onSelect: (on: boolean) => void;
+  onOpen: () => void;
+}) {
+  return (
+    <tr className={selected ? "selected" : undefined}>
+      <td>
+        <input
+          type="checkbox"
+          aria-label={`Select ${m.id}`}
+          checked={selected}
+          onChange={(e) => onSelect(e.target.checked)}
+        />
+      </td>
+      <td>
+        <button type="button" className="link mono" onClick={onOpen}>
+          {m.id.slice(0, 8)}…{m.id.slice(-4)}
+        </button>
+      </td>
+      <td>
+        <span className={`badge ${m.status}`}>{m.status}</span>
+      </td>
+      <td className="mono">{m.key ?? "–"}</td>
+      <td className="num">{m.priority}</td>
+      <td className="num">
+        {m.retry_count} / {m.max_retries}
+      </td>
+      <td>{formatTime(m.created_at)}</td>
+      <td>{formatTime(m.available_at)}</td>
+    </tr>
+  );
+}
+
+type ConfirmRequest = { title: string; body: string; label: string; run: () => Promise<unknown> };
+
+function PurgeButton({
+  topic,
+  summary,
+  onConfirm,
+}: {
+  topic: string;
+  summary: Schemas["TopicSummaryView"] | undefined;
+  onConfirm: (c: ConfirmRequest) => void;
+}) {
+  const [status, setStatus] = useState<"failed" | "expired" | "pending" | "processing" | "all">("failed");
+  const count = !summary
+    ? 0
+    : status === "all"
+      ? summary.pending + summary.processing + summary.failed + summary.expired
+      : summary[status];
+  return (
+    <span className="row">
+      <label className="inline">
+        <span className="sr-only">Purge status</span>
+        <select
+          aria-label="Purge status"
+          value={status}
+          onChange={(e) => setStatus(e.target.value as typeof status)}
+        >
+          {(["failed", "expired", "pending", "processing", "all"] as const).map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button
+        type="button"
+        className="danger"
+        onClick={() =>
+          onConfirm({
+            title: `Purge ${formatCount(count)} ${status === "all" ? "" : `${status} `}messages?`,
+            body: `This deletes ${count.toLocaleString("en-US")} ${status === "all" ? "" : `${status} `}messages of ${topic} for good.`,
+            label: `Purge ${formatCount(count)}`,
+            run: () =>
+              unwrap(
+                api.POST("/api/topics/{topic}/purge", {
+                  params: { path: { topic } },
+                  body: status === "all" ? {} : { statuses: [status] },
+                }),
+              ),
+          })
+        }
+      >
+        Purge…
+      </button>
+    </span>
+  );
+}
+
+function DeleteByKey({ topic, onConfirm }: { topic: string; onConfirm: (c: ConfirmRequest) => void }) {
+  const [key, setKey] = useState("");
+  return (
+    <span className="row">
+      <label className="inline">
+        <span className="sr-only">Key to delete</span>
+        <input
+          aria-label="Key to delete"
+          placeholder="key"
+          value={key}
+          onChange={(e) => setKey(e.target.value)}
+        />
+      </label>
+      <button
+        type="button"
+        className="danger"
+        disabled={!key}
+        onClick={() =>
+          onConfirm({
+            title: `Delete the messages with key “${key}”?`,
+            body: `Every message of ${topic} with this key is deleted, whatever its status.`,
+            label: "Delete by key",
+            run: () =>
+              unwrap(
+                api.DELETE("/api/topics/{topic}/messages/by-key/{key}", { params: { path: { topic, key } } }),
+              ),
+          })
+        }
+      >
+        Delete by key
+      </button>
+    </span>
+  );
+}

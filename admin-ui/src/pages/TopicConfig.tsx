@@ -1,0 +1,195 @@
+// A topic's configuration: every field with its effective value, the override or the global default shown as such.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { Link, useParams } from "@tanstack/react-router";
+import { type FormEvent, useState } from "react";
+import { ApiError, api, type Schemas, unwrap } from "../api/client";
+import { keys } from "../api/keys";
+import { useMe } from "../api/session";
+import { Confirm, ErrorNote, Field } from "../components/ui";
+import { fieldErrors } from "../lib/fieldErrors";
+import { isAdmin } from "../lib/grants";
+
+type Config = Schemas["TopicConfig"];
+type Name = keyof Config;
+
+const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | "list" }[] = [
+  { name: "max_retries", label: "Max retries", hint: "Attempts before the DLQ (or failed)", kind: "int" },
+  { name: "message_ttl_seconds", label: "Message TTL (s)", hint: "0 = messages never expire", kind: "int" },
+  {
+    name: "max_depth",
+    label: "Max depth",
+    hint: "Pending + processing; enqueues past it get 429 queue_full",
+    kind: "int",
+  },
+  {
+    name: "throughput_limit",
+    label: "Throughput limit (/s)",
+    hint: "Dequeued messages per second, all instances",
+    kind: "int",
+  },
+  {
+    name: "visibility_timeout_seconds",
+    label: "Visibility timeout (s)",
+    hint: "How long a lease lasts",
+    kind: "int",
+  },
+  {
+    name: "retry_backoff_seconds",
+    label: "Retry backoff (s)",
+    hint: "Comma-separated delays per attempt",
+    kind: "list",
+  },
+  {
+    name: "dlq_enabled",
+    label: "Dead-letter topic",
+    hint: "Exhausted messages go to <topic>.dlq",
+    kind: "bool",
+  },
+  {
+    name: "expire_to_dlq",
+    label: "Expired messages to the DLQ",
+    hint: "Instead of marking them expired",
+    kind: "bool",
+  },
+];
+
+export function TopicConfigPage() {
+  const { topic } = useParams({ from: "/topics/$topic/config" });
+  const me = useMe().data;
+  const queryClient = useQueryClient();
+  const [confirmReset, setConfirmReset] = useState(false);
+  const config = useQuery({
+    queryKey: keys.topics.config(topic),
+    queryFn: async () => {
+      try {
+        return await unwrap(api.GET("/api/topic-configs/{topic}", { params: { path: { topic } } }));
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) return null; // no overrides: every field is the default
+        throw e;
+      }
+    },
+  });
+  const save = useMutation({
+    mutationFn: (body: Config) =>
+      unwrap(api.PUT("/api/topic-configs/{topic}", { params: { path: { topic } }, body })),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: keys.topics.all() }),
+  });
+  const reset = useMutation({
+    mutationFn: () => unwrap(api.DELETE("/api/topic-configs/{topic}", { params: { path: { topic } } })),
+    onSuccess: () => {
+      setConfirmReset(false);
+      queryClient.invalidateQueries({ queryKey: keys.topics.all() });
+    },
+  });
+  if (!me) return null;
+  const editable = isAdmin(me);
+  const errors = fieldErrors(save.error);
+
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    const body: Record<string, unknown> = {};
+    for (const f of FIELDS) {
+      const raw = String(form.get(f.name) ?? "").trim();
+      if (raw === "") continue; // empty: the global default
+      if (f.kind === "int") body[f.name] = Number(raw);
+      else if (f.kind === "bool") body[f.name] = raw === "true";
+      else body[f.name] = raw.split(",").map((x) => Number(x.trim()));
+    }
+    save.mutate(body as Config);
+  };
+
+  return (
+    <section>
+      <nav aria-label="Breadcrumb" className="crumbs">
+        <Link to="/">Topics</Link> /{" "}
+        <Link to="/topics/$topic" params={{ topic }}>
+          {topic}
+        </Link>{" "}
+        / <span>configuration</span>
+      </nav>
+      <h1>Configuration of {topic}</h1>
+      <p className="muted">
+        An empty field takes the global default; a value overrides it for this topic only.
+      </p>
+      <ErrorNote error={config.error} />
+      {config.isSuccess && (
+        <form onSubmit={submit} className="card config" aria-label="Topic configuration">
+          {FIELDS.map((f) => {
+            const value = config.data?.[f.name];
+            const current =
+              value === null || value === undefined
+                ? ""
+                : Array.isArray(value)
+                  ? value.join(", ")
+                  : String(value);
+            return (
+              <Field
+                key={f.name}
+                label={f.label}
+                hint={`${f.hint}. ${current === "" ? "Now: the global default." : `Now: ${current} (override).`}`}
+                error={errors[f.name] ?? null}
+              >
+                {(id, d) =>
+                  f.kind === "bool" ? (
+                    <select
+                      id={id}
+                      name={f.name}
+                      defaultValue={current}
+                      disabled={!editable}
+                      aria-describedby={d}
+                    >
+                      <option value="">global default</option>
+                      <option value="true">yes</option>
+                      <option value="false">no</option>
+                    </select>
+                  ) : (
+                    <input
+                      id={id}
+                      name={f.name}
+                      defaultValue={current}
+                      placeholder="global default"
+                      inputMode={f.kind === "int" ? "numeric" : "text"}
+                      disabled={!editable}
+                      aria-describedby={d}
+                      aria-invalid={errors[f.name] ? true : undefined}
+                    />
+                  )
+                }
+              </Field>
+            );
+          })}
+          {Object.keys(errors).length === 0 && <ErrorNote error={save.error} />}
+          {save.isSuccess && (
+            <p role="status" className="notice">
+              Saved; every instance uses it from its next operation.
+            </p>
+          )}
+          {editable && (
+            <div className="row">
+              <button type="submit" className="primary" disabled={save.isPending}>
+                Save
+              </button>
+              {config.data && (
+                <button type="button" className="danger" onClick={() => setConfirmReset(true)}>
+                  Reset to defaults
+                </button>
+              )}
+            </div>
+          )}
+        </form>
+      )}
+      <ErrorNote error={reset.error} />
+      <Confirm
+        open={confirmReset}
+        title={`Reset ${topic} to the global defaults?`}
+        confirmLabel="Reset"
+        danger
+        onCancel={() => setConfirmReset(false)}
+        onConfirm={() => reset.mutate()}
+      >
+        <p>Every override of this topic is removed.</p>
+      </Confirm>
+    </section>
+  );
+}

@@ -1,0 +1,282 @@
+// Users and grants (tenant admins): list, create, change role or password, delete, add and remove grants.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useState } from "react";
+import { api, type Schemas, unwrap } from "../api/client";
+import { keys } from "../api/keys";
+import { Confirm, Empty, ErrorNote, Field } from "../components/ui";
+import { fieldErrors } from "../lib/fieldErrors";
+
+type User = Schemas["UserView"];
+
+export function UsersPage() {
+  const queryClient = useQueryClient();
+  const users = useQuery({
+    queryKey: keys.users.all(),
+    queryFn: () => unwrap(api.GET("/api/users", { params: { query: { limit: 200 } } })),
+  });
+  const [open, setOpen] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState<User | null>(null);
+  const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.users.all() });
+  const create = useMutation({
+    mutationFn: (body: Schemas["UserCreateBody"]) => unwrap(api.POST("/api/users", { body })),
+    onSuccess: invalidate,
+  });
+  const update = useMutation({
+    mutationFn: ({ id, body }: { id: string; body: Schemas["UserUpdateBody"] }) =>
+      unwrap(api.PATCH("/api/users/{user_id}", { params: { path: { user_id: id } }, body })),
+    onSuccess: invalidate,
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) =>
+      unwrap(api.DELETE("/api/users/{user_id}", { params: { path: { user_id: id } } })),
+    onSuccess: () => {
+      setDeleting(null);
+      invalidate();
+    },
+  });
+  const submit = (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    const target = e.currentTarget;
+    create.mutate(
+      {
+        username: String(form.get("username")),
+        password: String(form.get("password")),
+        role: String(form.get("role")) === "tenant_admin" ? "tenant_admin" : "member",
+      },
+      { onSuccess: () => target.reset() },
+    );
+  };
+  const errors = fieldErrors(create.error);
+  return (
+    <section>
+      <h1>Users</h1>
+      <ErrorNote error={users.error ?? update.error} />
+      {users.data && users.data.items.length === 0 && <Empty title="No users yet">Create one below.</Empty>}
+      {users.data && users.data.items.length > 0 && (
+        <div className="table-wrap">
+          <table>
+            <caption className="sr-only">Users of this tenant</caption>
+            <thead>
+              <tr>
+                <th scope="col">Username</th>
+                <th scope="col">Role</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {users.data.items.map((u) => (
+                <UserRow
+                  key={u.id}
+                  user={u}
+                  open={open === u.id}
+                  onToggle={() => setOpen(open === u.id ? null : u.id)}
+                  onRole={(role) => update.mutate({ id: u.id, body: { role } })}
+                  onPassword={(password) => update.mutate({ id: u.id, body: { password } })}
+                  onDelete={() => setDeleting(u)}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <form className="card" onSubmit={submit} aria-label="Create a user">
+        <h2>Create a user</h2>
+        <div className="row wrap">
+          <Field label="Username" hint="Stored as name@tenant" error={errors.username ?? null}>
+            {(id, d) => <input id={id} name="username" required aria-describedby={d} autoComplete="off" />}
+          </Field>
+          <Field label="Password" error={errors.password ?? null}>
+            {(id, d) => (
+              <input
+                id={id}
+                name="password"
+                type="password"
+                required
+                aria-describedby={d}
+                autoComplete="new-password"
+              />
+            )}
+          </Field>
+          <Field label="Role">
+            {(id) => (
+              <select id={id} name="role" defaultValue="member">
+                <option value="member">member (only what its grants allow)</option>
+                <option value="tenant_admin">tenant admin (everything in this tenant)</option>
+              </select>
+            )}
+          </Field>
+        </div>
+        {Object.keys(errors).length === 0 && <ErrorNote error={create.error} />}
+        <button type="submit" className="primary" disabled={create.isPending}>
+          Create
+        </button>
+      </form>
+      <Confirm
+        open={deleting !== null}
+        title={`Delete ${deleting?.username ?? ""}?`}
+        confirmLabel="Delete"
+        danger
+        onCancel={() => setDeleting(null)}
+        onConfirm={() => deleting && remove.mutate(deleting.id)}
+      >
+        <p>Its sessions end at once and its grants are removed.</p>
+        <ErrorNote error={remove.error} />
+      </Confirm>
+    </section>
+  );
+}
+
+function UserRow({
+  user,
+  open,
+  onToggle,
+  onRole,
+  onPassword,
+  onDelete,
+}: {
+  user: User;
+  open: boolean;
+  onToggle: () => void;
+  onRole: (role: "member" | "tenant_admin") => void;
+  onPassword: (password: string) => void;
+  onDelete: () => void;
+}) {
+  const [password, setPassword] = useState("");
+  return (
+    <>
+      <tr>
+        <th scope="row" className="mono">
+          {user.username}
+        </th>
+        <td>
+          <select
+            aria-label={`Role of ${user.username}`}
+            value={user.role}
+            onChange={(e) => onRole(e.target.value === "tenant_admin" ? "tenant_admin" : "member")}
+          >
+            <option value="member">member</option>
+            <option value="tenant_admin">tenant admin</option>
+          </select>
+        </td>
+        <td className="row">
+          {user.role === "member" && (
+            <button type="button" onClick={onToggle} aria-expanded={open}>
+              Grants
+            </button>
+          )}
+          <input
+            type="password"
+            aria-label={`New password for ${user.username}`}
+            placeholder="new password"
+            value={password}
+            autoComplete="new-password"
+            onChange={(e) => setPassword(e.target.value)}
+          />
+          <button
+            type="button"
+            disabled={!password}
+            onClick={() => {
+              onPassword(password);
+              setPassword("");
+            }}
+          >
+            Set password
+          </button>
+          <button type="button" className="danger" onClick={onDelete}>
+            Delete…
+          </button>
+        </td>
+      </tr>
+      {open && (
+        <tr>
+          <td colSpan={3}>
+            <Grants user={user} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+function Grants({ user }: { user: User }) {
+  const queryClient = useQueryClient();
+  const path = { params: { path: { user_id: user.id } } };
+  const grants = useQuery({
+    queryKey: keys.users.grants(user.id),
+    queryFn: () => unwrap(api.GET("/api/users/{user_id}/grants", path)),
+  });
+  const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.users.grants(user.id) });
+  const add = useMutation({
+    mutationFn: (body: Schemas["GrantBody"]) =>
+      unwrap(api.POST("/api/users/{user_id}/grants", { ...path, body })),
+    onSuccess: invalidate,
+  });
+  const remove = useMutation({
+    mutationFn: (grantId: string) =>
+      unwrap(
+        api.DELETE("/api/users/{user_id}/grants/{grant_id}", {
+          params: { path: { user_id: user.id, grant_id: grantId } },
+        }),
+      ),
+    onSuccess: invalidate,
+  });
+  return (
+    <div className="card">
+      <h3>Grants of {user.username}</h3>
+      <p className="hint">
+        A pattern <code>*</code> covers every topic, <code>orders.*</code> covers <code>orders</code> and
+        every topic starting with <code>orders.</code>, anything else one topic exactly. A grant on{" "}
+        <code>orders</code> also covers its dead letters, <code>orders.dlq</code>. <em>produce</em> = enqueue;{" "}
+        <em>consume</em> = dequeue, ack, nack, retry and requeue; <em>read</em> = browse messages and counts.
+      </p>
+      <ErrorNote error={grants.error ?? add.error ?? remove.error} />
+      <ul className="grants">
+        {(grants.data?.items ?? []).map((g) => (
+          <li key={g.id}>
+            <span className="badge">{g.action}</span> <code>{g.topic_pattern}</code>{" "}
+            <button
+              type="button"
+              className="link"
+              onClick={() => remove.mutate(g.id)}
+              aria-label={`Remove ${g.action} on ${g.topic_pattern}`}
+            >
+              remove
+            </button>
+          </li>
+        ))}
+        {grants.data && grants.data.items.length === 0 && (
+          <li className="muted">No grants: this member can do nothing yet.</li>
+        )}
+      </ul>
+      <form
+        className="row wrap"
+        aria-label={`Add a grant to ${user.username}`}
+        onSubmit={(e) => {
+          e.preventDefault();
+          const form = new FormData(e.currentTarget);
+          const action = String(form.get("action"));
+          add.mutate({
+            action: action === "produce" || action === "consume" ? action : "read",
+            topic_pattern: String(form.get("pattern")),
+          });
+        }}
+      >
+        <label className="inline">
+          Action{" "}
+          <select name="action" defaultValue="read">
+            <option value="read">read</option>
+            <option value="produce">produce</option>
+            <option value="consume">consume</option>
+          </select>
+        </label>
+        <label className="inline">
+          Topic pattern <input name="pattern" required placeholder="orders.*" />
+        </label>
+        <button type="submit">Add grant</button>
+      </form>
+    </div>
+  );
+}

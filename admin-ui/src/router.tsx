@@ -1,0 +1,70 @@
+// The console's routes. Pages fetch through the query hooks; the shell handles sign-in and the tenant.
+import type { QueryClient } from "@tanstack/react-query";
+import { createRootRouteWithContext, createRoute, createRouter } from "@tanstack/react-router";
+import { Shell } from "./components/Shell";
+import { LoginPage } from "./pages/Login";
+import { MaintenancePage } from "./pages/Maintenance";
+import { OverviewPage } from "./pages/Overview";
+import { TenantsPage } from "./pages/Tenants";
+import { TopicPage } from "./pages/Topic";
+import { TopicConfigPage } from "./pages/TopicConfig";
+import { UsersPage } from "./pages/Users";
+
+const root = createRootRouteWithContext<{ queryClient: QueryClient }>()({ component: Shell });
+
+export interface LoginSearch {
+  redirect?: string;
+  expired?: boolean;
+}
+
+export interface TopicSearch {
+  status?: "pending" | "delayed" | "processing" | "failed" | "expired";
+  key?: string;
+  metadata?: string;
+}
+
+const login = createRoute({
+  getParentRoute: () => root,
+  path: "/login",
+  component: LoginPage,
+  validateSearch: (s: Record<string, unknown>): LoginSearch => ({
+    redirect: typeof s.redirect === "string" && s.redirect.startsWith("/") ? s.redirect : undefined,
+    expired: s.expired === true || s.expired === "true" ? true : undefined,
+  }),
+});
+const overview = createRoute({ getParentRoute: () => root, path: "/", component: OverviewPage });
+const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
+const topic = createRoute({
+  getParentRoute: () => root,
+  path: "/topics/$topic",
+  component: TopicPage,
+  validateSearch: (s: Record<string, unknown>): TopicSearch => ({
+    status: STATUSES.find((x) => x === s.status),
+    key: typeof s.key === "string" && s.key ? s.key : undefined,
+    metadata: typeof s.metadata === "string" && s.metadata ? s.metadata : undefined,
+  }),
+});
+const topicConfig = createRoute({
+  getParentRoute: () => root,
+  path: "/topics/$topic/config",
+  component: TopicConfigPage,
+});
+const tenants = createRoute({ getParentRoute: () => root, path: "/tenants", component: TenantsPage });
+const users = createRoute({ getParentRoute: () => root, path: "/users", component: UsersPage });
+const maintenance = createRoute({
+  getParentRoute: () => root,
+  path: "/maintenance",
+  component: MaintenancePage,
+});
+
+const routeTree = root.addChildren([login, overview, topic, topicConfig, tenants, users, maintenance]);
+
+export function createAppRouter(queryClient: QueryClient) {
+  return createRouter({ routeTree, context: { queryClient }, defaultPreload: "intent" });
+}
+
+declare module "@tanstack/react-router" {
+  interface Register {
+    router: ReturnType<typeof createAppRouter>;
+  }
+}
