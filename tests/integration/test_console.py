@@ -251,3 +251,15 @@ async def test_tenants_show_their_usage(
     async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN) as admin:
         body = (await admin.get(f"/api/tenants/{tenant.slug}")).json()
     assert body["usage"] == {"topics": 2, "messages": 2}
+
+
+async def test_me_lists_a_members_grants_for_the_console(  # type: ignore[no-untyped-def]
+    server: Server, client: httpx.AsyncClient, make_user, tenant: Tenant
+) -> None:
+    member = await make_user("member", tenant)
+    users = (await client.get("/api/users", params={"limit": 200})).json()["items"]
+    member_id = next(u["id"] for u in users if u["username"] == member[0])
+    await client.post(f"/api/users/{member_id}/grants", json={"action": "read", "topic_pattern": "orders.*"})
+    async with httpx.AsyncClient(base_url=server.base_url, auth=member) as c:
+        me = (await c.get("/api/auth/me")).json()
+    assert me["role"] == "member" and me["grants"] == [{"action": "read", "topic_pattern": "orders.*"}]

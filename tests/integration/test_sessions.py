@@ -38,6 +38,7 @@ async def test_login_sets_strict_httponly_cookies_and_the_session_acts_for_the_u
                 "username": auth[0],
                 "role": "tenant_admin",
                 "tenant": tenant.slug,
+                "grants": [],  # an admin needs none
             }
             r2 = await ui.post("/api/messages", json={"topic": "ui", "payload": b64("x")})
             assert r2.status_code == 201, r2.text
