@@ -19,7 +19,7 @@ from mq.console.service import (
     BulkJobView,
     MessageFilter,
     MessagePageView,
-    SeriesPoint,
+    SeriesPointView,
     SeriesView,
 )
 from mq.names import SLUG_PATTERN, TOPIC_PATTERN
@@ -56,7 +56,7 @@ __all__ = [
     "BulkJobView",
     "MessagePageView",
     "MessageView",
-    "SeriesPoint",
+    "SeriesPointView",
     "SeriesView",
     "TopicConfig",
     "TopicSummaryView",

@@ -68,7 +68,7 @@ class MessagePageView(msgspec.Struct):
     scanned: int
 
 
-class SeriesPoint(msgspec.Struct):
+class SeriesPointView(msgspec.Struct):
     at: str
     pending: int | None
     processing: int | None
@@ -82,7 +82,7 @@ class SeriesPoint(msgspec.Struct):
 class SeriesView(msgspec.Struct):
     topic: str
     step_seconds: int
-    points: list[SeriesPoint]
+    points: list[SeriesPointView]
 
 
 class BulkJobView(msgspec.Struct):
@@ -197,7 +197,7 @@ class Console:
             d = depth.get(mark)
             enqueued, acked = counts.get(mark, (0, 0))
             points.append(
-                SeriesPoint(
+                SeriesPointView(
                     at=_iso(mark),
                     pending=d["pending"] if d else None,
                     processing=d["processing"] if d else None,

@@ -3,7 +3,7 @@ import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import type { Schemas } from "../api/client";
 
-type Point = Schemas["SeriesPoint"];
+type Point = Schemas["SeriesPointView"];
 
 export function DepthChart({ points, title }: { points: Point[]; title: string }) {
   const ref = useRef<HTMLDivElement>(null);
