@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-versus explain clean ui ui-dev ui-check
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,12 @@ ui-dev: ## Vite's dev server for the admin console, proxying /api to a running s
 
 ui-check: ## The admin console's type check, lint (Biome) and component tests (vitest)
 	cd admin-ui && npm install --no-audit --no-fund --loglevel=error && npm run --silent check && npm test
+
+ui-e2e: ## The console's Playwright specs in the system Chromium against a running server (SKIPLOCK_URL, default :8080)
+	cd admin-ui && npm install --no-audit --no-fund --loglevel=error && npx playwright test
+
+ui-screenshots: $(STAMP) ## Refresh docs/images/console-*.png: the browser tests on a fresh server, saving screenshots
+	SKIPLOCK_SCREENSHOTS=$(CURDIR)/docs/images $(BIN)/pytest -q tests/e2e/test_admin_ui.py -k chromium
 
 worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `make run` runs them itself)
 	$(BIN)/python -m skiplock worker

@@ -21,6 +21,7 @@ export interface TopicSearch {
   status?: "pending" | "delayed" | "processing" | "failed" | "expired";
   key?: string;
   metadata?: string;
+  id?: string;
 }
 
 const login = createRoute({
@@ -42,6 +43,7 @@ const topic = createRoute({
     status: STATUSES.find((x) => x === s.status),
     key: typeof s.key === "string" && s.key ? s.key : undefined,
     metadata: typeof s.metadata === "string" && s.metadata ? s.metadata : undefined,
+    id: typeof s.id === "string" && s.id ? s.id : undefined,
   }),
 });
 const topicConfig = createRoute({

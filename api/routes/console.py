@@ -26,7 +26,7 @@ from api.schemas import (
     SeriesView,
 )
 from mq import errors
-from mq.console.service import BulkAction, Console, FilterStatus, MessageFilter
+from mq.console.service import BulkAction, Console, FilterStatus, MessageFilter, TopicSettingsView
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 
@@ -75,6 +75,12 @@ class ConsoleController(Controller):
     async def resume(self, request: AnyRequest, topic: str) -> PauseView:
         await _console(request).resume(tenant_for(request.user, admin_only=True), topic)
         return PauseView(topic=topic, paused=False)
+
+    @get("/topics/{topic:str}/config", summary="A topic's configuration in force", operation_id="getTopicSettings")
+    async def settings(self, request: AnyRequest, topic: str) -> TopicSettingsView:
+        """The topic's own overrides (null when it has no config), the global defaults, and the value of each
+        setting in force: the override, else the default."""
+        return await _console(request).settings(tenant_for(request.user, action="read", topic=topic), topic)
 
     @get(
         "/topics/{topic:str}/messages",

@@ -23,7 +23,7 @@ from mq.console import sql
 from mq.console.repository import ConsoleRepository, Record
 from mq.names import check_text
 from mq.queue.service import QueueService
-from mq.queue.types import MessageView, parse_uuid
+from mq.queue.types import EffectiveConfig, MessageView, TopicConfig, parse_uuid
 from mq.queue.validation import check_topic
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,34 @@ class SeriesView(msgspec.Struct):
     points: list[SeriesPointView]
 
 
+class ConfigValues(msgspec.Struct):
+    """Every setting of a topic with its value (`max_depth`, `throughput_limit`: null = unlimited)."""
+
+    max_retries: int
+    message_ttl_seconds: int
+    max_depth: int | None
+    throughput_limit: int | None
+    visibility_timeout_seconds: int
+    retry_backoff_seconds: list[int]
+    dlq_enabled: bool
+    expire_to_dlq: bool
+
+    @classmethod
+    def of(cls, config: EffectiveConfig) -> ConfigValues:
+        return cls(**{name: getattr(config, name) for name in cls.__struct_fields__})
+
+
+class TopicSettingsView(msgspec.Struct):
+    """A topic's configuration as it stands: its own overrides (null: none), the global defaults, and the values
+    in force (each override, else its default)."""
+
+    topic: str
+    paused: bool
+    overrides: TopicConfig | None
+    defaults: ConfigValues
+    effective: ConfigValues
+
+
 class BulkJobView(msgspec.Struct):
     id: str
     topic: str
@@ -121,6 +149,20 @@ class Console:
         await self.repository.resume(tenant_id, topic)
         await self.queue.configs.changed(tenant_id, topic)
         self.queue.wakeups.published(tenant_id, [topic])
+
+    async def settings(self, tenant_id: int, topic: str) -> TopicSettingsView:
+        """The topic's overrides, the global defaults and the values in force, from the config cache."""
+        check_topic(topic, for_enqueue=False)
+        configs = self.queue.configs
+        overrides = await configs.get(tenant_id, topic)
+        effective = await configs.effective(tenant_id, topic)
+        return TopicSettingsView(
+            topic=topic,
+            paused=effective.paused,
+            overrides=overrides,
+            defaults=ConfigValues.of(configs.merge(None)),
+            effective=ConfigValues.of(effective),
+        )
 
     # --- pages --------------------------------------------------------------------------------------------------
 

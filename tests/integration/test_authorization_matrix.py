@@ -75,6 +75,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/topics/{topic}/resume"): Rule(TENANT_ADMIN),
     ("GET", "/api/topics/{topic}/messages"): Rule(READ),
     ("GET", "/api/topics/{topic}/series"): Rule(READ),
+    ("GET", "/api/topics/{topic}/config"): Rule(READ),
     ("POST", "/api/topics/{topic}/messages/bulk"): Rule(CONSUME, lambda f: {"action": "retry", "ids": [f.message_id]}),
     ("POST", "/api/topics/{topic}/bulk-jobs"): Rule(
         CONSUME, lambda f: {"action": "retry", "filter": {"status": "failed"}}

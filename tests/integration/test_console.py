@@ -71,6 +71,21 @@ async def test_a_pause_outlives_config_changes_and_lists_an_empty_topic(client: 
     await client.post("/api/topics/quiet/resume")  # resuming twice is fine
 
 
+async def test_a_topics_config_shows_overrides_defaults_and_values_in_force(client: httpx.AsyncClient) -> None:
+    bare = (await client.get("/api/topics/plain/config")).json()
+    assert bare["overrides"] is None and bare["paused"] is False
+    assert bare["effective"] == bare["defaults"]
+    assert bare["defaults"]["max_retries"] == 3 and bare["defaults"]["max_depth"] is None
+    await client.put("/api/topic-configs/tuned", json={"max_retries": 7, "max_depth": 100})
+    await client.post("/api/topics/tuned/pause")
+    tuned = (await client.get("/api/topics/tuned/config")).json()
+    assert tuned["paused"] is True
+    assert tuned["overrides"]["max_retries"] == 7 and tuned["overrides"]["message_ttl_seconds"] is None
+    assert tuned["effective"]["max_retries"] == 7 and tuned["effective"]["max_depth"] == 100
+    assert tuned["effective"]["visibility_timeout_seconds"] == tuned["defaults"]["visibility_timeout_seconds"]
+    assert (await client.get("/api/topics/bad%20name/config")).status_code == 400
+
+
 async def test_pages_walk_live_messages_in_queue_order_then_finished_ones(
     client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
 ) -> None:

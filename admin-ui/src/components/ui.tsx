@@ -106,3 +106,13 @@ export function Field({
     </div>
   );
 }
+
+/** A table that scrolls sideways on narrow screens: a labelled region reachable by keyboard, so it can be scrolled. */
+export function TableWrap({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard
+    <section className="table-wrap" tabIndex={0} aria-label={label}>
+      {children}
+    </section>
+  );
+}

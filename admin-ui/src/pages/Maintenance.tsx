@@ -4,7 +4,7 @@ import { useState } from "react";
 import { api, unwrap } from "../api/client";
 import { useLiveInterval } from "../api/hooks";
 import { keys } from "../api/keys";
-import { ErrorNote, Field } from "../components/ui";
+import { ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatTime } from "../lib/format";
 
@@ -67,7 +67,7 @@ export function MaintenancePage() {
         </button>
       </div>
       {jobs.data && (
-        <div className="table-wrap">
+        <TableWrap label="Last runs">
           <table>
             <caption>Last runs (whichever instance ran them)</caption>
             <thead>
@@ -96,7 +96,7 @@ export function MaintenancePage() {
               )}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
       <form
         className="card"

@@ -4,7 +4,7 @@ import { useMemo, useState } from "react";
 import type { Schemas } from "../api/client";
 import { useSeries, useTopics } from "../api/hooks";
 import { DepthChart } from "../components/Chart";
-import { Empty, ErrorNote } from "../components/ui";
+import { Empty, ErrorNote, TableWrap } from "../components/ui";
 import { formatAge, formatCount, formatRate } from "../lib/format";
 
 type Topic = Schemas["TopicSummaryView"];
@@ -88,7 +88,7 @@ export function OverviewPage() {
         </Empty>
       )}
       {rows.length > 0 && (
-        <div className="table-wrap">
+        <TableWrap label="Topics">
           <table className="topics">
             <caption className="sr-only">Topics, {rows.length} shown</caption>
             <thead>
@@ -120,7 +120,7 @@ export function OverviewPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </section>
   );

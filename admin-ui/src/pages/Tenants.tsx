@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { ApiError, api, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
-import { Confirm, Empty, ErrorNote, Field } from "../components/ui";
+import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatCount } from "../lib/format";
 
@@ -75,7 +75,7 @@ export function TenantsPage() {
         <Empty title="No tenants">Create the first one below.</Empty>
       )}
       {tenants.data && tenants.data.items.length > 0 && (
-        <div className="table-wrap">
+        <TableWrap label="Tenants">
           <table>
             <caption className="sr-only">Tenants</caption>
             <thead>
@@ -139,7 +139,7 @@ export function TenantsPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
       <ErrorNote error={update.error} />
       {editing && (

@@ -1,15 +1,15 @@
 // One topic: its counts and chart, pause and resume, its messages by keyset pages with filters, and every action.
-import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
 import { useState } from "react";
-import { api, type Schemas, unwrap } from "../api/client";
+import { ApiError, api, type Schemas, unwrap } from "../api/client";
 import { useLiveInterval, useTopics } from "../api/hooks";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
 import { BulkJobProgress } from "../components/BulkJob";
 import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
-import { Confirm, Empty, ErrorNote } from "../components/ui";
+import { Confirm, Empty, ErrorNote, TableWrap } from "../components/ui";
 import { formatCount, formatTime } from "../lib/format";
 import { can, isAdmin } from "../lib/grants";
 import type { TopicSearch } from "../router";
@@ -50,8 +50,31 @@ export function TopicPage() {
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next_cursor ?? undefined,
     refetchInterval: live,
+    enabled: !search.id,
   });
-  const messages = pages.data?.pages.flatMap((p) => p.items) ?? [];
+  // The id filter: one message by its primary key, shown when it belongs to this topic.
+  const byId = useQuery({
+    queryKey: keys.topics.message(search.id ?? ""),
+    queryFn: async () => {
+      try {
+        const m = await unwrap(
+          api.GET("/api/messages/{message_id}", { params: { path: { message_id: search.id ?? "" } } }),
+        );
+        return m.topic === topic ? m : null;
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) return null;
+        throw e;
+      }
+    },
+    enabled: Boolean(search.id),
+    refetchInterval: live,
+  });
+  const messages = search.id
+    ? byId.data
+      ? [byId.data]
+      : []
+    : (pages.data?.pages.flatMap((p) => p.items) ?? []);
+  const loaded = search.id ? byId.isSuccess : Boolean(pages.data) && !pages.hasNextPage;
   const scanned = pages.data?.pages.reduce((n, p) => n + p.scanned, 0) ?? 0;
 
   const refresh = () => queryClient.invalidateQueries({ queryKey: keys.topics.all() });
@@ -92,8 +115,8 @@ export function TopicPage() {
     setJobId(job.id);
     return job;
   };
-  const filterText =
-    filter.status || filter.key || filter.metadata ? "matching the current filter" : "in this topic";
+  const filtered = Boolean(filter.status || filter.key || filter.metadata || search.id);
+  const filterText = filtered ? "matching the current filter" : "in this topic";
   const pause = (paused: boolean) => async () =>
     unwrap(
       api.POST(paused ? "/api/topics/{topic}/resume" : "/api/topics/{topic}/pause", {
@@ -162,6 +185,7 @@ export function TopicPage() {
             ...search,
             key: String(form.get("key") || "") || undefined,
             metadata: String(form.get("metadata") || "") || undefined,
+            id: String(form.get("id") || "").trim() || undefined,
           });
         }}
       >
@@ -189,13 +213,16 @@ export function TopicPage() {
           Key <input id="search" name="key" defaultValue={search.key ?? ""} placeholder="exact key" />
         </label>
         <label className="inline">
+          Id <input name="id" defaultValue={search.id ?? ""} placeholder="message id" className="mono" />
+        </label>
+        <label className="inline">
           Metadata{" "}
           <input name="metadata" defaultValue={search.metadata ?? ""} placeholder='{"region": "eu"}' />
         </label>
         <button type="submit">Apply</button>
       </form>
 
-      {(mayConsume || admin) && (
+      {(mayConsume || admin) && !search.id && (
         <fieldset className="bulk row wrap">
           <legend className="sr-only">Bulk actions</legend>
           <span className="muted">
@@ -236,16 +263,16 @@ export function TopicPage() {
       )}
       {jobId && <BulkJobProgress id={jobId} onFinished={refresh} />}
 
-      <ErrorNote error={pages.error} />
-      {pages.data && messages.length === 0 && !pages.hasNextPage && (
+      <ErrorNote error={pages.error ?? byId.error} />
+      {loaded && messages.length === 0 && (
         <Empty title="No messages here">
-          {filter.status || filter.key || filter.metadata
+          {filtered
             ? "Nothing matches this filter. Clear it to see every message."
             : "Enqueued messages appear here until they are acked."}
         </Empty>
       )}
       {messages.length > 0 && (
-        <div className="table-wrap">
+        <TableWrap label={`Messages of ${topic}`}>
           <table className="messages">
             <caption className="sr-only">Messages of {topic}</caption>
             <thead>
@@ -288,9 +315,9 @@ export function TopicPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
-      {pages.hasNextPage && (
+      {!search.id && pages.hasNextPage && (
         <div className="row">
           <button type="button" onClick={() => pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
             {pages.isFetchingNextPage ? "Loading…" : "Load more"}

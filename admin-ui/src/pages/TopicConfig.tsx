@@ -2,7 +2,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useParams } from "@tanstack/react-router";
 import { type FormEvent, useState } from "react";
-import { ApiError, api, type Schemas, unwrap } from "../api/client";
+import { api, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
 import { Confirm, ErrorNote, Field } from "../components/ui";
@@ -53,6 +53,20 @@ const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | 
   },
 ];
 
+/** An override as its form field holds it: "" for none (the default), lists comma-separated. */
+function formValue(value: Config[Name] | undefined): string {
+  if (value === null || value === undefined) return "";
+  return Array.isArray(value) ? value.join(", ") : String(value);
+}
+
+/** A setting's value as the page shows it: "" for none, lists comma-separated, yes/no for switches. */
+function show(value: Config[Name] | undefined): string {
+  if (value === null || value === undefined) return "";
+  if (Array.isArray(value)) return value.length ? value.join(", ") : "none";
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  return String(value);
+}
+
 export function TopicConfigPage() {
   const { topic } = useParams({ from: "/topics/$topic/config" });
   const me = useMe().data;
@@ -60,14 +74,7 @@ export function TopicConfigPage() {
   const [confirmReset, setConfirmReset] = useState(false);
   const config = useQuery({
     queryKey: keys.topics.config(topic),
-    queryFn: async () => {
-      try {
-        return await unwrap(api.GET("/api/topic-configs/{topic}", { params: { path: { topic } } }));
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 404) return null; // no overrides: every field is the default
-        throw e;
-      }
-    },
+    queryFn: () => unwrap(api.GET("/api/topics/{topic}/config", { params: { path: { topic } } })),
   });
   const save = useMutation({
     mutationFn: (body: Config) =>
@@ -116,18 +123,14 @@ export function TopicConfigPage() {
       {config.isSuccess && (
         <form onSubmit={submit} className="card config" aria-label="Topic configuration">
           {FIELDS.map((f) => {
-            const value = config.data?.[f.name];
-            const current =
-              value === null || value === undefined
-                ? ""
-                : Array.isArray(value)
-                  ? value.join(", ")
-                  : String(value);
+            const current = formValue(config.data.overrides?.[f.name]);
+            const fallback = show(config.data.defaults[f.name]) || "unlimited";
+            const inForce = show(config.data.effective[f.name]) || "unlimited";
             return (
               <Field
                 key={f.name}
                 label={f.label}
-                hint={`${f.hint}. ${current === "" ? "Now: the global default." : `Now: ${current} (override).`}`}
+                hint={`${f.hint}. In force: ${inForce} (${current === "" ? "global default" : `override; the default is ${fallback}`}).`}
                 error={errors[f.name] ?? null}
               >
                 {(id, d) =>
@@ -139,7 +142,7 @@ export function TopicConfigPage() {
                       disabled={!editable}
                       aria-describedby={d}
                     >
-                      <option value="">global default</option>
+                      <option value="">global default ({fallback})</option>
                       <option value="true">yes</option>
                       <option value="false">no</option>
                     </select>
@@ -148,7 +151,7 @@ export function TopicConfigPage() {
                       id={id}
                       name={f.name}
                       defaultValue={current}
-                      placeholder="global default"
+                      placeholder={`global default: ${fallback}`}
                       inputMode={f.kind === "int" ? "numeric" : "text"}
                       disabled={!editable}
                       aria-describedby={d}
@@ -170,7 +173,7 @@ export function TopicConfigPage() {
               <button type="submit" className="primary" disabled={save.isPending}>
                 Save
               </button>
-              {config.data && (
+              {config.data.overrides && (
                 <button type="button" className="danger" onClick={() => setConfirmReset(true)}>
                   Reset to defaults
                 </button>

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { api, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
-import { Confirm, Empty, ErrorNote, Field } from "../components/ui";
+import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 
 type User = Schemas["UserView"];
@@ -54,7 +54,7 @@ export function UsersPage() {
       <ErrorNote error={users.error ?? update.error} />
       {users.data && users.data.items.length === 0 && <Empty title="No users yet">Create one below.</Empty>}
       {users.data && users.data.items.length > 0 && (
-        <div className="table-wrap">
+        <TableWrap label="Users">
           <table>
             <caption className="sr-only">Users of this tenant</caption>
             <thead>
@@ -80,7 +80,7 @@ export function UsersPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
       <form className="card" onSubmit={submit} aria-label="Create a user">
         <h2>Create a user</h2>

@@ -1,0 +1,291 @@
+// A tenant admin runs the tenant's queues: every page and action of the topics, their configs, users and grants.
+import { expect, test } from "@playwright/test";
+import { expectAccessible, screenshot, signIn } from "./helpers";
+import { PASSWORD, seed } from "./seed";
+
+const s = seed();
+
+test.beforeEach(async ({ page }) => {
+  await signIn(page, s.owner, PASSWORD);
+});
+
+test("overview: every topic with its depths, sortable, filterable, charted", async ({ page }) => {
+  const table = page.getByRole("table", { name: /Topics/ });
+  await expect(table.getByRole("rowheader", { name: "orders", exact: true })).toBeVisible();
+  await expect(table.getByRole("rowheader", { name: "payments" })).toBeVisible();
+  await expect(page.getByRole("navigation", { name: "Main" }).getByRole("link")).toHaveText([
+    "Topics",
+    "Users",
+  ]);
+  const orders = table
+    .getByRole("row")
+    .filter({ has: page.getByRole("link", { name: "orders", exact: true }) });
+  await expect(orders.getByRole("cell").first()).toHaveText("117"); // pending
+  await expect(orders.getByRole("cell").nth(5)).toHaveText("3"); // its DLQ
+  await expectAccessible(page);
+  await screenshot(page, "overview");
+
+  await table.getByRole("button", { name: "Pending", exact: true }).click(); // most pending first
+  await expect(table.getByRole("rowheader").first()).toHaveText("orders");
+  await page.keyboard.press("/");
+  await expect(page.locator("#search")).toBeFocused();
+  await page.keyboard.type("pay");
+  await expect(table.getByRole("rowheader")).toHaveText(["payments"]);
+  await table.getByRole("button", { name: "Chart" }).click();
+  await expect(page.getByRole("img", { name: /payments, last hour/ })).toBeVisible();
+  await page.getByLabel("Filter topics").fill("");
+  await page.getByRole("heading", { name: "Topics" }).click(); // shortcuts work outside fields
+  await page.keyboard.press("?");
+  await expect(page.getByRole("dialog", { name: "Keyboard shortcuts" })).toBeVisible();
+  await page.keyboard.press("Escape");
+  await page.getByLabel("Live refresh").selectOption("0");
+  await expect(page.getByLabel("Live refresh")).toHaveValue("0");
+});
+
+test("topic: pause and resume, filters, keyset pages and the message drawer", async ({ page }) => {
+  await page.getByRole("link", { name: "orders", exact: true }).click();
+  await expect(page.getByRole("heading", { name: "orders" })).toBeVisible();
+  await page.getByRole("button", { name: "Pause" }).click();
+  await expect(page.getByRole("heading", { name: "orders paused" })).toBeVisible();
+  await page.getByRole("link", { name: "Topics" }).first().click();
+  await expect(page.getByRole("rowheader", { name: "orders paused" })).toBeVisible();
+  await page.getByRole("link", { name: "orders", exact: true }).click();
+  await page.getByRole("button", { name: "Resume" }).click();
+  await expect(page.getByRole("heading", { name: "orders", exact: true })).toBeVisible();
+
+  const rows = page.getByRole("table", { name: "Messages of orders" }).locator("tbody tr");
+  await expect(rows).toHaveCount(50);
+  await screenshot(page, "topic");
+  await page.getByRole("button", { name: "Load more" }).click();
+  await expect(rows).toHaveCount(100);
+  await expectAccessible(page);
+
+  const filters = page.getByRole("form", { name: "Filter messages" });
+  await filters.getByLabel("Key").fill("order-2");
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/key=order-2/);
+  await expect(rows).toHaveCount(1);
+  const id =
+    (await rows.first().getByRole("checkbox").getAttribute("aria-label"))?.slice("Select ".length) ?? "";
+  await filters.getByLabel("Key").fill("");
+  await filters.getByLabel("Id").fill(id);
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(rows).toHaveCount(1);
+  await rows.getByRole("button").click();
+  const drawer = page.getByRole("dialog", { name: "Message" });
+  await expect(drawer.getByText('"order": 2')).toBeVisible(); // pretty JSON
+  await expect(drawer.getByText("Payload (JSON)")).toBeVisible();
+  await expect(drawer.getByText('"region": "us"')).toBeVisible();
+  await expect(drawer.getByText("0 / 0")).toBeVisible(); // retries n / max
+  await drawer.getByRole("button", { name: "Copy" }).click();
+  await expect(drawer.getByRole("button", { name: "Copied" })).toBeVisible();
+  await expectAccessible(page);
+  await screenshot(page, "message");
+  await drawer.getByRole("button", { name: "Close" }).click();
+  await filters.getByLabel("Id").fill("00000000-0000-0000-0000-000000000000");
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByText("Nothing matches this filter.")).toBeVisible();
+
+  await filters.getByLabel("Id").fill("");
+  await filters.getByLabel("Metadata").fill('{"region": "us"}');
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(rows.first().getByRole("cell").nth(2)).toBeVisible();
+  await expect(rows).toHaveCount(50);
+  await filters.getByLabel("Metadata").fill("not json");
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByRole("alert")).toContainText("metadata: not JSON");
+  await expect(page.getByRole("alert")).toContainText(/invalid_request, request [0-9a-f-]+/);
+});
+
+test("topic: enqueue, then act on one message, a selection, and everything matching a filter", async ({
+  page,
+}) => {
+  await page.goto("/topics/payments");
+  await page.getByRole("button", { name: "failed" }).click();
+  const rows = page.getByRole("table", { name: "Messages of payments" }).locator("tbody tr");
+  await expect(rows).toHaveCount(6);
+  await rows.first().getByRole("button").click();
+  const drawer = page.getByRole("dialog", { name: "Message" });
+  await expect(drawer.getByText("card declined")).toBeVisible(); // last error
+  await expect(drawer.getByText("Payload (text)")).toBeVisible();
+  await drawer.getByRole("button", { name: "Retry" }).click();
+  await expect(drawer).toBeHidden();
+  await expect(rows).toHaveCount(5);
+
+  await page
+    .getByLabel(/^Select [0-9a-f]{8}/)
+    .first()
+    .check();
+  await page
+    .getByLabel(/^Select [0-9a-f]{8}/)
+    .nth(1)
+    .check();
+  await page.getByRole("button", { name: "Retry selected" }).click();
+  await page
+    .getByRole("dialog", { name: "Retry 2 messages?" })
+    .getByRole("button", { name: "Retry" })
+    .click();
+  await expect(rows).toHaveCount(3);
+
+  await page.getByRole("button", { name: "Retry all" }).click();
+  await page
+    .getByRole("dialog", { name: /Retry every message/ })
+    .getByRole("button", { name: "Retry all" })
+    .click();
+  await expect(page.getByRole("status").filter({ hasText: "retry done" })).toContainText("3 done");
+  await expect(page.getByText("No messages here")).toBeVisible();
+
+  await page.getByRole("button", { name: "All", exact: true }).click();
+  await page.getByRole("button", { name: "Enqueue…" }).click();
+  const form = page.getByRole("form", { name: "Enqueue into payments" });
+  await form.getByLabel("Payload", { exact: true }).fill("{not json");
+  await form.getByRole("button", { name: "Enqueue" }).click();
+  await expect(form.getByText(/^Not JSON/)).toBeVisible();
+  await form.getByLabel("text").check();
+  await form.getByLabel("Payload", { exact: true }).fill("refund 42");
+  await form.getByLabel("Key", { exact: true }).fill("refund-42");
+  await form.getByRole("button", { name: "Add metadata" }).click();
+  await form.getByLabel("Metadata name 1").fill("source");
+  await form.getByLabel("Metadata value 1").fill("console");
+  await form.getByLabel("Priority (0-9)").fill("7");
+  await form.getByRole("button", { name: "Enqueue" }).click();
+  await expect(form.getByRole("status")).toContainText("Enqueued");
+  await expectAccessible(page);
+  await form.getByLabel("Key", { exact: true }).fill("k".repeat(600));
+  await form.getByRole("button", { name: "Enqueue" }).click();
+  // The API's refusal: at its field, and in full with its request id.
+  await expect(form.getByRole("alert").filter({ hasNotText: "request" })).toHaveText(
+    "Expected `str` of length <= 512",
+  );
+  await expect(form.getByRole("alert").filter({ hasText: "request" })).toContainText("invalid_request");
+  await form.getByLabel("Key", { exact: true }).fill("");
+
+  const filters = page.getByRole("form", { name: "Filter messages" });
+  await filters.getByLabel("Key").fill("refund-42");
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(rows).toHaveCount(1);
+  await expect(rows.first()).toContainText("7");
+  await page.getByLabel("Key to delete").fill("refund-42");
+  await page.getByRole("button", { name: "Delete by key" }).click();
+  await page
+    .getByRole("dialog", { name: /Delete the messages with key/ })
+    .getByRole("button", { name: "Delete by key" })
+    .click();
+  await expect(page.getByText("No messages here")).toBeVisible();
+
+  await page.goto("/topics/payments");
+  await page.getByLabel("Purge status").selectOption("pending");
+  await page.getByRole("button", { name: "Purge…" }).click();
+  const purge = page.getByRole("dialog", { name: "Purge 6 pending messages?" });
+  await expect(purge).toContainText("deletes 6 pending messages of payments");
+  await purge.getByRole("button", { name: "Purge 6" }).click();
+  await expect(page.getByText("No messages here")).toBeVisible();
+});
+
+test("DLQ: requeue a selection and everything; delete what is left", async ({ page }) => {
+  await page.goto("/topics/orders.dlq");
+  const rows = page.getByRole("table", { name: "Messages of orders.dlq" }).locator("tbody tr");
+  await expect(rows).toHaveCount(3);
+  await rows.first().getByRole("button").click();
+  const drawer = page.getByRole("dialog", { name: "Message" });
+  await expect(drawer.getByText("Original topic")).toBeVisible();
+  await drawer.getByRole("button", { name: "Requeue to orders" }).click();
+  await expect(rows).toHaveCount(2);
+  await page
+    .getByLabel(/^Select [0-9a-f]{8}/)
+    .first()
+    .check();
+  await page.getByRole("button", { name: "Delete selected" }).click();
+  await page
+    .getByRole("dialog", { name: "Delete 1 messages?" })
+    .getByRole("button", { name: "Delete" })
+    .click();
+  await expect(rows).toHaveCount(1);
+  await page.getByRole("button", { name: "Requeue all" }).click();
+  await page
+    .getByRole("dialog", { name: /Requeue every message/ })
+    .getByRole("button", { name: "Requeue all" })
+    .click();
+  await expect(page.getByRole("status").filter({ hasText: "requeue done" })).toContainText("1 done");
+  await expect(page.getByText("No messages here")).toBeVisible();
+});
+
+test("topic configuration: values in force, overrides, the API's errors at their field, reset", async ({
+  page,
+}) => {
+  await page.goto("/topics/orders/config");
+  const form = page.getByRole("form", { name: "Topic configuration" });
+  await expect(form.getByLabel("Max retries")).toHaveValue("0");
+  await expect(form.getByText(/In force: 0 \(override; the default is 3\)/)).toBeVisible();
+  await expect(form.getByText(/How long a lease lasts\. In force: 30 \(global default\)/)).toBeVisible();
+  await expect(form.getByLabel("Visibility timeout (s)")).toHaveAttribute(
+    "placeholder",
+    "global default: 30",
+  );
+  await expectAccessible(page);
+  await screenshot(page, "config");
+  await form.getByLabel("Visibility timeout (s)").fill("0");
+  await form.getByRole("button", { name: "Save" }).click();
+  await expect(form.getByLabel("Visibility timeout (s)")).toHaveAttribute("aria-invalid", "true");
+  await expect(form.getByRole("alert")).toBeVisible();
+  await form.getByLabel("Visibility timeout (s)").fill("45");
+  await form.getByRole("button", { name: "Save" }).click();
+  await expect(form.getByRole("status")).toContainText("Saved");
+  await page.reload();
+  await expect(form.getByText(/In force: 45 \(override; the default is 30\)/)).toBeVisible();
+  await form.getByRole("button", { name: "Reset to defaults" }).click();
+  await page
+    .getByRole("dialog", { name: /Reset orders/ })
+    .getByRole("button", { name: "Reset" })
+    .click();
+  await page.reload();
+  await expect(
+    form.getByText(/Attempts before the DLQ \(or failed\)\. In force: 3 \(global default\)/),
+  ).toBeVisible();
+  await expect(form.getByRole("button", { name: "Reset to defaults" })).toBeHidden();
+});
+
+test("users and grants: create, role, password, grants, delete, and a refusal shown with its request id", async ({
+  page,
+}) => {
+  await page.getByRole("link", { name: "Users" }).click();
+  const create = page.getByRole("form", { name: "Create a user" });
+  await create.getByLabel("Username").fill("temp");
+  await create.getByLabel("Password").fill("short");
+  await create.getByRole("button", { name: "Create" }).click();
+  await expect(create.getByRole("alert")).toBeVisible(); // too short, at its field
+  await create.getByLabel("Password").fill(PASSWORD);
+  await create.getByRole("button", { name: "Create" }).click();
+  const name = `temp@${s.tenant}`;
+  const row = page.getByRole("row").filter({ has: page.getByRole("rowheader", { name }) });
+  await expect(row).toBeVisible();
+  await expectAccessible(page);
+  await screenshot(page, "users");
+
+  await create.getByLabel("Username").fill("temp");
+  await create.getByLabel("Password").fill(PASSWORD);
+  await create.getByRole("button", { name: "Create" }).click();
+  await expect(create.getByRole("alert")).toContainText(/request [0-9a-f-]+/); // taken: the API's 409
+
+  await row.getByRole("button", { name: "Grants" }).click();
+  const grants = page.getByRole("form", { name: `Add a grant to ${name}` });
+  await expect(page.getByText("No grants: this member can do nothing yet.")).toBeVisible();
+  await grants.getByLabel("Action").selectOption("consume");
+  await grants.getByLabel("Topic pattern").fill("payments");
+  await grants.getByRole("button", { name: "Add grant" }).click();
+  await expect(page.getByRole("button", { name: "Remove consume on payments" })).toBeVisible();
+  await page.getByRole("button", { name: "Remove consume on payments" }).click();
+  await expect(page.getByText("No grants: this member can do nothing yet.")).toBeVisible();
+
+  await row.getByLabel(`New password for ${name}`).fill("another-password-456");
+  await row.getByRole("button", { name: "Set password" }).click();
+  await expect(row.getByLabel(`New password for ${name}`)).toHaveValue("");
+  await row.getByLabel(`Role of ${name}`).selectOption("tenant_admin");
+  await expect(row.getByRole("button", { name: "Grants" })).toBeHidden();
+  await row.getByRole("button", { name: "Delete…" }).click();
+  await page
+    .getByRole("dialog", { name: `Delete ${name}?` })
+    .getByRole("button", { name: "Delete" })
+    .click();
+  await expect(row).toBeHidden();
+});
