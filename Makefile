@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ format: $(STAMP) ## Apply ruff's formatting and safe fixes
 
 bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same Postgres (writes bench/out/)
 	$(BIN)/python -m bench.run
+
+bench-console: $(STAMP) $(UI_BUILD) ## The admin console at scale: 500-topic overview in Chromium, pages of a 1,000,000-message topic
+	$(BIN)/python -m bench.console
 
 bench-versus: $(STAMP) ## Single enqueues against the server at REV=<commit>, head to head on one database
 	$(BIN)/python -m bench.versus

@@ -173,6 +173,8 @@ class Console:
         check_topic(topic, for_enqueue=False)
         where.check()
         phases = [p for p in _PHASES if where.status is None or sql.STATUS_FILTERS[where.status][p] is not None]
+        if where.status == "expired":  # marked ones first: the live index holds few unmarked ones, far down
+            phases.reverse()
         phase, position = _decode_cursor(cursor) if cursor else (phases[0], None)
         if phase not in phases:
             raise errors.InvalidRequest("cursor: not one of this filter's")

@@ -45,13 +45,14 @@ _DONE_WINDOW = """
     ORDER BY m.id DESC LIMIT $4"""
 
 
-def _page(window: str, order: str, last: str, conditions: list[str], limit: str) -> str:
-    """Rows of the window that match `conditions`, in order, at most `limit`; each row also carries how many rows
-    the window read and where it ended (`last_*`). A window with no match answers one row whose `hit` is null; an
-    empty window answers none."""
+def _page(window: str, order: str, last: str, conditions: list[str], size: str, limit: str) -> str:
+    """Rows of the window (its first `size` rows in order) that match `conditions`, at most `limit`; each row also
+    carries how many rows the window read and where it ended (`last_*`). A window with no match answers one row
+    whose `hit` is null; an empty window answers none. A live window's two ranges may together hold twice `size`
+    rows: cut to `size`, so that a window that read fewer rows than `size` means there are no more."""
     where = " AND ".join(conditions) or "true"
     return f"""
-WITH w AS MATERIALIZED (SELECT * FROM ({window}) AS m ORDER BY {order}),
+WITH w AS MATERIALIZED (SELECT * FROM ({window}) AS m ORDER BY {order} LIMIT {size}),
 last AS (SELECT m.priority, m.available_at, m.id, (SELECT count(*) FROM w) AS scanned FROM w AS m
          ORDER BY {last} LIMIT 1),
 hits AS (SELECT * FROM w AS m WHERE {where} ORDER BY {order} LIMIT {limit})
@@ -64,12 +65,12 @@ ORDER BY {order}"""
 def live_page(conditions: list[str], *, key_at: int, metadata_at: int) -> str:
     """$1 tenant, $2 topic, $3..$5 cursor, $6 window, $7 limit, then the key ($8) and metadata ($8 or $9) when
     the filter has them (their positions given: 0 = none)."""
-    return _page(_LIVE_WINDOW, _LIVE_ORDER, _LIVE_LAST, _filters(conditions, key_at, metadata_at), "$7")
+    return _page(_LIVE_WINDOW, _LIVE_ORDER, _LIVE_LAST, _filters(conditions, key_at, metadata_at), "$6", "$7")
 
 
 def done_page(conditions: list[str], *, key_at: int, metadata_at: int) -> str:
     """$1 tenant, $2 topic, $3 cursor id, $4 window, $5 limit, then the key and metadata as for `live_page`."""
-    return _page(_DONE_WINDOW, "m.id DESC", "m.id", _filters(conditions, key_at, metadata_at), "$5")
+    return _page(_DONE_WINDOW, "m.id DESC", "m.id", _filters(conditions, key_at, metadata_at), "$4", "$5")
 
 
 def _filters(conditions: list[str], key_at: int, metadata_at: int) -> list[str]:

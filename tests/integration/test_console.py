@@ -109,6 +109,16 @@ async def test_pages_walk_live_messages_in_queue_order_then_finished_ones(
     processing, _ = await _all_pages(client, "walk", status="processing")
     assert [m["id"] for m in processing] == [leased["id"]] == [high[0]]
 
+    # Expired: those the reaper marked first (newest first), then live ones past their TTL not yet marked.
+    await _fail(db, tenant, [failed[0]], status="expired")
+    await db.execute(
+        "UPDATE messages SET expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND id = $2",
+        tenant.id,
+        uuid.UUID(low[2]),
+    )
+    only_expired, _ = await _all_pages(client, "walk", status="expired")
+    assert [m["id"] for m in only_expired] == [failed[0], low[2]]
+
 
 async def test_filters_by_key_and_metadata(client: httpx.AsyncClient) -> None:
     await enqueue(client, "filt", "a", key="k1", metadata={"region": "eu", "n": 1})
@@ -137,6 +147,20 @@ async def test_a_filter_that_matches_little_reads_a_bounded_window_per_page(clie
     first = r.json()
     assert first["items"] == [] and first["scanned"] == PAGE_SCAN and first["next_cursor"]
     found, _ = await _all_pages(client, "big", metadata='{"find": "me"}')
+    assert [m["id"] for m in found] == [needle]
+
+
+async def test_a_filtered_walk_crosses_priorities_without_losing_messages(client: httpx.AsyncClient) -> None:
+    """A window that ends inside a higher priority reads the rest of it and the next priority as one window of
+    PAGE_SCAN rows: none beyond them is taken for the end of the topic."""
+    for priority in (5, 0):
+        for _ in range(PAGE_SCAN // 1000 + 1):
+            batch = [{"payload": b64("x"), "priority": priority} for _ in range(1000)]
+            assert (
+                await client.post("/api/messages/batch", json={"topic": "tiers", "messages": batch})
+            ).status_code == 201
+    needle = await enqueue(client, "tiers", "needle", metadata={"find": "me"})
+    found, _ = await _all_pages(client, "tiers", metadata='{"find": "me"}')
     assert [m["id"] for m in found] == [needle]
 
 
