@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ def files(tmp_path: Path) -> ConsoleFiles:
     (tmp_path / "assets").mkdir()
     (tmp_path / "index.html").write_text("<!doctype html><title>Skiplock</title>")
     (tmp_path / "assets" / "index-abc123.js").write_text("console.log(1)")
+    (tmp_path / "assets" / "app-def456.js").write_text("console.log('a fairly long line of script');\n" * 100)
     return ConsoleFiles(tmp_path)
 
 
@@ -49,3 +51,14 @@ def test_a_matching_etag_answers_304(files: ConsoleFiles) -> None:
 def test_without_a_build_it_says_how_to_make_one(tmp_path: Path) -> None:
     with pytest.raises(errors.NotFound, match="make ui"):
         ConsoleFiles(tmp_path).answer("/", None)
+
+
+def test_text_files_go_gzipped_to_browsers_that_accept_it(files: ConsoleFiles) -> None:
+    plain = files.answer("/assets/app-def456.js", None)
+    zipped = files.answer("/assets/app-def456.js", None, "gzip, deflate, br")
+    assert "Content-Encoding" not in plain.headers and zipped.headers["Content-Encoding"] == "gzip"
+    assert plain.headers["Vary"] == zipped.headers["Vary"] == "Accept-Encoding"
+    assert gzip.decompress(zipped.content) == plain.content and len(zipped.content) < len(plain.content) / 5
+    assert zipped.headers["ETag"] != plain.headers["ETag"]
+    assert files.answer("/assets/app-def456.js", zipped.headers["ETag"], "gzip").status_code == 304
+    assert "Content-Encoding" not in files.answer("/assets/index-abc123.js", None, "gzip").headers  # too small
