@@ -85,7 +85,7 @@ class SeriesView(msgspec.Struct):
     points: list[SeriesPointView]
 
 
-class ConfigValues(msgspec.Struct):
+class ConfigValuesView(msgspec.Struct):
     """Every setting of a topic with its value (`max_depth`, `throughput_limit`: null = unlimited)."""
 
     max_retries: int
@@ -98,7 +98,7 @@ class ConfigValues(msgspec.Struct):
     expire_to_dlq: bool
 
     @classmethod
-    def of(cls, config: EffectiveConfig) -> ConfigValues:
+    def of(cls, config: EffectiveConfig) -> ConfigValuesView:
         return cls(**{name: getattr(config, name) for name in cls.__struct_fields__})
 
 
@@ -109,8 +109,8 @@ class TopicSettingsView(msgspec.Struct):
     topic: str
     paused: bool
     overrides: TopicConfig | None
-    defaults: ConfigValues
-    effective: ConfigValues
+    defaults: ConfigValuesView
+    effective: ConfigValuesView
 
 
 class BulkJobView(msgspec.Struct):
@@ -160,8 +160,8 @@ class Console:
             topic=topic,
             paused=effective.paused,
             overrides=overrides,
-            defaults=ConfigValues.of(configs.merge(None)),
-            effective=ConfigValues.of(effective),
+            defaults=ConfigValuesView.of(configs.merge(None)),
+            effective=ConfigValuesView.of(effective),
         )
 
     # --- pages --------------------------------------------------------------------------------------------------

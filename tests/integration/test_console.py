@@ -83,6 +83,7 @@ async def test_a_topics_config_shows_overrides_defaults_and_values_in_force(clie
     assert tuned["overrides"]["max_retries"] == 7 and tuned["overrides"]["message_ttl_seconds"] is None
     assert tuned["effective"]["max_retries"] == 7 and tuned["effective"]["max_depth"] == 100
     assert tuned["effective"]["visibility_timeout_seconds"] == tuned["defaults"]["visibility_timeout_seconds"]
+    assert set(tuned["defaults"]) == set(tuned["effective"]) == set(tuned["overrides"])  # every setting, each way
     assert (await client.get("/api/topics/bad%20name/config")).status_code == 400
 
 
