@@ -49,6 +49,9 @@ def _schemathesis(server: Server, auth: tuple[str, str], examples: int, report: 
         CHECKS_LEFT_OUT,
         "--workers",
         "2",
+        # A long poll holds a dequeue for its wait_seconds (up to 20) when nothing comes: not a timeout.
+        "--request-timeout",
+        "30",
         "--no-color",
     ]
     if seed := os.environ.get("SKIPLOCK_FUZZ_SEED"):
