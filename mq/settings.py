@@ -45,8 +45,10 @@ class Settings(BaseSettings):
     request_timeout_seconds: float = Field(default=30, gt=20)
     """Longest a request may take, waiting for a pool connection included (503 `unavailable` beyond). Above 20 s:
     long polls wait up to 20."""
-    migrate_on_start: bool = True
-    """Run `alembic upgrade head` when the server starts. Turn off where a deploy job migrates (Helm hook)."""
+    migrate_on_start: bool | None = None
+    """Run `alembic upgrade head` when the server starts. Unset: only with the embedded Postgres; `make run` sets it
+    on. A deployment leaves it off and runs `skiplock migrate` once per release (the Helm hook, compose's
+    `migrate` service)."""
 
     # --- bootstrap ------------------------------------------------------------------------------------------
     admin_username: str = "admin"

