@@ -22,6 +22,7 @@ from mq.tenancy.passwords import hash_password
 from tests.support.servers import (
     ADMIN,
     Server,
+    database_url_on,
     measure_coverage,
     migrated_database,
     postgres_server,
@@ -79,6 +80,17 @@ def any_redis_url(request: pytest.FixtureRequest, redis_url: str, redis7_url: st
     if redis7_url is None:
         pytest.skip("no Redis 7 here (apt-get install redis-server)")
     return redis7_url
+
+
+@pytest.fixture
+async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
+    """A new, unmigrated database on the session's server (what a first deployment finds); dropped afterwards."""
+    name = f"skiplock_empty_{os.urandom(4).hex()}"
+    admin = await asyncpg.connect(database_url_on(pg_server_url, "postgres"))
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    yield database_url_on(pg_server_url, name)
+    await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    await admin.close()
 
 
 @pytest.fixture(scope="session")

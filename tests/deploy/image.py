@@ -17,11 +17,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.servers import ROOT
+from tests.support.wheels import build_wheel, install_into
 
 DOCKERFILE = ROOT / "Dockerfile"
 
@@ -105,6 +105,16 @@ class Image:
         """The image's environment under the container's, as the runtime merges them."""
         return {**self.env, "HOME": "/nonexistent", **container_env}
 
+    def healthy(self, port: int) -> bool:
+        """The image's HEALTHCHECK command, run for an API on `port`."""
+        check = subprocess.run(
+            self.argv(self.healthcheck[:1], self.healthcheck[1:]),
+            cwd=self.workdir,
+            env=self.environ({"SKIPLOCK_PORT": str(port)}),
+            check=False,
+        )
+        return check.returncode == 0
+
     def files(self) -> dict[str, float]:
         """Every file under the image's root with its modification time: to show a run wrote nothing there."""
         return {str(p): p.stat().st_mtime for p in self.root.rglob("*") if p.is_file() or p.is_symlink()}
@@ -142,47 +152,7 @@ def _run(stage: Stage, command: str) -> None:
     ):
         # Skiplock from the stage's sources (what its COPYs put there), its dependencies from the test environment.
         venv = stage.path(match[1])
-        wheels = stage.root / "wheels"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "wheel",
-                "--quiet",
-                "--no-deps",
-                "--no-build-isolation",
-                "-w",
-                wheels,
-                stage.path("."),
-            ],
-            check=True,
-        )
-        [wheel] = wheels.glob("skiplock-*.whl")
-        python = venv / "bin" / "python"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "--python",
-                python,
-                "install",
-                "--quiet",
-                "--force-reinstall",
-                "--no-deps",
-                "--no-compile",
-                wheel,
-            ],
-            check=True,
-        )
-        site = subprocess.run(
-            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        (Path(site) / "test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        python = install_into(venv, build_wheel(stage.path("."), stage.root / "wheels"))
         subprocess.run([python, "-m", "compileall", "-q", venv / "lib"], check=True)
     elif command.startswith("groupadd "):
         pass  # the user exists to be named by USER; processes here run as the test's user

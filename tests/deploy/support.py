@@ -8,18 +8,17 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 import yaml
 
 from tests.deploy.image import Image, build
-from tests.support.servers import ROOT, database_url_on, scratch_dir
+from tests.support.servers import ROOT, scratch_dir
 
 CHART = ROOT / "helm" / "skiplock"
 TOOLS = Path(os.environ.get("DEPLOY_TOOLS", ROOT / ".venv" / "deploy-tools")) / "bin"
@@ -63,17 +62,6 @@ def image() -> Iterator[Image]:
     workspace = scratch_dir("skiplock-image-")
     yield build(workspace)
     subprocess.run(["rm", "-rf", workspace], check=False)
-
-
-@pytest.fixture
-async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
-    """A new, unmigrated database: what a first deployment finds."""
-    name = f"skiplock_deploy_{os.urandom(4).hex()}"
-    admin = await asyncpg.connect(database_url_on(pg_server_url, "postgres"))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    yield database_url_on(pg_server_url, name)
-    await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    await admin.close()
 
 
 @dataclass

@@ -50,13 +50,7 @@ def test_the_image_runs_each_role_and_writes_nothing(image: Image, empty_databas
     worker = start_container(image, "worker", image.argv(args=["worker"]), env)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/readyz", api)
-        health = subprocess.run(
-            image.argv(image.healthcheck[:1], image.healthcheck[1:]),
-            cwd=image.workdir,
-            env=image.environ({"SKIPLOCK_PORT": str(port)}),
-            check=False,
-        )
-        assert health.returncode == 0
+        assert image.healthy(port)
         console = httpx.get(f"http://127.0.0.1:{port}/")
         assert console.status_code == 200 and '<div id="root">' in console.text
         assert "content-security-policy" in console.headers
@@ -71,13 +65,7 @@ def test_the_image_runs_each_role_and_writes_nothing(image: Image, empty_databas
     finally:
         assert api.stop() == 0, api.log()
         assert worker.stop() == 0, worker.log()
-    stopped = subprocess.run(
-        image.argv(image.healthcheck[:1], image.healthcheck[1:]),
-        cwd=image.workdir,
-        env=image.environ({"SKIPLOCK_PORT": str(port)}),
-        check=False,
-    )
-    assert stopped.returncode == 1
+    assert not image.healthy(port)
     assert image.files() == before, "a role wrote into the image: a read-only root filesystem would break it"
 
 
@@ -324,13 +312,7 @@ async def _run_compose_services(image: Image, services: dict[str, Any], hosts: d
     worker = start_container(image, "worker", *spec("worker"))
     try:
         wait_for_http(f"http://127.0.0.1:{port}/readyz", api)
-        health = subprocess.run(
-            image.argv(image.healthcheck[:1], image.healthcheck[1:]),
-            cwd=image.workdir,
-            env=image.environ({**env, "SKIPLOCK_PORT": str(port)}),
-            check=False,
-        )
-        assert health.returncode == 0  # the image's HEALTHCHECK, which the api service keeps
+        assert image.healthy(port)  # the image's HEALTHCHECK, which the api service keeps
         smoke = run_to_completion(
             image,
             "smoke",

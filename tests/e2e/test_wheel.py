@@ -13,9 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
-import sysconfig
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -23,8 +20,9 @@ import httpx
 import pytest
 
 from skiplock.local import free_port
-from tests.support.servers import ADMIN, ROOT, database_url_on, scratch_dir
+from tests.support.servers import ADMIN, ROOT, scratch_dir
 from tests.support.waiting import eventually, wait_until
+from tests.support.wheels import build_wheel, install_into
 
 pytestmark = pytest.mark.slow
 
@@ -39,41 +37,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if (ROOT / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, source / name)
-    dist = work / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", dist, source],
-        check=True,
-    )
-    [wheel] = dist.glob("skiplock-*.whl")
+    wheel = build_wheel(source, work / "dist")
     venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", wheel], check=True
-    )
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    (Path(site) / "test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install_into(venv, wheel)
     return venv / "bin"
 
 
 def _env(**settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SKIPLOCK_", "PYTHON"))}
     return {**env, "SKIPLOCK_LOG_LEVEL": "info", **{f"SKIPLOCK_{k.upper()}": v for k, v in settings.items()}}
-
-
-@pytest.fixture
-async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
-    name = f"skiplock_wheel_{os.urandom(4).hex()}"
-    admin = await asyncpg.connect(database_url_on(pg_server_url, "postgres"))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    yield database_url_on(pg_server_url, name)
-    await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    await admin.close()
 
 
 async def test_wheel_migrates_serves_and_runs_workers(installed: Path, empty_database: str, redis_url: str) -> None:
