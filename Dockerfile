@@ -62,7 +62,8 @@ ENV PATH=/opt/skiplock/bin:$PATH \
 WORKDIR /opt/skiplock
 USER 10001:10001
 EXPOSE 8080
-# The API's liveness; the worker and migrate roles have no port (compose disables the check for them).
+# The API's liveness (the worker's: `python -m skiplock.healthcheck 8081` with SKIPLOCK_WORKER_PORT=8081; migrate
+# has no port and compose disables the check for it).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 CMD ["python", "-m", "skiplock.healthcheck"]
 ENTRYPOINT ["skiplock"]
 CMD ["api"]

@@ -41,24 +41,10 @@ def create_app(
     hosted: Sequence[HostedService] = (),
     auth_middleware: type[Any] = AuthMiddleware,
 ) -> Litestar:
-    """An app that opens its `Runtime` on startup (the database must be reachable and migrated) and runs each of
-    `hosted` on it until shutdown. `auth_middleware` is replaced only by the benchmark, to measure what
+    """The API: an app that opens its `Runtime` on startup (the database must be reachable and migrated) and runs
+    each of `hosted` on it until shutdown. `auth_middleware` is replaced only by the benchmark, to measure what
     authentication costs."""
     settings = settings or get_settings()
-
-    @asynccontextmanager
-    async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        app.state.runtime = runtime = await Runtime.open(settings)
-        async with AsyncExitStack() as stack:
-            stack.push_async_callback(runtime.close)
-            for service in hosted:
-                await stack.enter_async_context(service(runtime))
-            # Everything alive now (the framework, the routes, the pools) lives as long as the process: keep it
-            # out of the collector's full passes, which otherwise walk it all again every few thousand requests.
-            gc.collect()
-            gc.freeze()
-            yield
-
     app = Litestar(
         route_handlers=[
             MessageController,
@@ -79,7 +65,7 @@ def create_app(
             change_password,
             *console_routes(ConsoleFiles(settings.admin_ui_dir)),
         ],
-        lifespan=[lifespan],
+        lifespan=[_lifespan(settings, hosted, bootstrap_users=True)],
         middleware=[
             ObservabilityMiddleware,
             DefineMiddleware(RequestDeadline, seconds=settings.request_timeout_seconds),
@@ -101,3 +87,40 @@ def create_app(
     )
     finish_document(app.openapi_schema, strict_body_names())  # built once here and served as is from then on
     return app
+
+
+def create_worker_app(settings: Settings, *, hosted: Sequence[HostedService]) -> Litestar:
+    """What `skiplock worker` serves on `worker_port` beside its jobs (`hosted`): liveness, readiness and the
+    metrics its jobs count, for a probe and a scrape. No other route, no users bootstrapped."""
+    return Litestar(
+        route_handlers=[healthz, readyz, metrics],
+        lifespan=[_lifespan(settings, hosted, bootstrap_users=False)],
+        middleware=[ObservabilityMiddleware],
+        before_send=[stamp_response],
+        exception_handlers=EXCEPTION_HANDLERS,
+        openapi_config=None,
+        logging_config=None,
+        debug=False,
+    )
+
+
+def _lifespan(
+    settings: Settings, hosted: Sequence[HostedService], *, bootstrap_users: bool
+) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
+    """Opens the app's `Runtime` on startup (the database must be reachable and migrated) and runs each of `hosted`
+    on it until shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        app.state.runtime = runtime = await Runtime.open(settings, bootstrap_users=bootstrap_users)
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(runtime.close)
+            for service in hosted:
+                await stack.enter_async_context(service(runtime))
+            # Everything alive now (the framework, the routes, the pools) lives as long as the process: keep it
+            # out of the collector's full passes, which otherwise walk it all again every few thousand requests.
+            gc.collect()
+            gc.freeze()
+            yield
+
+    return lifespan

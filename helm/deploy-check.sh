@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make deploy-check`: the chart, the compose file and the Dockerfile checked statically.
-#   helm lint --strict and helm template for every value set in helm/skiplock/ci/ (defaults, production, minimal);
+#   helm lint --strict and helm template for every value set in helm/skiplock/ci/ (defaults, production, minimal),
+#   with helm 4 and helm 3 (which must render the same);
 #   each rendering validated by kubernetes-validate --strict against the oldest Kubernetes the chart supports and a
-#   current one, and scanned by checkov (helm/checkov.yaml says why each skipped check is skipped); checkov on the
+#   current one, its ServiceMonitor and PrometheusRule against the prometheus-operator CRD schemas
+#   (helm/crd-check), and scanned by checkov (helm/checkov.yaml says why each skipped check is skipped); checkov on the
 #   Dockerfile; docker-compose config -q with secrets set, and its refusal without them.
 # The chart's unit tests and the wiring tests (its commands run against real Postgres and Redis) are in
 # tests/deploy (pytest).
@@ -13,15 +15,21 @@ chart=helm/skiplock
 kube_versions=(1.29.0 1.37.0)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+(cd helm/crd-check && npm ci --no-audit --no-fund --loglevel=error)
 
 for values in "$chart"/ci/*-values.yaml; do
   name=$(basename "$values" -values.yaml)
   echo "== $name"
   "$tools/helm" lint --strict --quiet "$chart" -f "$values"
   "$tools/helm" template skiplock "$chart" --namespace queues -f "$values" > "$out/$name.yaml"
+  # Helm 3 must lint it and render the very same objects.
+  "$tools/helm3" lint --strict --quiet "$chart" -f "$values"
+  "$tools/helm3" template skiplock "$chart" --namespace queues -f "$values" | diff -u "$out/$name.yaml" -
   for version in "${kube_versions[@]}"; do
     "$tools/kubernetes-validate" --strict --quiet --kubernetes-version "$version" "$out/$name.yaml"
   done
+  "$tools/python" -c 'import json, sys, yaml; print(json.dumps([d for d in yaml.safe_load_all(sys.stdin) if d]))' \
+    < "$out/$name.yaml" | node helm/crd-check/validate.mjs
   "$tools/checkov" --skip-download --config-file helm/checkov.yaml --framework kubernetes --file "$out/$name.yaml"
 done
 

@@ -97,6 +97,9 @@ class Settings(BaseSettings):
     """Run the scheduled jobs (reapers, gauges) in this API process too, as `make run` does. Any number of
     processes may run them: each job runs on one at a time (a Postgres advisory lock). Off where a separate
     `skiplock worker` deployment runs them."""
+    worker_port: int = Field(default=0, ge=0, le=65535)
+    """Port on which `skiplock worker` serves `/healthz`, `/readyz` and `/metrics` (its jobs' counters, under the
+    same token rules as the API's) on `host`; 0: none. docker-compose.yml and the Helm chart set 8081."""
     expiry_reaper_interval_seconds: float = Field(default=60, gt=0)
     """How often messages past their TTL are marked `expired` (or moved to their DLQ)."""
     delete_reaper_schedule: str = ""

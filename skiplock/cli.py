@@ -3,7 +3,8 @@
     skiplock [serve]   the API, and the scheduled jobs unless SKIPLOCK_RUN_WORKERS=false; without
                        SKIPLOCK_DATABASE_URL / SKIPLOCK_REDIS_URL, embedded servers with their data in SKIPLOCK_DATA_DIR
     skiplock api       the same; the name deployments use (the image, docker-compose.yml, the Helm chart)
-    skiplock worker    the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL)
+    skiplock worker    the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL), with /healthz, /readyz and /metrics on
+                       SKIPLOCK_WORKER_PORT when it is set
     skiplock migrate   bring the database to the current schema and exit (needs SKIPLOCK_DATABASE_URL)
 
 Settings come from the environment (`SKIPLOCK_*`, docs/configuration.md). SIGTERM or Ctrl-C stops gracefully,
@@ -13,18 +14,20 @@ then the embedded servers: nothing is left running.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 
+import asyncpg
 import uvloop
 
 from api.server import serve, serve_processes
-from mq.db.engine import migrate
+from mq.db.engine import migrate, schema_problem, schema_revision
 from mq.logs import configure_logging
 from mq.settings import DEFAULT_ADMIN_PASSWORD, Settings, get_settings
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, EmbeddedServerError
-from skiplock.process import server_app
+from skiplock.process import server_app, worker_app
 from workers.scheduler import run_alone
 
 log = logging.getLogger("skiplock")
@@ -45,6 +48,11 @@ def main(argv: list[str] | None = None) -> None:
     if command == "migrate":
         migrate(settings.database_url)
         log.info("the database is at the current schema")
+        return
+    _refuse_an_unmigrated_database(settings.database_url)
+    if settings.worker_port:
+        worker_settings = settings.model_copy(update={"port": settings.worker_port})
+        uvloop.run(serve(worker_settings, worker_app(worker_settings)))
     else:
         uvloop.run(run_alone(settings))
 
@@ -57,9 +65,11 @@ def serve_command(settings: Settings) -> None:
         except EmbeddedServerError as e:
             log.error("%s", e)  # noqa: TRY400 (what is missing, not a traceback)
             sys.exit(2)
+        assert settings.database_url is not None
         if _migrates_on_start(settings, embedded):
-            assert settings.database_url is not None
             migrate(settings.database_url)
+        else:
+            _refuse_an_unmigrated_database(settings.database_url)
         _announce(settings)
         if settings.workers > 1:
             _serve_processes(settings)
@@ -70,6 +80,18 @@ def serve_command(settings: Settings) -> None:
             server.stop()
         if embedded:
             log.info("embedded servers stopped")
+
+
+def _refuse_an_unmigrated_database(url: str) -> None:
+    """Exit with a clear message, rather than a traceback at the first query, when the database lacks this release's
+    schema. An unreachable database is left to the server's own start, which reports it."""
+    try:
+        revision = asyncio.run(schema_revision(url))
+    except (TimeoutError, OSError, asyncpg.PostgresError):
+        return
+    if problem := schema_problem(url, revision):
+        log.error("%s", problem)
+        sys.exit(2)
 
 
 def _migrates_on_start(settings: Settings, embedded: list[EmbeddedPostgres | EmbeddedRedis]) -> bool:

@@ -1,10 +1,11 @@
-"""What one server process runs: the API, and the scheduled jobs beside it unless `run_workers` is off."""
+"""What one process runs: the API, and the scheduled jobs beside it unless `run_workers` is off; or the jobs alone,
+with health and metrics on `worker_port`."""
 
 from __future__ import annotations
 
 from litestar import Litestar
 
-from api.app import HostedService, create_app
+from api.app import HostedService, create_app, create_worker_app
 from mq.settings import Settings, get_settings
 from workers.scheduler import hosted_workers
 
@@ -14,3 +15,8 @@ def server_app(settings: Settings | None = None) -> Litestar:
     settings = settings or get_settings()
     hosted: list[HostedService] = [hosted_workers] if settings.run_workers else []
     return create_app(settings, hosted=hosted)
+
+
+def worker_app(settings: Settings) -> Litestar:
+    """The app `skiplock worker` serves on `worker_port`: the jobs, with /healthz, /readyz and /metrics."""
+    return create_worker_app(settings, hosted=[hosted_workers])

@@ -8,6 +8,7 @@ from typing import Any
 import asyncpg
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 #: The Alembic scripts ship inside the package (the checkout's `migrations/` folder, installed as
@@ -72,10 +73,42 @@ def create_engine(url: str, pool_size: int = 3) -> AsyncEngine:
     )
 
 
-def migrate(url: str, revision: str = "head") -> None:
-    """Run Alembic up to `revision` (blocking: call before the event loop serves, or in a thread)."""
+def alembic_config(url: str) -> Config:
+    """Alembic's configuration for the migrations shipped in the package, on `url`."""
     config = Config()
     config.set_main_option("script_location", str(importlib.resources.files(MIGRATIONS_PACKAGE)))
     config.set_main_option("path_separator", "os")
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    command.upgrade(config, revision)
+    return config
+
+
+def migrate(url: str, revision: str = "head") -> None:
+    """Run Alembic up to `revision` (blocking: call before the event loop serves, or in a thread)."""
+    command.upgrade(alembic_config(url), revision)
+
+
+async def schema_revision(url: str) -> str | None:
+    """The Alembic revision the database is at; None when it has no Skiplock schema."""
+    conn = await asyncpg.connect(asyncpg_dsn(url), timeout=10)
+    try:
+        if await conn.fetchval("SELECT to_regclass('alembic_version')") is None:
+            return None
+        revision: str | None = await conn.fetchval("SELECT version_num FROM alembic_version")
+        return revision
+    finally:
+        await conn.close()
+
+
+def schema_problem(url: str, revision: str | None) -> str | None:
+    """Why this release cannot serve on a database at `revision`, or None. A database a later release already
+    migrated is fine: each release's migrations keep the previous release working (docs/deploy.md, Upgrades)."""
+    scripts = ScriptDirectory.from_config(alembic_config(url))
+    head = scripts.get_current_head()
+    if revision is None:
+        return "the database has no Skiplock schema: run `skiplock migrate` first"
+    if revision != head and revision in {script.revision for script in scripts.walk_revisions()}:
+        return (
+            f"the database's schema is at revision {revision} and this release needs {head}: run `skiplock migrate`"
+            " first (the Helm chart's hook and compose's migrate service do)"
+        )
+    return None

@@ -62,6 +62,7 @@ def test_defaults_render_these_objects_with_stable_names() -> None:
         ("Secret", "skiplock", None),
         ("Secret", "skiplock-migrate", "pre-install,pre-upgrade"),
         ("Service", "skiplock", None),
+        ("Service", "skiplock-worker", None),
         ("ServiceAccount", "skiplock", None),
     ]
     other_release = {o["metadata"]["name"] for o in render(REQUIRED, release="orders")}
@@ -119,6 +120,19 @@ def test_api_probes_and_graceful_termination() -> None:
     assert {c["topologyKey"] for c in spread} == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
     assert all(c["whenUnsatisfiable"] == "ScheduleAnyway" for c in spread)
     assert objects["Service", "skiplock"]["spec"]["ports"][0]["targetPort"] == "http"
+
+
+def test_worker_probes_and_its_headless_service() -> None:
+    objects = by_kind(render(REQUIRED))
+    [worker] = objects["Deployment", "skiplock-worker"]["spec"]["template"]["spec"]["containers"]
+    assert worker["args"] == ["worker"]
+    assert worker["ports"] == [{"name": "http", "containerPort": 8081, "protocol": "TCP"}]
+    assert objects["ConfigMap", "skiplock"]["data"]["SKIPLOCK_WORKER_PORT"] == "8081"
+    for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert worker[probe]["httpGet"] == {"path": path, "port": "http"}
+    service = objects["Service", "skiplock-worker"]["spec"]
+    assert service["clusterIP"] == "None" and service["ports"][0]["targetPort"] == "http"
+    assert service["selector"]["app.kubernetes.io/component"] == "worker"
 
 
 def test_the_config_map_carries_settings_and_the_chart_decides_the_deployment_ones() -> None:
@@ -217,7 +231,7 @@ def test_least_secrets_per_container() -> None:
         "SKIPLOCK_ADMIN_PASSWORD",
         "SKIPLOCK_METRICS_TOKEN",
     }
-    assert variables("skiplock-worker") == {"SKIPLOCK_DATABASE_URL", "SKIPLOCK_REDIS_URL"}
+    assert variables("skiplock-worker") == {"SKIPLOCK_DATABASE_URL", "SKIPLOCK_REDIS_URL", "SKIPLOCK_METRICS_TOKEN"}
     assert variables("skiplock-migrate") == {"SKIPLOCK_DATABASE_URL", "SKIPLOCK_LOG_LEVEL", "SKIPLOCK_LOG_FORMAT"}
     assert variables("skiplock-test") == {"SKIPLOCK_ADMIN_PASSWORD"}
 
@@ -283,7 +297,9 @@ def test_monitoring_objects_and_alert_expressions_parse() -> None:
     [endpoint] = monitor["spec"]["endpoints"]
     assert endpoint["port"] == "http" and endpoint["path"] == "/metrics"
     assert endpoint["authorization"]["credentials"] == {"name": "skiplock", "key": "metrics-token"}
-    assert monitor["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "api"
+    assert monitor["spec"]["selector"]["matchExpressions"] == [
+        {"key": "app.kubernetes.io/component", "operator": "In", "values": ["api", "worker"]}
+    ]
     rules = objects["PrometheusRule", "skiplock"]["spec"]["groups"][0]["rules"]
     assert {r["alert"] for r in rules} == {
         "SkiplockQueueGrowing",
@@ -318,10 +334,10 @@ def test_network_policies() -> None:
     assert "app.kubernetes.io/component" not in everyone["podSelector"]["matchLabels"]  # every pod of the release
     ports = [p["port"] for rule in everyone["egress"] for p in rule.get("ports", [])]
     assert {53, 5432, 6379, 8080} <= set(ports)
-    api = objects["NetworkPolicy", "skiplock-api"]["spec"]
-    assert api["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "api"
-    assert api["ingress"][0]["ports"] == [{"port": 8080, "protocol": "TCP"}]
-    assert api["ingress"][0]["from"][0]["namespaceSelector"]
+    served = objects["NetworkPolicy", "skiplock-ingress"]["spec"]
+    assert served["podSelector"]["matchExpressions"][0]["values"] == ["api", "worker"]
+    assert served["ingress"][0]["ports"] == [{"port": 8080, "protocol": "TCP"}, {"port": 8081, "protocol": "TCP"}]
+    assert served["ingress"][0]["from"][0]["namespaceSelector"]
 
 
 def test_image_by_digest() -> None:

@@ -22,6 +22,7 @@ import yaml
 from skiplock.local import free_port, redis_server_binary
 from tests.deploy.image import Image
 from tests.deploy.support import (
+    Container,
     metric_names,
     render,
     run_to_completion,
@@ -132,18 +133,21 @@ def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str
     argv, env = run_spec("Job", "skiplock-migrate")
     run_to_completion(image, "migrate", argv, env)
 
-    api_container = release.container("Deployment", "skiplock-api")
-    argv, env = run_spec("Deployment", "skiplock-api")
-    [port_spec] = api_container["ports"]
-    assert env["SKIPLOCK_PORT"] == str(port_spec["containerPort"])  # the server listens where the probes look
-    ports = {port_spec["name"]: free_port()}
-    api = start_container(image, "api", argv, {**env, "SKIPLOCK_PORT": str(ports[port_spec["name"]])})
-    argv, env = run_spec("Deployment", "skiplock-worker")
-    worker = start_container(image, "worker", argv, env)
+    # The Deployments, each on a free port here: the container's port must be the one its process listens on.
+    running: dict[str, tuple[Container, int]] = {}
     try:
-        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-            get = api_container[probe]["httpGet"]
-            wait_for_http(f"http://127.0.0.1:{ports[get['port']]}{get['path']}", api)
+        for name, variable in (("skiplock-api", "SKIPLOCK_PORT"), ("skiplock-worker", "SKIPLOCK_WORKER_PORT")):
+            argv, env = run_spec("Deployment", name)
+            [port_spec] = release.container("Deployment", name)["ports"]
+            assert port_spec["name"] == "http" and env[variable] == str(port_spec["containerPort"])
+            port = free_port()
+            running[name] = (start_container(image, name, argv, {**env, variable: str(port)}), port)
+        for name, (container, port) in running.items():
+            for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+                get = release.container("Deployment", name)[probe]["httpGet"]
+                assert get["port"] == "http"
+                wait_for_http(f"http://127.0.0.1:{port}{get['path']}", container)
+        api, api_port = running["skiplock-api"]
 
         # `helm test`: the test pod's command against the Service, which this machine's "DNS" maps to the API.
         test_container = release.container("Pod", "skiplock-test")
@@ -153,30 +157,32 @@ def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str
             <= release.get("Deployment", "skiplock-api")["spec"]["template"]["metadata"]["labels"].items()
         )
         [service_port] = service["spec"]["ports"]
+        assert service_port["targetPort"] == "http"
         cluster_url = f"http://{service['metadata']['name']}:{service_port['port']}"
-        args = [
-            f"http://127.0.0.1:{ports[service_port['targetPort']]}" if a == cluster_url else a
-            for a in test_container["args"]
-        ]
+        args = [f"http://127.0.0.1:{api_port}" if a == cluster_url else a for a in test_container["args"]]
         assert args != test_container["args"], "the test pod does not call the Service"
         smoke = run_to_completion(
             image, "test", image.argv(test_container["command"], args), release.env(test_container)
         )
         assert "enqueued, dequeued and acked" in smoke
 
-        # The ServiceMonitor's scrape, with the token from the Secret it names; after the worker's jobs ran.
+        # The ServiceMonitor's scrape of both Deployments, with the token from the Secret it names.
         [endpoint] = release.get("ServiceMonitor", "skiplock")["spec"]["endpoints"]
         credentials = endpoint["authorization"]["credentials"]
         bearer = base64.b64decode(release.get("Secret", credentials["name"])["data"][credentials["key"]]).decode()
-        assert bearer == token
-        metrics_url = f"http://127.0.0.1:{ports[endpoint['port']]}{endpoint['path']}"
-        deadline = time.monotonic() + 30
-        while (
-            'job="gauges"' not in (page := httpx.get(metrics_url, headers={"Authorization": f"Bearer {bearer}"})).text
-        ):
-            assert time.monotonic() < deadline, f"the worker ran no job:\n{worker.log()}"
-            time.sleep(0.5)
-        served = served_series(page.text)
+        assert bearer == token and endpoint["port"] == "http"
+        pages = {}
+        for name, (container, port) in running.items():
+            assert container.process.poll() is None, container.log()
+            deadline = time.monotonic() + 30
+            url = f"http://127.0.0.1:{port}{endpoint['path']}"
+            while 'job="gauges"' not in (page := httpx.get(url, headers={"Authorization": f"Bearer {bearer}"})).text:
+                assert time.monotonic() < deadline, f"{name}: no job ran:\n{page.text[-3000:]}\n{container.log()}"
+                time.sleep(0.5)
+            pages[name] = page.text
+        assert 'skiplock_http_request_duration_seconds_count{method="POST"' in pages["skiplock-api"]
+        assert "skiplock_messages_expired_total{" not in pages["skiplock-api"]  # the worker counts its jobs
+        served = served_series(pages["skiplock-api"])
         hpa = release.get("HorizontalPodAutoscaler", "skiplock-api")["spec"]["metrics"]
         used = {m["pods"]["metric"]["name"] for m in hpa if m["type"] == "Pods"}
         used |= {m["external"]["metric"]["name"] for m in hpa if m["type"] == "External"}
@@ -185,15 +191,18 @@ def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str
                 used |= metric_names(rule["expr"])
         assert used and used <= served, used - served
 
-        # preStop, then SIGTERM: the API stops within the grace period that is left.
+        # preStop, then SIGTERM: the API stops within the grace period that is left; the worker within its own.
         pod = release.get("Deployment", "skiplock-api")["spec"]["template"]["spec"]
-        pre_stop = api_container["lifecycle"]["preStop"]["exec"]["command"]
+        pre_stop = release.container("Deployment", "skiplock-api")["lifecycle"]["preStop"]["exec"]["command"]
         started = time.monotonic()
         subprocess.run(pre_stop, check=True)
         assert api.stop(timeout=pod["terminationGracePeriodSeconds"] - (time.monotonic() - started)) == 0
+        worker_pod = release.get("Deployment", "skiplock-worker")["spec"]["template"]["spec"]
+        worker = running["skiplock-worker"][0]
+        assert worker.stop(timeout=worker_pod["terminationGracePeriodSeconds"]) == 0, worker.log()
     finally:
-        api.stop()
-        assert worker.stop() == 0, worker.log()
+        for container, _ in running.values():
+            container.stop()
 
 
 # --- docker-compose ---------------------------------------------------------------------------------------------
@@ -309,10 +318,22 @@ async def _run_compose_services(image: Image, services: dict[str, Any], hosts: d
     assert str(published["target"]) == image.env["SKIPLOCK_PORT"]  # the published port is the one it listens on
     port = free_port()
     api = start_container(image, "api", argv, {**env, "SKIPLOCK_PORT": str(port)})
-    worker = start_container(image, "worker", *spec("worker"))
+    argv, worker_env = spec("worker")
+    check = services["worker"]["healthcheck"]["test"]  # ["CMD", "python", "-m", "skiplock.healthcheck", "8081"]
+    assert check[0] == "CMD" and check[-1] == worker_env["SKIPLOCK_WORKER_PORT"]
+    worker_port = free_port()
+    worker = start_container(image, "worker", argv, {**worker_env, "SKIPLOCK_WORKER_PORT": str(worker_port)})
     try:
         wait_for_http(f"http://127.0.0.1:{port}/readyz", api)
         assert image.healthy(port)  # the image's HEALTHCHECK, which the api service keeps
+        wait_for_http(f"http://127.0.0.1:{worker_port}/readyz", worker)
+        worker_check = subprocess.run(
+            image.argv(check[1:2], [*check[2:-1], str(worker_port)]),
+            cwd=image.workdir,
+            env=image.environ(worker_env),
+            check=False,
+        )
+        assert worker_check.returncode == 0  # the worker service's own health check
         smoke = run_to_completion(
             image,
             "smoke",

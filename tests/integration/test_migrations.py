@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
+import sys
+
 import asyncpg
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
-from mq.db.engine import create_engine
+from mq.db.engine import alembic_config, create_engine, migrate
 from mq.db.models import Base
 
 
@@ -32,3 +39,33 @@ async def test_dequeue_uses_the_dequeue_index(db: asyncpg.Pool) -> None:  # type
         rows = await conn.fetch("EXPLAIN " + sql.MESSAGE_DEQUEUE, 1, "t", 10, 30.0, "0" * 32, True)
         plan = "\n".join(r[0] for r in rows)
     assert "messages_dequeue_idx" in plan
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["api", "worker"])
+async def test_a_release_refuses_a_database_without_its_schema(command: str, empty_database: str) -> None:
+    """In a deployment the API and the worker never migrate (a hook or a one-shot service does): on a database
+    without the schema, or with an older one, they exit at once, naming the command to run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
+    env |= {"SKIPLOCK_DATABASE_URL": empty_database, "SKIPLOCK_REDIS_URL": "redis://127.0.0.1:1/0"}
+    env |= {"SKIPLOCK_MIGRATE_ON_START": "false", "SKIPLOCK_PORT": "0", "SKIPLOCK_WORKER_PORT": "0"}
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "skiplock", command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    missing = await asyncio.to_thread(run)
+    assert missing.returncode == 2
+    assert "has no Skiplock schema: run `skiplock migrate` first" in missing.stderr
+    first = ScriptDirectory.from_config(alembic_config(empty_database)).get_base()
+    assert isinstance(first, str)
+    await asyncio.to_thread(migrate, empty_database, first)
+    older = await asyncio.to_thread(run)
+    assert older.returncode == 2
+    assert f"schema is at revision {first}" in older.stderr and "run `skiplock migrate`" in older.stderr

@@ -34,9 +34,15 @@ async def test_readiness_follows_postgres_and_redis() -> None:
     pg, redis = EmbeddedPostgres(scratch / "pg"), EmbeddedRedis(scratch / "redis")
     await asyncio.to_thread(pg.start)
     await asyncio.to_thread(redis.start)
-    env = {"SKIPLOCK_DATABASE_URL": pg.url, "SKIPLOCK_REDIS_URL": redis.url, "SKIPLOCK_RUN_WORKERS": "false"}
-    srv = await asyncio.to_thread(start_server, env)
+    env = {
+        "SKIPLOCK_DATABASE_URL": pg.url,
+        "SKIPLOCK_REDIS_URL": redis.url,
+        "SKIPLOCK_RUN_WORKERS": "false",
+        "SKIPLOCK_MIGRATE_ON_START": "true",  # a database of its own: with a URL the server migrates only when told
+    }
+    srv = None
     try:
+        srv = await asyncio.to_thread(start_server, env)
         async with httpx.AsyncClient(base_url=srv.base_url) as c:
             r = await c.get("/healthz")
             assert r.status_code == 200
@@ -56,7 +62,8 @@ async def test_readiness_follows_postgres_and_redis() -> None:
         await asyncio.to_thread(pg.start)
         await wait_for_ready(srv.base_url, 200)
     finally:
-        await asyncio.to_thread(stop_server, srv)
+        if srv is not None:
+            await asyncio.to_thread(stop_server, srv)
         await asyncio.to_thread(redis.stop)
         await asyncio.to_thread(pg.stop)
 

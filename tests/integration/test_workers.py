@@ -22,6 +22,7 @@ from mq.ids import uuid7_batch
 from mq.jobs import DeleteReaper, ExpiryReaper, Jobs, _BatchJob
 from mq.metrics import Metrics
 from mq.settings import Settings
+from skiplock.local import free_port
 from tests.integration.helpers import assert_error, b64, metric
 from tests.support.servers import ADMIN, Server, start_server, stop_server
 from tests.support.tenants import Tenant
@@ -282,6 +283,42 @@ async def test_the_api_process_runs_the_scheduler(server_env, tenant) -> None:  
                 await asyncio.sleep(0.2)
     finally:
         await asyncio.to_thread(stop_server, srv)
+
+
+async def test_a_worker_with_a_port_serves_health_and_its_jobs_metrics(server: Server, server_env, tenant) -> None:  # type: ignore[no-untyped-def]
+    """`skiplock worker` with SKIPLOCK_WORKER_PORT: probes and a scrape for Kubernetes, the counters of the jobs it
+    runs (which no API process counts), the /metrics token rules, and no other route."""
+    port = str(free_port())
+    env = {
+        **server_env,
+        "SKIPLOCK_PORT": port,  # where start_server waits for /readyz: the worker's port
+        "SKIPLOCK_WORKER_PORT": port,
+        "SKIPLOCK_METRICS_TOKEN": "worker-token",
+        "SKIPLOCK_EXPIRY_REAPER_INTERVAL_SECONDS": "0.5",
+    }
+    worker = await asyncio.to_thread(start_server, env, command=("-m", "skiplock", "worker"))
+    try:
+        async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}) as c:
+            assert (await c.put("/api/topic-configs/ttl", json={"message_ttl_seconds": 1})).status_code == 200
+            assert (await c.post("/api/messages", json={"topic": "ttl", "payload": b64("x")})).status_code == 201
+        async with httpx.AsyncClient(base_url=worker.base_url) as w:
+            assert (await w.get("/healthz")).status_code == 200
+            assert (await w.get("/readyz")).json()["checks"] == {"postgres": "ok", "redis": "ok"}
+            assert (await w.get("/metrics")).status_code == 401
+            assert (await w.get("/api/version")).status_code == 404
+            assert (await w.get("/")).status_code == 404
+            bearer = {"Authorization": "Bearer worker-token"}
+            labels = {"tenant": tenant.slug, "topic": "ttl"}
+            deadline = time.monotonic() + 15
+            while (
+                metric((await w.get("/metrics", headers=bearer)).text, "skiplock_messages_expired_total", **labels) != 1
+            ):
+                assert time.monotonic() < deadline, f"the worker's expiry reaper was not counted:\n{worker.log()}"
+                await asyncio.sleep(0.3)
+        worker.process.terminate()
+        assert await asyncio.to_thread(worker.process.wait, 30) == 0, worker.log()
+    finally:
+        await asyncio.to_thread(stop_server, worker)
 
 
 async def test_a_cancelled_run_never_leaves_its_lock_in_the_pool(database_url, db) -> None:  # type: ignore[no-untyped-def]
