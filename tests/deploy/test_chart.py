@@ -5,13 +5,14 @@ nothing the release creates after it."""
 from __future__ import annotations
 
 import json
+import subprocess
 from typing import Any
 
 import pytest
 import yaml
 from promql_parser import parse as parse_promql
 
-from tests.deploy.support import CHART, HelmError, render
+from tests.deploy.support import CHART, HelmError, render, tool
 from tests.deploy.values_schema import config_schema
 
 REQUIRED = {
@@ -362,3 +363,19 @@ def test_the_schema_covers_every_value_and_every_setting() -> None:
     walk(yaml.safe_load((CHART / "values.yaml").read_text()), schema, "")
     for values_file in CI_VALUES:
         walk(yaml.safe_load(values_file.read_text()), schema, f"{values_file.name}: ")
+
+
+def test_notes_say_how_to_reach_it_and_log_in() -> None:
+    def notes(*values_file: Any) -> str:
+        argv = [tool("helm"), "install", "skiplock", CHART, "--namespace", "queues", "--dry-run=client"]
+        for file in values_file:
+            argv += ["-f", file]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        return out[out.index("NOTES:") :]
+
+    default = notes(CHART / "ci" / "default-values.yaml")
+    assert "port-forward service/skiplock 8080:8080" in default
+    assert "get secret skiplock -o jsonpath='{.data.admin-password}'" in default
+    assert "helm test skiplock --namespace queues" in default
+    production = notes(CHART / "ci" / "production-values.yaml")
+    assert "https://queues.example.com/" in production and "secret skiplock-credentials" in production
