@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -83,6 +83,26 @@ openapi-client: ## Generate TypeScript types from docs/openapi.json and type-che
 format: $(STAMP) ## Apply ruff's formatting and safe fixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# k6 load tests (loadtests/): against SKIPLOCK_URL, or a server started like `make run` and stopped afterwards.
+# Knobs pass through the environment (RATE=, DURATION=, MODE=single|batch, ...: see each script's header).
+loadtest: $(STAMP) ## k6 smoke: every path for seconds at a low rate, SLOs as thresholds (what CI runs)
+	$(BIN)/python loadtests/run.py smoke
+
+loadtest-load: $(STAMP) ## k6 load: constant arrival rate of producers and consumers (RATE=500 MODE=single DURATION=60s)
+	$(BIN)/python loadtests/run.py load
+
+loadtest-spike: $(STAMP) ## k6 spike: 10x the rate for 20 s, then back; recovery within 30 s, nothing lost
+	$(BIN)/python loadtests/run.py spike
+
+loadtest-soak: $(STAMP) ## k6 soak: 30 minutes at 500 msg/s; first and last 5 minutes compared, tables and memory recorded
+	$(BIN)/python loadtests/run.py soak
+
+loadtest-fairness: $(STAMP) ## k6 fairness: tenant A floods while tenant B runs 50 msg/s; B within 2x of alone
+	$(BIN)/python loadtests/run.py fairness
+
+loadtest-stress: $(STAMP) ## k6 stress: the rate steps up until an SLO breaks; reports the highest rate that held
+	$(BIN)/python loadtests/run.py stress
 
 bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same Postgres (writes bench/out/)
 	$(BIN)/python -m bench.run

@@ -1,0 +1,116 @@
+// The Skiplock calls the load tests make, each tagged with its endpoint (thresholds are per endpoint) and checked
+// (status and body shape), and the custom metrics they feed.
+import { check } from "k6";
+import encoding from "k6/encoding";
+import http from "k6/http";
+import { Counter, Rate, Trend } from "k6/metrics";
+import { BASE_URL } from "./config.js";
+import { readPayload } from "./payload.js";
+
+/** Enqueue-to-delivery time, from the send time inside each payload to its dequeue (ms). */
+export const deliveryLatency = new Trend("delivery_latency", true);
+export const enqueued = new Counter("messages_enqueued");
+export const delivered = new Counter("messages_delivered");
+export const acked = new Counter("messages_acked");
+/** Each delivered payload decoded intact (what was sent is what came back). */
+export const roundTrip = new Rate("payload_round_trip");
+/** Enqueues answered 429 (queue_full, rate_limited, quota): back-pressure, counted apart from failures. */
+export const backPressure = new Counter("enqueue_back_pressure");
+
+export function basicAuth(username, password) {
+  return `Basic ${encoding.b64encode(`${username}:${password}`)}`;
+}
+
+/** A caller: its Authorization header (and X-Tenant for a platform admin), plus extra tags for its metrics. */
+export function caller(username, password, tenant = null, tags = {}) {
+  const headers = { Authorization: basicAuth(username, password), "Content-Type": "application/json" };
+  if (tenant) headers["X-Tenant"] = tenant;
+  return { headers, tags };
+}
+
+function params(who, endpoint, expected) {
+  return {
+    headers: who.headers,
+    tags: { ...who.tags, endpoint },
+    responseCallback: http.expectedStatuses(...expected),
+    timeout: "30s",
+  };
+}
+
+function post(who, path, body, endpoint, expected) {
+  return http.post(`${BASE_URL}${path}`, JSON.stringify(body), params(who, endpoint, expected));
+}
+
+/** One message; `allow429`: back-pressure is expected here (counted, not failed). Returns the id or null. */
+export function enqueue(who, topic, payload, { allow429 = false, key = undefined } = {}) {
+  const expected = allow429 ? [201, 429] : [201];
+  const r = post(who, "/api/messages", { topic, payload, key }, "enqueue", expected);
+  if (r.status === 429 && allow429) {
+    backPressure.add(1, who.tags);
+    return null;
+  }
+  const ok = check(r, { "enqueue 201 with an id": (x) => x.status === 201 && typeof x.json("id") === "string" }, {
+    ...who.tags,
+    endpoint: "enqueue",
+  });
+  if (ok) enqueued.add(1, who.tags);
+  return ok ? r.json("id") : null;
+}
+
+/** A batch into one topic; returns the number stored (0 on back-pressure or failure). */
+export function enqueueBatch(who, topic, payloads, { allow429 = false } = {}) {
+  const expected = allow429 ? [201, 429] : [201];
+  const body = { topic, messages: payloads.map((payload) => ({ payload })) };
+  const r = post(who, "/api/messages/batch", body, "enqueue_batch", expected);
+  if (r.status === 429 && allow429) {
+    backPressure.add(payloads.length, who.tags);
+    return 0;
+  }
+  const ok = check(r, {
+    "batch 201 with an id per message": (x) => x.status === 201 && x.json("ids").length === payloads.length,
+  }, { ...who.tags, endpoint: "enqueue_batch" });
+  if (ok) enqueued.add(payloads.length, who.tags);
+  return ok ? payloads.length : 0;
+}
+
+/** Dequeue up to `count` (long polling `waitSeconds`); records delivery latency and the round trip. */
+export function dequeue(who, topic, count = 1, waitSeconds = 0, visibility = 30) {
+  const body = { topic, count, wait_seconds: waitSeconds, visibility_timeout_seconds: visibility };
+  const r = post(who, "/api/messages/dequeue", body, waitSeconds > 0 ? "dequeue_wait" : "dequeue", [200]);
+  const ok = check(r, { "dequeue 200 with messages": (x) => x.status === 200 && Array.isArray(x.json("messages")) }, {
+    ...who.tags,
+    endpoint: "dequeue",
+  });
+  if (!ok) return [];
+  const now = Date.now();
+  const messages = r.json("messages");
+  for (const m of messages) {
+    const payload = readPayload(m.payload);
+    roundTrip.add(payload !== null && typeof m.receipt === "string", who.tags);
+    if (payload !== null) deliveryLatency.add(now - payload.s, who.tags);
+  }
+  delivered.add(messages.length, who.tags);
+  return messages;
+}
+
+export function ack(who, message) {
+  const r = post(who, `/api/messages/${message.id}/ack`, { receipt: message.receipt }, "ack", [204]);
+  if (check(r, { "ack 204": (x) => x.status === 204 }, { ...who.tags, endpoint: "ack" })) acked.add(1, who.tags);
+}
+
+export function ackBatch(who, messages) {
+  if (messages.length === 0) return;
+  const body = { acks: messages.map((m) => ({ id: m.id, receipt: m.receipt })) };
+  const r = post(who, "/api/messages/ack", body, "ack_batch", [200]);
+  const ok = check(r, {
+    "batch ack 200, all acked": (x) => x.status === 200 && x.json("acked") === messages.length,
+  }, { ...who.tags, endpoint: "ack_batch" });
+  if (ok) acked.add(messages.length, who.tags);
+}
+
+/** Waiting (pending + processing) messages of the caller's topics, from GET /api/topics. */
+export function waiting(who) {
+  const r = http.get(`${BASE_URL}/api/topics`, { headers: who.headers, tags: { ...who.tags, endpoint: "topics" } });
+  check(r, { "topics 200": (x) => x.status === 200 }, { ...who.tags, endpoint: "topics" });
+  return r.json("items").reduce((sum, t) => sum + t.pending + t.processing, 0);
+}
