@@ -68,11 +68,13 @@ deploy-check: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Chart, compose file and Doc
 	DEPLOY_TOOLS=$(DEPLOY_TOOLS) bash helm/deploy-check.sh
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/deploy -m "not slow"
 
-lint: $(STAMP) openapi-client ## ruff, mypy (strict), the import-layering contracts, and the generated TypeScript client
+lint: $(STAMP) openapi-client ## ruff, mypy (strict), the import-layering contracts, the generated TypeScript client, Biome on loadtests/
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	cd admin-ui && npm install --no-audit --no-fund --loglevel=error  # Biome, for the k6 scripts
+	cd loadtests && ../admin-ui/node_modules/.bin/biome check .
 
 openapi: $(STAMP) ## Write the OpenAPI document to docs/openapi.json (the reviewed snapshot a test compares)
 	$(BIN)/python -m tests.openapi.snapshot

@@ -5,7 +5,7 @@
 import exec from "k6/execution";
 import { number, runId } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
-import { TREND_STATS, baseThresholds } from "./lib/slo.js";
+import { baseThresholds, TREND_STATS } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
@@ -23,11 +23,22 @@ function light(phase, start) {
   const window = { startTime: `${start}s`, tags: { phase } };
   return {
     [`b_produce_${phase}`]: {
-      executor: "constant-arrival-rate", exec: "bProduce", rate: B_RATE, timeUnit: "1s", duration: `${PHASE}s`,
-      preAllocatedVUs: 4, maxVUs: 50, ...window,
+      executor: "constant-arrival-rate",
+      exec: "bProduce",
+      rate: B_RATE,
+      timeUnit: "1s",
+      duration: `${PHASE}s`,
+      preAllocatedVUs: 10,
+      maxVUs: 50,
+      ...window,
     },
     [`b_consume_${phase}`]: {
-      executor: "constant-vus", exec: "bConsume", vus: 2, duration: `${PHASE}s`, gracefulStop: "5s", ...window,
+      executor: "constant-vus",
+      exec: "bConsume",
+      vus: 2,
+      duration: `${PHASE}s`,
+      gracefulStop: "5s",
+      ...window,
     },
   };
 }
@@ -38,15 +49,29 @@ export const options = {
     ...light("alone", 0),
     ...light("contended", contended),
     a_flood: {
-      executor: "constant-vus", exec: "aFlood", vus: A_PRODUCERS, duration: `${PHASE + GAP}s`,
-      startTime: `${contended - GAP}s`, gracefulStop: "5s", tags: { phase: "flood" },
+      executor: "constant-vus",
+      exec: "aFlood",
+      vus: A_PRODUCERS,
+      duration: `${PHASE + GAP}s`,
+      startTime: `${contended - GAP}s`,
+      gracefulStop: "5s",
+      tags: { phase: "flood" },
     },
     a_greedy: {
-      executor: "constant-vus", exec: "aGreedy", vus: A_CONSUMERS, duration: `${PHASE + GAP}s`,
-      startTime: `${contended - GAP}s`, gracefulStop: "5s", tags: { phase: "flood" },
+      executor: "constant-vus",
+      exec: "aGreedy",
+      vus: A_CONSUMERS,
+      duration: `${PHASE + GAP}s`,
+      startTime: `${contended - GAP}s`,
+      gracefulStop: "5s",
+      tags: { phase: "flood" },
     },
     drain: {
-      executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: `${contended + PHASE + GAP}s`,
+      executor: "per-vu-iterations",
+      exec: "finish",
+      vus: 1,
+      iterations: 1,
+      startTime: `${contended + PHASE + GAP}s`,
       maxDuration: "300s",
     },
   },
@@ -94,7 +119,7 @@ export function aGreedy(data) {
 export function finish(data) {
   drain(tenantCaller(data.b), "steady");
   const a = tenantCaller(data.a);
-  for (let i = 0; i < 4; i += 1) drain(a, `flood-${i}`, 120);
+  for (let i = 0; i < 4; i += 1) drain(a, `flood-${i}`, 60, 1000);
 }
 
 export function teardown(data) {
@@ -121,7 +146,9 @@ export function handleSummary(data) {
     const held = ratio <= MAX_RATIO;
     fair = fair && held;
     fairness[label] = { alone, contended: flooded, ratio, held };
-    lines.push(`  B ${label.padEnd(24)} alone ${alone.toFixed(3)}  with A flooding ${flooded.toFixed(3)}  ratio ${ratio.toFixed(2)} ${held ? "✓" : "✗"}`);
+    lines.push(
+      `  B ${label.padEnd(24)} alone ${alone.toFixed(3)}  with A flooding ${flooded.toFixed(3)}  ratio ${ratio.toFixed(2)} ${held ? "✓" : "✗"}`,
+    );
   }
   const aRate = (value("messages_enqueued{tenant:A}", "count") ?? 0) / (PHASE + GAP);
   lines.push(`  A enqueued ${Math.round(aRate)} msg/s on average while flooding`);

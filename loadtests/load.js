@@ -4,7 +4,7 @@
 //   PAYLOAD_BYTES=256  P99_ENQUEUE_MS=20 (single; batch: P99_BATCH_MS=100)  P99_DELIVERY_MS=50
 import { number, runId, text } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
-import { TREND_STATS, baseThresholds, latencyThresholds } from "./lib/slo.js";
+import { baseThresholds, latencyThresholds, TREND_STATS } from "./lib/slo.js";
 import { summaryHandler } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
@@ -22,11 +22,23 @@ const iterations = MODE === "batch" ? RATE / BATCH : RATE;
 export const options = {
   scenarios: {
     produce: {
-      executor: "constant-arrival-rate", exec: "produce", rate: iterations, timeUnit: "1s", duration: DURATION,
-      preAllocatedVUs: Math.max(4, Math.ceil(iterations / 50)), maxVUs: Math.max(20, Math.ceil(iterations / 5)),
+      executor: "constant-arrival-rate",
+      exec: "produce",
+      rate: iterations,
+      timeUnit: "1s",
+      duration: DURATION,
+      preAllocatedVUs: Math.max(10, Math.ceil(iterations / 10)),
+      maxVUs: Math.max(20, Math.ceil(iterations / 5)),
     },
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: DURATION },
-    drain: { executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: DURATION, maxDuration: "120s" },
+    drain: {
+      executor: "per-vu-iterations",
+      exec: "finish",
+      vus: 1,
+      iterations: 1,
+      startTime: DURATION,
+      maxDuration: "120s",
+    },
   },
   thresholds: {
     ...baseThresholds(),

@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,7 @@ class LocalServer:
 
 
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server started here on the way out
     if len(argv) != 1 or argv[0] not in SCRIPTS:
         raise SystemExit(f"usage: python loadtests/run.py {'|'.join(SCRIPTS)}")
     script = argv[0]

@@ -6,7 +6,7 @@ import { ack, ackBatch, dequeue, enqueue, enqueueBatch } from "./lib/api.js";
 import { number, runId, text } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
 import { makePayload } from "./lib/payload.js";
-import { TREND_STATS, baseThresholds, latencyThresholds } from "./lib/slo.js";
+import { baseThresholds, latencyThresholds, TREND_STATS } from "./lib/slo.js";
 import { summaryHandler } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 
@@ -17,15 +17,32 @@ const TOPIC = "smoke";
 export const options = {
   scenarios: {
     produce: {
-      executor: "constant-arrival-rate", exec: "produce", rate: RATE, timeUnit: "1s", duration: DURATION,
-      preAllocatedVUs: 4, maxVUs: 20,
+      executor: "constant-arrival-rate",
+      exec: "produce",
+      rate: RATE,
+      timeUnit: "1s",
+      duration: DURATION,
+      preAllocatedVUs: 4,
+      maxVUs: 20,
     },
     produce_batch: {
-      executor: "constant-arrival-rate", exec: "produceBatch", rate: 2, timeUnit: "1s", duration: DURATION,
-      preAllocatedVUs: 2, maxVUs: 5,
+      executor: "constant-arrival-rate",
+      exec: "produceBatch",
+      rate: 2,
+      timeUnit: "1s",
+      duration: DURATION,
+      preAllocatedVUs: 2,
+      maxVUs: 5,
     },
     consume: { executor: "constant-vus", exec: "consume", vus: 2, duration: DURATION },
-    drain: { executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: DURATION, maxDuration: "60s" },
+    drain: {
+      executor: "per-vu-iterations",
+      exec: "finish",
+      vus: 1,
+      iterations: 1,
+      startTime: DURATION,
+      maxDuration: "60s",
+    },
   },
   thresholds: {
     ...baseThresholds(),

@@ -4,7 +4,7 @@
 //   RATE=500  DURATION_MINUTES=30  WINDOW_MINUTES=5  CONSUMERS=4  COUNT=50  PAYLOAD_BYTES=256  MAX_DRIFT=0.10
 import { number, runId } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
-import { TREND_STATS, baseThresholds, latencyThresholds } from "./lib/slo.js";
+import { baseThresholds, latencyThresholds, TREND_STATS } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { tagWindow } from "./lib/windows.js";
@@ -18,16 +18,31 @@ const COUNT = number("COUNT", 50);
 const BYTES = number("PAYLOAD_BYTES", 256);
 const MAX_DRIFT = number("MAX_DRIFT", 0.1);
 const TOPIC = "soak";
-const WINDOWS = [["first", 0, WINDOW * 60], ["last", (MINUTES - WINDOW) * 60, MINUTES * 60]];
+const WINDOWS = [
+  ["first", 0, WINDOW * 60],
+  ["last", (MINUTES - WINDOW) * 60, MINUTES * 60],
+];
 
 export const options = {
   scenarios: {
     produce: {
-      executor: "constant-arrival-rate", exec: "produce", rate: RATE, timeUnit: "1s", duration: `${MINUTES}m`,
-      preAllocatedVUs: Math.max(4, Math.ceil(RATE / 50)), maxVUs: Math.max(20, Math.ceil(RATE / 5)),
+      executor: "constant-arrival-rate",
+      exec: "produce",
+      rate: RATE,
+      timeUnit: "1s",
+      duration: `${MINUTES}m`,
+      preAllocatedVUs: Math.max(10, Math.ceil(RATE / 10)),
+      maxVUs: Math.max(20, Math.ceil(RATE / 5)),
     },
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: `${MINUTES}m` },
-    drain: { executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: `${MINUTES}m`, maxDuration: "120s" },
+    drain: {
+      executor: "per-vu-iterations",
+      exec: "finish",
+      vus: 1,
+      iterations: 1,
+      startTime: `${MINUTES}m`,
+      maxDuration: "120s",
+    },
   },
   thresholds: {
     ...baseThresholds(),
@@ -91,7 +106,9 @@ export function handleSummary(data) {
     const held = perSecond ? change >= -MAX_DRIFT : change <= MAX_DRIFT || last - first <= 1;
     steady = steady && held;
     drift[label] = { first, last, change, held };
-    lines.push(`  ${label.padEnd(18)} first ${first.toFixed(2)}  last ${last.toFixed(2)}  change ${(change * 100).toFixed(1)}% ${held ? "✓" : "✗"}`);
+    lines.push(
+      `  ${label.padEnd(18)} first ${first.toFixed(2)}  last ${last.toFixed(2)}  change ${(change * 100).toFixed(1)}% ${held ? "✓" : "✗"}`,
+    );
   }
   lines.push(steady ? `steady: the last ${WINDOW} minutes within ${MAX_DRIFT * 100}% of the first` : "DECAYED");
   const dir = __ENV.SUMMARY_DIR || "loadtests/out";

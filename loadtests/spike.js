@@ -5,7 +5,7 @@
 //   CONSUMERS=6  COUNT=100
 import { number, runId } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
-import { TREND_STATS, baseThresholds } from "./lib/slo.js";
+import { baseThresholds, TREND_STATS } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { tagWindow } from "./lib/windows.js";
@@ -33,8 +33,12 @@ const WINDOWS = [
 export const options = {
   scenarios: {
     produce: {
-      executor: "ramping-arrival-rate", exec: "produce", startRate: RATE, timeUnit: "1s",
-      preAllocatedVUs: 20, maxVUs: Math.max(50, Math.ceil((RATE * FACTOR) / 10)),
+      executor: "ramping-arrival-rate",
+      exec: "produce",
+      startRate: RATE,
+      timeUnit: "1s",
+      preAllocatedVUs: Math.max(20, Math.ceil((RATE * FACTOR) / 20)),
+      maxVUs: Math.max(50, Math.ceil((RATE * FACTOR) / 10)),
       stages: [
         { target: RATE, duration: `${BEFORE}s` },
         { target: RATE * FACTOR, duration: `${RAMP}s` },
@@ -44,12 +48,21 @@ export const options = {
       ],
     },
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: `${TOTAL}s` },
-    drain: { executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: `${TOTAL}s`, maxDuration: "180s" },
+    drain: {
+      executor: "per-vu-iterations",
+      exec: "finish",
+      vus: 1,
+      iterations: 1,
+      startTime: `${TOTAL}s`,
+      maxDuration: "180s",
+    },
   },
   thresholds: {
     ...baseThresholds(),
     // Deliveries acked: what consumers were given, they acknowledged (counted in the summary too).
     "delivery_latency{window:before}": ["p(99)>=0"],
+    "delivery_latency{window:spike}": ["p(99)>=0"],
+    "http_req_duration{endpoint:enqueue,window:spike}": ["p(99)>=0"],
     "delivery_latency{window:recovered}": ["p(99)>=0"],
     "http_req_duration{endpoint:enqueue,window:before}": ["p(99)>=0"],
     "http_req_duration{endpoint:enqueue,window:recovered}": ["p(99)>=0"],
@@ -87,13 +100,18 @@ export function handleSummary(data) {
   const v = (name, stat) => data.metrics[name]?.values?.[stat];
   const lines = [];
   let recovered = true;
-  for (const [label, pattern] of [["p99 delivery ms", "delivery_latency{window:%}"], ["p99 enqueue ms", "http_req_duration{endpoint:enqueue,window:%}"]]) {
+  for (const [label, pattern] of [
+    ["p99 delivery ms", "delivery_latency{window:%}"],
+    ["p99 enqueue ms", "http_req_duration{endpoint:enqueue,window:%}"],
+  ]) {
     const before = v(pattern.replace("%", "before"), "p(99)") ?? 0;
     const spike = v(pattern.replace("%", "spike"), "p(99)") ?? 0;
     const after = v(pattern.replace("%", "recovered"), "p(99)") ?? 0;
     const held = after <= before * 1.5 || after - before <= 5;
     recovered = recovered && held;
-    lines.push(`  ${label.padEnd(16)} before ${before.toFixed(1)}  spike ${spike.toFixed(1)}  ${RECOVERY}s after ${after.toFixed(1)} ${held ? "✓" : "✗"}`);
+    lines.push(
+      `  ${label.padEnd(16)} before ${before.toFixed(1)}  spike ${spike.toFixed(1)}  ${RECOVERY}s after ${after.toFixed(1)} ${held ? "✓" : "✗"}`,
+    );
   }
   const enq = v("messages_enqueued", "count");
   const del = v("messages_delivered", "count");

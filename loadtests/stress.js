@@ -5,7 +5,7 @@
 //   P99_ENQUEUE_MS=20 (P99_BATCH_MS=100 in batch mode)  P99_DELIVERY_MS=50
 import { number, runId, text } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
-import { TREND_STATS, baseThresholds } from "./lib/slo.js";
+import { baseThresholds, TREND_STATS } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
@@ -33,12 +33,22 @@ rates.forEach((rate, i) => {
   const window = { startTime: `${i * STEP_SECONDS}s`, tags: { step: String(rate) } };
   const iterations = MODE === "batch" ? rate / BATCH : rate;
   scenarios[`produce_${rate}`] = {
-    executor: "constant-arrival-rate", exec: "produce", rate: iterations, timeUnit: "1s", duration: `${STEP_SECONDS}s`,
-    preAllocatedVUs: Math.max(4, Math.ceil(iterations / 50)), maxVUs: Math.max(20, Math.ceil(iterations / 5)),
-    gracefulStop: "0s", ...window,
+    executor: "constant-arrival-rate",
+    exec: "produce",
+    rate: iterations,
+    timeUnit: "1s",
+    duration: `${STEP_SECONDS}s`,
+    preAllocatedVUs: Math.max(10, Math.ceil(iterations / 10)),
+    maxVUs: Math.max(20, Math.ceil(iterations / 5)),
+    gracefulStop: "0s",
+    ...window,
   };
   scenarios[`consume_${rate}`] = {
-    executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: `${STEP_SECONDS}s`, gracefulStop: "5s",
+    executor: "constant-vus",
+    exec: "consumeLoop",
+    vus: CONSUMERS,
+    duration: `${STEP_SECONDS}s`,
+    gracefulStop: "5s",
     ...window,
   };
   thresholds[`http_req_duration{endpoint:${ENDPOINT},step:${rate}}`] = [`p(99)<${P99_ENQUEUE}`];
@@ -47,11 +57,21 @@ rates.forEach((rate, i) => {
   thresholds[`dropped_iterations{step:${rate}}`] = ["count==0"];
 });
 scenarios.drain = {
-  executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: `${STEPS * STEP_SECONDS + 5}s`,
-  maxDuration: "180s",
+  executor: "per-vu-iterations",
+  exec: "finish",
+  vus: 1,
+  iterations: 1,
+  startTime: `${STEPS * STEP_SECONDS + 5}s`,
+  maxDuration: "200s",
 };
 
-export const options = { scenarios, thresholds, summaryTrendStats: TREND_STATS, setupTimeout: "120s", teardownTimeout: "60s" };
+export const options = {
+  scenarios,
+  thresholds,
+  summaryTrendStats: TREND_STATS,
+  setupTimeout: "120s",
+  teardownTimeout: "60s",
+};
 
 export function setup() {
   waitReady();
@@ -68,7 +88,7 @@ export function consumeLoop(data) {
 }
 
 export function finish(data) {
-  drain(tenantCaller(data.tenant), TOPIC);
+  drain(tenantCaller(data.tenant), TOPIC, 170, 1000);
 }
 
 export function teardown(data) {
@@ -86,12 +106,17 @@ export function handleSummary(data) {
     const p99 = (name) => data.metrics[name]?.values?.["p(99)"];
     const e = p99(`http_req_duration{endpoint:${ENDPOINT},step:${rate}}`);
     const d = p99(`delivery_latency{step:${rate}}`);
-    lines.push(`  ${String(rate).padStart(6)} msg/s: p99 ${ENDPOINT} ${e?.toFixed(1)} ms, p99 delivery ${d?.toFixed(1)} ms ${held ? "✓" : "✗"}`);
+    lines.push(
+      `  ${String(rate).padStart(6)} msg/s: p99 ${ENDPOINT} ${e?.toFixed(1)} ms, p99 delivery ${d?.toFixed(1)} ms ${held ? "✓" : "✗"}`,
+    );
     broken = broken || !held;
     if (!broken) highest = rate;
   }
   const verdict = highest === null ? "no step held every SLO" : `highest rate holding every SLO: ${highest} msg/s`;
   const dir = __ENV.SUMMARY_DIR || "loadtests/out";
   const report = `${textReport(data, `stress-${MODE}`)}${lines.join("\n")}\n${verdict}\n`;
-  return { stdout: report, [`${dir}/stress-${MODE}-summary.json`]: JSON.stringify({ highest, rates, k6: data }, null, 2) };
+  return {
+    stdout: report,
+    [`${dir}/stress-${MODE}-summary.json`]: JSON.stringify({ highest, rates, k6: data }, null, 2),
+  };
 }

@@ -28,17 +28,18 @@ export function caller(username, password, tenant = null, tags = {}) {
   return { headers, tags };
 }
 
-function params(who, endpoint, expected) {
+// `name` is the route template: k6 would otherwise tag each URL with a message id as a time series of its own.
+function params(who, endpoint, expected, name) {
   return {
     headers: who.headers,
-    tags: { ...who.tags, endpoint },
+    tags: { ...who.tags, endpoint, name },
     responseCallback: http.expectedStatuses(...expected),
     timeout: "30s",
   };
 }
 
-function post(who, path, body, endpoint, expected) {
-  return http.post(`${BASE_URL}${path}`, JSON.stringify(body), params(who, endpoint, expected));
+function post(who, path, body, endpoint, expected, name = path) {
+  return http.post(`${BASE_URL}${path}`, JSON.stringify(body), params(who, endpoint, expected, name));
 }
 
 /** One message; `allow429`: back-pressure is expected here (counted, not failed). Returns the id or null. */
@@ -49,10 +50,14 @@ export function enqueue(who, topic, payload, { allow429 = false, key = undefined
     backPressure.add(1, who.tags);
     return null;
   }
-  const ok = check(r, { "enqueue 201 with an id": (x) => x.status === 201 && typeof x.json("id") === "string" }, {
-    ...who.tags,
-    endpoint: "enqueue",
-  });
+  const ok = check(
+    r,
+    { "enqueue 201 with an id": (x) => x.status === 201 && typeof x.json("id") === "string" },
+    {
+      ...who.tags,
+      endpoint: "enqueue",
+    },
+  );
   if (ok) enqueued.add(1, who.tags);
   return ok ? r.json("id") : null;
 }
@@ -66,9 +71,13 @@ export function enqueueBatch(who, topic, payloads, { allow429 = false } = {}) {
     backPressure.add(payloads.length, who.tags);
     return 0;
   }
-  const ok = check(r, {
-    "batch 201 with an id per message": (x) => x.status === 201 && x.json("ids").length === payloads.length,
-  }, { ...who.tags, endpoint: "enqueue_batch" });
+  const ok = check(
+    r,
+    {
+      "batch 201 with an id per message": (x) => x.status === 201 && x.json("ids").length === payloads.length,
+    },
+    { ...who.tags, endpoint: "enqueue_batch" },
+  );
   if (ok) enqueued.add(payloads.length, who.tags);
   return ok ? payloads.length : 0;
 }
@@ -77,10 +86,14 @@ export function enqueueBatch(who, topic, payloads, { allow429 = false } = {}) {
 export function dequeue(who, topic, count = 1, waitSeconds = 0, visibility = 30) {
   const body = { topic, count, wait_seconds: waitSeconds, visibility_timeout_seconds: visibility };
   const r = post(who, "/api/messages/dequeue", body, waitSeconds > 0 ? "dequeue_wait" : "dequeue", [200]);
-  const ok = check(r, { "dequeue 200 with messages": (x) => x.status === 200 && Array.isArray(x.json("messages")) }, {
-    ...who.tags,
-    endpoint: "dequeue",
-  });
+  const ok = check(
+    r,
+    { "dequeue 200 with messages": (x) => x.status === 200 && Array.isArray(x.json("messages")) },
+    {
+      ...who.tags,
+      endpoint: "dequeue",
+    },
+  );
   if (!ok) return [];
   const now = Date.now();
   const messages = r.json("messages");
@@ -94,7 +107,14 @@ export function dequeue(who, topic, count = 1, waitSeconds = 0, visibility = 30)
 }
 
 export function ack(who, message) {
-  const r = post(who, `/api/messages/${message.id}/ack`, { receipt: message.receipt }, "ack", [204]);
+  const r = post(
+    who,
+    `/api/messages/${message.id}/ack`,
+    { receipt: message.receipt },
+    "ack",
+    [204],
+    "/api/messages/{id}/ack",
+  );
   if (check(r, { "ack 204": (x) => x.status === 204 }, { ...who.tags, endpoint: "ack" })) acked.add(1, who.tags);
 }
 
@@ -102,15 +122,20 @@ export function ackBatch(who, messages) {
   if (messages.length === 0) return;
   const body = { acks: messages.map((m) => ({ id: m.id, receipt: m.receipt })) };
   const r = post(who, "/api/messages/ack", body, "ack_batch", [200]);
-  const ok = check(r, {
-    "batch ack 200, all acked": (x) => x.status === 200 && x.json("acked") === messages.length,
-  }, { ...who.tags, endpoint: "ack_batch" });
+  const ok = check(
+    r,
+    {
+      "batch ack 200, all acked": (x) => x.status === 200 && x.json("acked") === messages.length,
+    },
+    { ...who.tags, endpoint: "ack_batch" },
+  );
   if (ok) acked.add(messages.length, who.tags);
 }
 
-/** Waiting (pending + processing) messages of the caller's topics, from GET /api/topics. */
-export function waiting(who) {
+/** Waiting (pending + processing) messages of `topic`, from GET /api/topics. */
+export function waiting(who, topic) {
   const r = http.get(`${BASE_URL}/api/topics`, { headers: who.headers, tags: { ...who.tags, endpoint: "topics" } });
   check(r, { "topics 200": (x) => x.status === 200 }, { ...who.tags, endpoint: "topics" });
-  return r.json("items").reduce((sum, t) => sum + t.pending + t.processing, 0);
+  const found = r.json("items").find((t) => t.topic === topic);
+  return found ? found.pending + found.processing : 0;
 }

@@ -25,12 +25,21 @@ export function textReport(data, title) {
       line = `${fmt(v.value)} (min ${fmt(v.min)}, max ${fmt(v.max)})`;
     }
     const thresholds = Object.entries(metric.thresholds || {}).map(([t, r]) => `${r.ok ? "✓" : "✗"} ${t}`);
-    if (name.startsWith("http_req_") && !name.includes("{") && name !== "http_req_duration" && name !== "http_req_failed") {
+    if (
+      name.startsWith("http_req_") &&
+      !name.includes("{") &&
+      name !== "http_req_duration" &&
+      name !== "http_req_failed"
+    ) {
       continue;
     }
     lines.push(`  ${name.padEnd(52)} ${line}${thresholds.length ? `   ${thresholds.join("  ")}` : ""}`);
   }
-  const failed = names.flatMap((n) => Object.entries(data.metrics[n].thresholds || {}).filter(([, r]) => !r.ok).map(([t]) => `${n} ${t}`));
+  const failed = names.flatMap((n) =>
+    Object.entries(data.metrics[n].thresholds || {})
+      .filter(([, r]) => !r.ok)
+      .map(([t]) => `${n} ${t}`),
+  );
   lines.push(failed.length ? `SLOs BROKEN: ${failed.join("; ")}` : "every SLO held");
   return `${lines.join("\n")}\n`;
 }

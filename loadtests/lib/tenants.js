@@ -2,8 +2,8 @@
 // ready, a tenant of its own, a user in it.
 import { check, sleep } from "k6";
 import http from "k6/http";
-import { ADMIN_PASSWORD, ADMIN_USER, BASE_URL } from "./config.js";
 import { caller } from "./api.js";
+import { ADMIN_PASSWORD, ADMIN_USER, BASE_URL } from "./config.js";
 
 const admin = () => caller(ADMIN_USER, ADMIN_PASSWORD, null, { phase: "setup" });
 
@@ -11,7 +11,10 @@ const admin = () => caller(ADMIN_USER, ADMIN_PASSWORD, null, { phase: "setup" })
 export function waitReady(seconds = 60) {
   const deadline = Date.now() + seconds * 1000;
   while (Date.now() < deadline) {
-    const r = http.get(`${BASE_URL}/readyz`, { tags: { phase: "setup" }, responseCallback: http.expectedStatuses(200, 503) });
+    const r = http.get(`${BASE_URL}/readyz`, {
+      tags: { phase: "setup" },
+      responseCallback: http.expectedStatuses(200, 503),
+    });
     if (r.status === 200) return;
     sleep(0.5);
   }
@@ -28,15 +31,21 @@ function must(r, what) {
 /** A new tenant (`quotas` as the API takes them) with a tenant_admin user; returns its caller. */
 export function createTenant(slug, quotas = null, tags = {}) {
   const who = admin();
-  must(http.post(`${BASE_URL}/api/tenants`, JSON.stringify({ slug, name: `load test ${slug}`, quotas }), {
-    headers: who.headers,
-    tags: who.tags,
-  }), `create tenant ${slug}`);
+  must(
+    http.post(`${BASE_URL}/api/tenants`, JSON.stringify({ slug, name: `load test ${slug}`, quotas }), {
+      headers: who.headers,
+      tags: who.tags,
+    }),
+    `create tenant ${slug}`,
+  );
   const password = `${slug}-pw-${Math.random().toString(36).slice(2)}`;
-  const user = must(http.post(`${BASE_URL}/api/users`, JSON.stringify({ username: "loadtest", password, role: "tenant_admin" }), {
-    headers: { ...who.headers, "X-Tenant": slug },
-    tags: who.tags,
-  }), `create a user in ${slug}`);
+  const user = must(
+    http.post(`${BASE_URL}/api/users`, JSON.stringify({ username: "loadtest", password, role: "tenant_admin" }), {
+      headers: { ...who.headers, "X-Tenant": slug },
+      tags: who.tags,
+    }),
+    `create a user in ${slug}`,
+  );
   const tenant = { slug, username: user.json("username"), password, tags };
   // The first request with a new password pays for its argon2 check (about 170 ms): here, not in the measurements.
   const who2 = caller(tenant.username, tenant.password);
@@ -52,6 +61,8 @@ export function tenantCaller(tenant) {
 /** Deletes the tenant and everything in it. */
 export function deleteTenant(slug) {
   const who = admin();
-  must(http.del(`${BASE_URL}/api/tenants/${slug}?force=true`, null, { headers: who.headers, tags: who.tags }),
-    `delete tenant ${slug}`);
+  must(
+    http.del(`${BASE_URL}/api/tenants/${slug}?force=true`, null, { headers: who.headers, tags: who.tags }),
+    `delete tenant ${slug}`,
+  );
 }
