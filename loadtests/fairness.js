@@ -5,7 +5,8 @@
 import exec from "k6/execution";
 import { number, runId } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
-import { baseThresholds, TREND_STATS } from "./lib/slo.js";
+import { COMMON_OPTIONS, drainScenario } from "./lib/lifecycle.js";
+import { baseThresholds } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
@@ -66,14 +67,7 @@ export const options = {
       gracefulStop: "5s",
       tags: { phase: "flood" },
     },
-    drain: {
-      executor: "per-vu-iterations",
-      exec: "finish",
-      vus: 1,
-      iterations: 1,
-      startTime: `${contended + PHASE + GAP}s`,
-      maxDuration: "300s",
-    },
+    drain: drainScenario(`${contended + PHASE + GAP}s`, "300s"),
   },
   thresholds: {
     ...baseThresholds(),
@@ -88,9 +82,7 @@ export const options = {
     "messages_delivered{tenant:A}": ["count>0"],
     "messages_enqueued{tenant:B}": ["count>0"],
   },
-  summaryTrendStats: TREND_STATS,
-  setupTimeout: "120s",
-  teardownTimeout: "120s",
+  ...COMMON_OPTIONS,
 };
 
 export function setup() {

@@ -2,11 +2,10 @@
 // the SLOs as thresholds; the drain at the end proves nothing was lost.
 //   MODE=single|batch  RATE=500 (messages/s)  BATCH=100  DURATION=60s  CONSUMERS=4  COUNT=100 (per dequeue)
 //   PAYLOAD_BYTES=256  P99_ENQUEUE_MS=20 (single; batch: P99_BATCH_MS=100)  P99_DELIVERY_MS=50
-import { number, runId, text } from "./lib/config.js";
-import { drain } from "./lib/drain.js";
-import { baseThresholds, latencyThresholds, TREND_STATS } from "./lib/slo.js";
+import { number, text } from "./lib/config.js";
+import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { baseThresholds, latencyThresholds } from "./lib/slo.js";
 import { summaryHandler } from "./lib/summary.js";
-import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
 
 const MODE = text("MODE", "single");
@@ -31,14 +30,7 @@ export const options = {
       maxVUs: Math.max(20, Math.ceil(iterations / 5)),
     },
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: DURATION },
-    drain: {
-      executor: "per-vu-iterations",
-      exec: "finish",
-      vus: 1,
-      iterations: 1,
-      startTime: DURATION,
-      maxDuration: "120s",
-    },
+    drain: drainScenario(DURATION, "120s"),
   },
   thresholds: {
     ...baseThresholds(),
@@ -47,15 +39,8 @@ export const options = {
       : latencyThresholds({ enqueue: number("P99_ENQUEUE_MS", 20) })),
     "delivery_latency{scenario:consume}": [`p(99)<${number("P99_DELIVERY_MS", 50)}`],
   },
-  summaryTrendStats: TREND_STATS,
-  setupTimeout: "120s",
-  teardownTimeout: "60s",
+  ...COMMON_OPTIONS,
 };
-
-export function setup() {
-  waitReady();
-  return { tenant: createTenant(runId()) };
-}
 
 export function produce(data) {
   if (MODE === "batch") produceBatch(data.tenant, TOPIC, BATCH, BYTES);
@@ -66,12 +51,6 @@ export function consumeLoop(data) {
   consume(data.tenant, TOPIC, COUNT, 2);
 }
 
-export function finish(data) {
-  drain(tenantCaller(data.tenant), TOPIC);
-}
-
-export function teardown(data) {
-  deleteTenant(data.tenant.slug);
-}
+export const { setup, finish, teardown } = oneTenant(TOPIC);
 
 export const handleSummary = summaryHandler(`load-${MODE}`);

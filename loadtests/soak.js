@@ -2,11 +2,10 @@
 // WINDOW_MINUTES are compared in the summary (throughput and latency within 10%); loadtests/run.py records the
 // server's memory and the tables' sizes and dead tuples at the start and the end.
 //   RATE=500  DURATION_MINUTES=30  WINDOW_MINUTES=5  CONSUMERS=4  COUNT=50  PAYLOAD_BYTES=256  MAX_DRIFT=0.10
-import { number, runId } from "./lib/config.js";
-import { drain } from "./lib/drain.js";
-import { baseThresholds, latencyThresholds, TREND_STATS } from "./lib/slo.js";
+import { number } from "./lib/config.js";
+import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { baseThresholds, latencyThresholds } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
-import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { tagWindow } from "./lib/windows.js";
 import { consume, produceOne } from "./lib/workload.js";
 
@@ -35,14 +34,7 @@ export const options = {
       maxVUs: Math.max(20, Math.ceil(RATE / 5)),
     },
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: `${MINUTES}m` },
-    drain: {
-      executor: "per-vu-iterations",
-      exec: "finish",
-      vus: 1,
-      iterations: 1,
-      startTime: `${MINUTES}m`,
-      maxDuration: "120s",
-    },
+    drain: drainScenario(`${MINUTES}m`, "120s"),
   },
   thresholds: {
     ...baseThresholds(),
@@ -55,16 +47,8 @@ export const options = {
     "http_req_duration{endpoint:enqueue,window:first}": ["p(99)>=0"],
     "http_req_duration{endpoint:enqueue,window:last}": ["p(99)>=0"],
   },
-  summaryTrendStats: TREND_STATS,
-  setupTimeout: "120s",
-  teardownTimeout: "120s",
+  ...COMMON_OPTIONS,
 };
-
-export function setup() {
-  waitReady();
-  const tenant = createTenant(runId());
-  return { tenant, t0: Date.now() };
-}
 
 export function produce(data) {
   tagWindow(data.t0, WINDOWS);
@@ -76,13 +60,7 @@ export function consumeLoop(data) {
   consume(data.tenant, TOPIC, COUNT, 2);
 }
 
-export function finish(data) {
-  drain(tenantCaller(data.tenant), TOPIC);
-}
-
-export function teardown(data) {
-  deleteTenant(data.tenant.slug);
-}
+export const { setup, finish, teardown } = oneTenant(TOPIC);
 
 /** First window against last: throughput, p50 and p99 of enqueue and delivery, each within MAX_DRIFT. */
 export function handleSummary(data) {

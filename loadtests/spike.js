@@ -3,11 +3,10 @@
 // nothing enqueued was lost, and every delivered message was acked.
 //   RATE=200  FACTOR=10  BEFORE_SECONDS=30  SPIKE_SECONDS=20  AFTER_SECONDS=60  RECOVERY_SECONDS=30
 //   CONSUMERS=6  COUNT=100
-import { number, runId } from "./lib/config.js";
-import { drain } from "./lib/drain.js";
-import { baseThresholds, TREND_STATS } from "./lib/slo.js";
+import { number } from "./lib/config.js";
+import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { baseThresholds } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
-import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { tagWindow } from "./lib/windows.js";
 import { consume, produceOne } from "./lib/workload.js";
 
@@ -48,14 +47,7 @@ export const options = {
       ],
     },
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: `${TOTAL}s` },
-    drain: {
-      executor: "per-vu-iterations",
-      exec: "finish",
-      vus: 1,
-      iterations: 1,
-      startTime: `${TOTAL}s`,
-      maxDuration: "180s",
-    },
+    drain: drainScenario(`${TOTAL}s`, "180s"),
   },
   thresholds: {
     ...baseThresholds(),
@@ -67,16 +59,8 @@ export const options = {
     "http_req_duration{endpoint:enqueue,window:before}": ["p(99)>=0"],
     "http_req_duration{endpoint:enqueue,window:recovered}": ["p(99)>=0"],
   },
-  summaryTrendStats: TREND_STATS,
-  setupTimeout: "120s",
-  teardownTimeout: "120s",
+  ...COMMON_OPTIONS,
 };
-
-export function setup() {
-  waitReady();
-  const tenant = createTenant(runId());
-  return { tenant, t0: Date.now() };
-}
 
 export function produce(data) {
   tagWindow(data.t0, WINDOWS);
@@ -88,13 +72,7 @@ export function consumeLoop(data) {
   consume(data.tenant, TOPIC, COUNT, 1);
 }
 
-export function finish(data) {
-  drain(tenantCaller(data.tenant), TOPIC, 120);
-}
-
-export function teardown(data) {
-  deleteTenant(data.tenant.slug);
-}
+export const { setup, finish, teardown } = oneTenant(TOPIC, { drainSeconds: 120 });
 
 export function handleSummary(data) {
   const v = (name, stat) => data.metrics[name]?.values?.[stat];

@@ -3,11 +3,10 @@
 // held. Later steps inherit what earlier ones left behind, so the answer errs low, never high.
 //   MODE=single|batch  START=250  STEP=250  STEPS=8  STEP_DURATION=20s  BATCH=100  CONSUMERS=4  COUNT=100
 //   P99_ENQUEUE_MS=20 (P99_BATCH_MS=100 in batch mode)  P99_DELIVERY_MS=50
-import { number, runId, text } from "./lib/config.js";
-import { drain } from "./lib/drain.js";
-import { baseThresholds, TREND_STATS } from "./lib/slo.js";
+import { number, text } from "./lib/config.js";
+import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { baseThresholds } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
-import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
 
 const MODE = text("MODE", "single");
@@ -56,27 +55,13 @@ rates.forEach((rate, i) => {
   thresholds[`http_req_failed{step:${rate}}`] = ["rate<0.001"];
   thresholds[`dropped_iterations{step:${rate}}`] = ["count==0"];
 });
-scenarios.drain = {
-  executor: "per-vu-iterations",
-  exec: "finish",
-  vus: 1,
-  iterations: 1,
-  startTime: `${STEPS * STEP_SECONDS + 5}s`,
-  maxDuration: "200s",
-};
+scenarios.drain = drainScenario(`${STEPS * STEP_SECONDS + 5}s`, "200s");
 
 export const options = {
   scenarios,
   thresholds,
-  summaryTrendStats: TREND_STATS,
-  setupTimeout: "120s",
-  teardownTimeout: "60s",
+  ...COMMON_OPTIONS,
 };
-
-export function setup() {
-  waitReady();
-  return { tenant: createTenant(runId()) };
-}
 
 export function produce(data) {
   if (MODE === "batch") produceBatch(data.tenant, TOPIC, BATCH, BYTES);
@@ -87,13 +72,7 @@ export function consumeLoop(data) {
   consume(data.tenant, TOPIC, COUNT, 1);
 }
 
-export function finish(data) {
-  drain(tenantCaller(data.tenant), TOPIC, 170, 1000);
-}
-
-export function teardown(data) {
-  deleteTenant(data.tenant.slug);
-}
+export const { setup, finish, teardown } = oneTenant(TOPIC, { drainSeconds: 170, drainCount: 1000 });
 
 /** The highest step whose every threshold held (and every step below it). */
 export function handleSummary(data) {

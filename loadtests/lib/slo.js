@@ -8,6 +8,9 @@ export function baseThresholds() {
     checks: ["rate>0.999"],
     payload_round_trip: ["rate==1"],
     nothing_lost: ["rate==1"],
+    // A script that throws in its iterations sends nothing and would otherwise pass every other threshold.
+    messages_enqueued: ["count>0"],
+    messages_delivered: ["count>0"],
     // An arrival-rate scenario that could not start its iterations did not test the rate it claims.
     dropped_iterations: ["count==0"],
   };

@@ -1,0 +1,31 @@
+// What a one-tenant script does before and after its scenarios: setup() waits for the server and makes the tenant
+// (returning `t0`, when the scenarios start, for window tags), finish() drains the topic and records nothing_lost,
+// teardown() deletes the tenant. A script exports them: `export const { setup, finish, teardown } = oneTenant(...)`.
+import { runId } from "./config.js";
+import { drain } from "./drain.js";
+import { TREND_STATS } from "./slo.js";
+import { createTenant, deleteTenant, tenantCaller, waitReady } from "./tenants.js";
+
+/** Options every script shares: the trend statistics reported (p99 included) and setup/teardown time limits. */
+export const COMMON_OPTIONS = { summaryTrendStats: TREND_STATS, setupTimeout: "120s", teardownTimeout: "120s" };
+
+/** The drain scenario: one iteration of `finish` once the others are over (at `start`). */
+export function drainScenario(start, maxDuration = "120s") {
+  return { executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: start, maxDuration };
+}
+
+export function oneTenant(topic, { drainSeconds = 60, drainCount = 100 } = {}) {
+  return {
+    setup() {
+      waitReady();
+      const tenant = createTenant(runId());
+      return { tenant, t0: Date.now() };
+    },
+    finish(data) {
+      drain(tenantCaller(data.tenant), topic, drainSeconds, drainCount);
+    },
+    teardown(data) {
+      deleteTenant(data.tenant.slug);
+    },
+  };
+}
