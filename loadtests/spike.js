@@ -36,8 +36,8 @@ export const options = {
       exec: "produce",
       startRate: RATE,
       timeUnit: "1s",
-      preAllocatedVUs: Math.max(20, Math.ceil((RATE * FACTOR) / 20)),
-      maxVUs: Math.max(50, Math.ceil((RATE * FACTOR) / 10)),
+      preAllocatedVUs: Math.ceil((RATE * FACTOR) / 10),
+      maxVUs: Math.ceil((RATE * FACTOR) / 4),
       stages: [
         { target: RATE, duration: `${BEFORE}s` },
         { target: RATE * FACTOR, duration: `${RAMP}s` },
