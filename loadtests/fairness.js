@@ -5,7 +5,7 @@
 import exec from "k6/execution";
 import { number, runId } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
-import { COMMON_OPTIONS, drainScenario } from "./lib/lifecycle.js";
+import { arrivalScenario, COMMON_OPTIONS, drainScenario } from "./lib/lifecycle.js";
 import { baseThresholds } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { createTenant, deleteTenant, tenantCaller, waitReady } from "./lib/tenants.js";
@@ -23,16 +23,7 @@ const GAP = 5;
 function light(phase, start) {
   const window = { startTime: `${start}s`, tags: { phase } };
   return {
-    [`b_produce_${phase}`]: {
-      executor: "constant-arrival-rate",
-      exec: "bProduce",
-      rate: B_RATE,
-      timeUnit: "1s",
-      duration: `${PHASE}s`,
-      preAllocatedVUs: 10,
-      maxVUs: 50,
-      ...window,
-    },
+    [`b_produce_${phase}`]: arrivalScenario("bProduce", B_RATE, `${PHASE}s`, window),
     [`b_consume_${phase}`]: {
       executor: "constant-vus",
       exec: "bConsume",

@@ -3,7 +3,7 @@
 //   MODE=single|batch  RATE=500 (messages/s)  BATCH=100  DURATION=60s  CONSUMERS=4  COUNT=100 (per dequeue)
 //   PAYLOAD_BYTES=256  P99_ENQUEUE_MS=20 (single; batch: P99_BATCH_MS=100)  P99_DELIVERY_MS=50
 import { number, text } from "./lib/config.js";
-import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { arrivalScenario, COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
 import { baseThresholds, latencyThresholds } from "./lib/slo.js";
 import { summaryHandler } from "./lib/summary.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
@@ -20,15 +20,7 @@ const iterations = MODE === "batch" ? RATE / BATCH : RATE;
 
 export const options = {
   scenarios: {
-    produce: {
-      executor: "constant-arrival-rate",
-      exec: "produce",
-      rate: iterations,
-      timeUnit: "1s",
-      duration: DURATION,
-      preAllocatedVUs: Math.max(10, Math.ceil(iterations / 10)),
-      maxVUs: Math.max(20, Math.ceil(iterations / 5)),
-    },
+    produce: arrivalScenario("produce", iterations, DURATION),
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: DURATION },
     drain: drainScenario(DURATION, "120s"),
   },

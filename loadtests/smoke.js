@@ -2,7 +2,7 @@
 // acks), with the SLOs as thresholds. CI runs it against a real server; `make loadtest` against `make run`.
 //   RATE=20 (single enqueues/s)  DURATION=10s
 import { number, text } from "./lib/config.js";
-import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { arrivalScenario, COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
 import { baseThresholds, latencyThresholds } from "./lib/slo.js";
 import { summaryHandler } from "./lib/summary.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
@@ -13,24 +13,8 @@ const TOPIC = "smoke";
 
 export const options = {
   scenarios: {
-    produce: {
-      executor: "constant-arrival-rate",
-      exec: "produce",
-      rate: RATE,
-      timeUnit: "1s",
-      duration: DURATION,
-      preAllocatedVUs: 4,
-      maxVUs: 20,
-    },
-    produce_batch: {
-      executor: "constant-arrival-rate",
-      exec: "produceTen",
-      rate: 2,
-      timeUnit: "1s",
-      duration: DURATION,
-      preAllocatedVUs: 2,
-      maxVUs: 5,
-    },
+    produce: arrivalScenario("produce", RATE, DURATION),
+    produce_batch: arrivalScenario("produceTen", 2, DURATION),
     consume: { executor: "constant-vus", exec: "consumeSome", vus: 2, duration: DURATION },
     drain: drainScenario(DURATION, "60s"),
   },

@@ -3,7 +3,7 @@
 // server's memory and the tables' sizes and dead tuples at the start and the end.
 //   RATE=500  DURATION_MINUTES=30  WINDOW_MINUTES=5  CONSUMERS=4  COUNT=50  PAYLOAD_BYTES=256  MAX_DRIFT=0.10
 import { number } from "./lib/config.js";
-import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { arrivalScenario, COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
 import { baseThresholds, latencyThresholds } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { tagWindow } from "./lib/windows.js";
@@ -24,15 +24,7 @@ const WINDOWS = [
 
 export const options = {
   scenarios: {
-    produce: {
-      executor: "constant-arrival-rate",
-      exec: "produce",
-      rate: RATE,
-      timeUnit: "1s",
-      duration: `${MINUTES}m`,
-      preAllocatedVUs: Math.max(10, Math.ceil(RATE / 10)),
-      maxVUs: Math.max(20, Math.ceil(RATE / 5)),
-    },
+    produce: arrivalScenario("produce", RATE, `${MINUTES}m`),
     consume: { executor: "constant-vus", exec: "consumeLoop", vus: CONSUMERS, duration: `${MINUTES}m` },
     drain: drainScenario(`${MINUTES}m`, "120s"),
   },

@@ -4,7 +4,7 @@
 //   MODE=single|batch  START=250  STEP=250  STEPS=8  STEP_DURATION=20s  BATCH=100  CONSUMERS=4  COUNT=100
 //   P99_ENQUEUE_MS=20 (P99_BATCH_MS=100 in batch mode)  P99_DELIVERY_MS=50
 import { number, text } from "./lib/config.js";
-import { COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
+import { arrivalScenario, COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
 import { baseThresholds } from "./lib/slo.js";
 import { textReport } from "./lib/summary.js";
 import { consume, produceBatch, produceOne } from "./lib/workload.js";
@@ -31,17 +31,10 @@ delete thresholds.http_req_failed;
 rates.forEach((rate, i) => {
   const window = { startTime: `${i * STEP_SECONDS}s`, tags: { step: String(rate) } };
   const iterations = MODE === "batch" ? rate / BATCH : rate;
-  scenarios[`produce_${rate}`] = {
-    executor: "constant-arrival-rate",
-    exec: "produce",
-    rate: iterations,
-    timeUnit: "1s",
-    duration: `${STEP_SECONDS}s`,
-    preAllocatedVUs: Math.max(10, Math.ceil(iterations / 10)),
-    maxVUs: Math.max(20, Math.ceil(iterations / 5)),
+  scenarios[`produce_${rate}`] = arrivalScenario("produce", iterations, `${STEP_SECONDS}s`, {
     gracefulStop: "0s",
     ...window,
-  };
+  });
   scenarios[`consume_${rate}`] = {
     executor: "constant-vus",
     exec: "consumeLoop",

@@ -9,6 +9,21 @@ import { createTenant, deleteTenant, tenantCaller, waitReady } from "./tenants.j
 /** Options every script shares: the trend statistics reported (p99 included) and setup/teardown time limits. */
 export const COMMON_OPTIONS = { summaryTrendStats: TREND_STATS, setupTimeout: "120s", teardownTimeout: "120s" };
 
+/** `exec` started `rate` times a second for `duration`, with VUs enough that k6 need not start more mid-run (which
+ * drops iterations): one per 10 iterations/s ready, up to one per 5. `extra`: startTime, tags, gracefulStop. */
+export function arrivalScenario(exec, rate, duration, extra = {}) {
+  return {
+    executor: "constant-arrival-rate",
+    exec,
+    rate,
+    timeUnit: "1s",
+    duration,
+    preAllocatedVUs: Math.max(10, Math.ceil(rate / 10)),
+    maxVUs: Math.max(20, Math.ceil(rate / 5)),
+    ...extra,
+  };
+}
+
 /** The drain scenario: one iteration of `finish` once the others are over (at `start`). */
 export function drainScenario(start, maxDuration = "120s") {
   return { executor: "per-vu-iterations", exec: "finish", vus: 1, iterations: 1, startTime: start, maxDuration };
