@@ -71,6 +71,11 @@ class Settings(BaseSettings):
     such statements run at once per process (per kind), and requests arriving meanwhile join the next one. One
     makes the largest batches (on 2 cores: 28% more single enqueues/s than 4); raise it where Postgres has cores
     to spare."""
+    tenant_max_statements: int = Field(default=1, ge=0, le=64)
+    """Batch statements (enqueues, acks and dequeues of 32 rows or more) of one tenant that run at once per
+    process while another tenant is active; more wait in the process, so one tenant's flood does not crowd
+    everyone else out of Postgres (docs/operations.md, "Fairness between tenants"). A tenant alone is not capped.
+    Raise it where Postgres has cores to spare; 0: no cap."""
     max_batch_size: int = Field(default=1000, ge=1, le=10000)
     """Most messages in one batch enqueue, acks in one batch ack, and messages in one dequeue."""
     api_instances: int = Field(default=1, ge=1)

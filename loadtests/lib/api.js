@@ -1,6 +1,6 @@
 // The Skiplock calls the load tests make, each tagged with its endpoint (thresholds are per endpoint) and checked
 // (status and body shape), and the custom metrics they feed.
-import { check } from "k6";
+import { check, sleep } from "k6";
 import encoding from "k6/encoding";
 import http from "k6/http";
 import { Counter, Rate, Trend } from "k6/metrics";
@@ -38,16 +38,24 @@ function params(who, endpoint, expected, name) {
   };
 }
 
+/** A 429 the scenario provokes: counted as back-pressure; with `backOff`, the caller then waits about its
+ * Retry-After (0.5 to 1.5 times it: jitter, so that producers refused together do not all come back together), as a
+ * client library does. The server's rate limits are meant to slow producers down, not to be spun against. */
+function pushedBack(r, who, count, backOff) {
+  backPressure.add(count, who.tags);
+  if (backOff) sleep((Number(r.headers["Retry-After"]) || 1) * (0.5 + Math.random()));
+}
+
 function post(who, path, body, endpoint, expected, name = path) {
   return http.post(`${BASE_URL}${path}`, JSON.stringify(body), params(who, endpoint, expected, name));
 }
 
 /** One message; `allow429`: back-pressure is expected here (counted, not failed). Returns the id or null. */
-export function enqueue(who, topic, payload, { allow429 = false, key = undefined } = {}) {
+export function enqueue(who, topic, payload, { allow429 = false, backOff = false, key = undefined } = {}) {
   const expected = allow429 ? [201, 429] : [201];
   const r = post(who, "/api/messages", { topic, payload, key }, "enqueue", expected);
   if (r.status === 429 && allow429) {
-    backPressure.add(1, who.tags);
+    pushedBack(r, who, 1, backOff);
     return null;
   }
   const ok = check(
@@ -63,12 +71,12 @@ export function enqueue(who, topic, payload, { allow429 = false, key = undefined
 }
 
 /** A batch into one topic; returns the number stored (0 on back-pressure or failure). */
-export function enqueueBatch(who, topic, payloads, { allow429 = false } = {}) {
+export function enqueueBatch(who, topic, payloads, { allow429 = false, backOff = false } = {}) {
   const expected = allow429 ? [201, 429] : [201];
   const body = { topic, messages: payloads.map((payload) => ({ payload })) };
   const r = post(who, "/api/messages/batch", body, "enqueue_batch", expected);
   if (r.status === 429 && allow429) {
-    backPressure.add(payloads.length, who.tags);
+    pushedBack(r, who, payloads.length, backOff);
     return 0;
   }
   const ok = check(

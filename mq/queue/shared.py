@@ -18,6 +18,7 @@ from mq.faults import is_dependency_fault
 from mq.ids import uuid7_batch
 from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
+from mq.queue.fairness import TenantGate
 from mq.queue.repository import MessageRepository
 from mq.queue.types import DeadLettered, EnqueueItem
 from mq.settings import Settings
@@ -98,6 +99,8 @@ class SharedStatements:
         self._dequeues = Coalescer(
             self._dequeue_many, max_batch=rows, max_in_flight=in_flight, weight=lambda d: d.limit
         )
+        # Requests that run alone (batches) take one of their tenant's slots: see mq/queue/fairness.py.
+        self._gate = TenantGate(settings.tenant_max_statements)
 
     async def insert(
         self,
@@ -111,9 +114,11 @@ class SharedStatements:
         the same key was updated). Returns once the rows are committed. `caps` the rows must pass (a refusal
         raises QueueFull or QuotaExceeded and stores nothing of this request)."""
         request = _Insert(tenant_id, items, max_retries, ttls, caps)
-        if len(items) >= _ALONE_MIN_ROWS:
+        if len(items) < _ALONE_MIN_ROWS:
+            self._gate.seen(tenant_id)
+            return await self._inserts.submit(request)
+        async with self._gate.slot(tenant_id):
             return await _alone(self._insert_many, request)
-        return await self._inserts.submit(request)
 
     async def ack(
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
@@ -121,16 +126,20 @@ class SharedStatements:
         """Delete processing messages; per id, the topic of the message this request deleted, `STALE_RECEIPT`, or
         None."""
         request = _Ack(tenant_id, ids, receipts)
-        if len(ids) >= _ALONE_MIN_ROWS:
+        if len(ids) < _ALONE_MIN_ROWS:
+            self._gate.seen(tenant_id)
+            return await self._acks.submit(request)
+        async with self._gate.slot(tenant_id):
             return await _alone(self._ack_many, request)
-        return await self._acks.submit(request)
 
     async def dequeue(self, tenant_id: int, topic: str, limit: int, visibility: int) -> list[Any]:
         """Lease up to `limit` messages of a topic."""
         request = _Dequeue(tenant_id, topic, limit, visibility)
-        if limit >= _ALONE_MIN_ROWS:
+        if limit < _ALONE_MIN_ROWS:
+            self._gate.seen(tenant_id)
+            return await self._dequeues.submit(request)
+        async with self._gate.slot(tenant_id):
             return await _alone(self._dequeue_many, request)
-        return await self._dequeues.submit(request)
 
     async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]] | BaseException]:
         """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""

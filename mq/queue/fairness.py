@@ -1,0 +1,74 @@
+"""A cap on how many of one tenant's statements run at once in this process while other tenants are active: one
+tenant's flood stays its own.
+
+Batches (`_ALONE_MIN_ROWS` rows and more) each run their own statement, beside everyone else's. Without a cap, a
+tenant with many producers and greedy consumers has as many statements in Postgres as it has requests in flight;
+on a small database server those statements fight each other and everyone else for the same cores, and a quiet
+tenant's single enqueue waits behind all of them (`make loadtest-fairness` on 2 cores: the quiet tenant's p99
+delivery went from 6 to 314 ms). With the cap, the flooding tenant's further statements wait here, in the process,
+where they cost nothing, and the quiet tenant's go straight through (19 ms; loadtests/RESULTS.md).
+
+A tenant alone on the process is not capped: the cap applies while another tenant has sent a statement within the
+last `ACTIVE_SECONDS`. Alone, a tenant's producers and consumers may then use every connection (10,000 msg/s in
+batches on 2 cores, where one statement at a time reached 5,900).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+
+#: How recently another tenant must have sent a statement for the cap to apply.
+ACTIVE_SECONDS = 2.0
+
+
+class TenantGate:
+    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
+        """`limit` statements of one tenant at once while others are active; 0 means no cap."""
+        self.limit = limit
+        self._now = clock
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._users: dict[int, int] = {}  # holders and waiters per tenant, to drop idle semaphores
+        # The two tenants seen last, each with when: enough to tell whether anyone but a given tenant is active.
+        self._latest: tuple[int, float] = (-1, float("-inf"))
+        self._before: tuple[int, float] = (-1, float("-inf"))
+
+    def seen(self, tenant_id: int) -> None:
+        """A statement of the tenant's (any: coalesced ones too); O(1), on every request."""
+        now = self._now()
+        if self._latest[0] != tenant_id:
+            self._before = self._latest
+        self._latest = (tenant_id, now)
+
+    def others_active(self, tenant_id: int) -> bool:
+        since = self._now() - ACTIVE_SECONDS
+        # The two entries are distinct tenants, so at least one of them is not `tenant_id`.
+        return any(other != tenant_id and at >= since for other, at in (self._latest, self._before))
+
+    @contextlib.asynccontextmanager
+    async def slot(self, tenant_id: int) -> AsyncIterator[None]:
+        """Hold one of the tenant's slots while the block runs (none needed while the tenant is alone)."""
+        if not self.limit:
+            yield
+            return
+        capped = self.others_active(tenant_id)
+        self.seen(tenant_id)
+        semaphore = self._semaphores.get(tenant_id)
+        if not capped and semaphore is None:
+            yield
+            return
+        if semaphore is None:
+            semaphore = self._semaphores[tenant_id] = asyncio.Semaphore(self.limit)
+        self._users[tenant_id] = self._users.get(tenant_id, 0) + 1
+        try:
+            async with semaphore:
+                yield
+        finally:
+            users = self._users[tenant_id] - 1
+            if users:
+                self._users[tenant_id] = users
+            else:
+                del self._users[tenant_id]
+                del self._semaphores[tenant_id]
