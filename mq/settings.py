@@ -115,7 +115,8 @@ class Settings(BaseSettings):
     reaper_batch_size: int = Field(default=5000, ge=1, le=100_000)
     """Rows per reaper statement: each batch is its own short transaction."""
     gauges_interval_seconds: float = Field(default=15, gt=0)
-    """How often the leader recounts messages by tenant, topic and status for /metrics (one GROUP BY)."""
+    """How often the leader recounts messages by tenant, topic and status for /metrics (one GROUP BY; a large
+    table a range of pages at a time, and the job rests at least 3x its last duration)."""
 
     # --- observability ----------------------------------------------------------------------------------------
     metrics_token: SecretStr | None = None

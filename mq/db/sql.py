@@ -14,6 +14,29 @@ ON CONFLICT (job) DO UPDATE SET finished_at = now(), duration_seconds = $2, rows
 
 JOB_RUNS = "SELECT job, extract(epoch FROM finished_at)::float8, duration_seconds, rows FROM job_runs ORDER BY job"
 
+# One pass over the table by the leader every few seconds, never per scrape. The dequeue's partial index does not
+# hold the status, so this is a sequential scan: 0.22-0.28 s on 1,000,000 messages of 2 tenants and 20 topics.
+# A table larger than `GAUGES_PAGES_PER_STATEMENT` pages is counted a range of pages at a time instead
+# (`GAUGES_RANGE`, a TID range scan), with pauses between ranges: see `mq.db.repository.JobConnection`.
+GAUGES = """
+SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
+       extract(epoch FROM now() - min(m.available_at) FILTER (
+           WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
+FROM messages AS m JOIN tenants AS t ON t.id = m.tenant_id
+GROUP BY 1, 2, 3"""
+
+MESSAGES_PAGES = "SELECT pg_relation_size('messages') / current_setting('block_size')::int8"
+
+# The count of one range of heap pages, [$1, $2), by tenant id (slugs are joined once, after the last range).
+GAUGES_RANGE = """
+SELECT m.tenant_id, m.topic, m.status, count(*) AS messages,
+       extract(epoch FROM now() - min(m.available_at) FILTER (
+           WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
+FROM messages AS m
+WHERE m.ctid >= format('(%s,0)', $1::int8)::tid AND m.ctid < format('(%s,0)', $2::int8)::tid
+GROUP BY 1, 2, 3"""
+TENANT_SLUGS = "SELECT id, slug FROM tenants"
+
 GAUGES_CLEAR = "DELETE FROM queue_gauges"
 GAUGES_TABLE = "queue_gauges"
 GAUGES_COLUMNS = ("tenant", "topic", "status", "messages", "oldest_pending_age_seconds")

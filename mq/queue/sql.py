@@ -171,12 +171,22 @@ GROUP BY 1, 2"""
 
 # The orphan sweeper (`mq.jobs.OrphanSweeper`): rows of deleted tenants (written by enqueues that raced the
 # delete; migration 2026_11_23_tenant_tombstones), a batch at a time, then tombstones a sweep found empty after an
-# hour. Tombstones are few and usually none: the statement is an empty join then. Plan: Nested Loop <- Seq Scan on
-# deleted_tenants, Bitmap Heap Scan on messages (BitmapOr of the two partial indexes on tenant_id).
+# hour. Tombstones are few and usually none: the statement is an empty join then. Each tombstone's rows are found
+# through the two partial indexes that lead with tenant_id and together cover every status (live:
+# messages_dequeue_idx; finished: messages_done_idx): a plain join of tombstones and messages was a Seq Scan of the
+# whole table as soon as one tombstone existed (1.6 s on 10,000,000 messages, every minute).
 ORPHANS_SWEEP = """
 WITH picked AS (
-    SELECT m.id FROM deleted_tenants AS d JOIN messages AS m ON m.tenant_id = d.tenant_id
-    LIMIT $1
+    SELECT m.id FROM messages AS m
+    WHERE m.id IN (
+        SELECT o.id FROM deleted_tenants AS d
+        CROSS JOIN LATERAL (
+            (SELECT id FROM messages WHERE tenant_id = d.tenant_id AND status IN ('pending', 'processing') LIMIT $1)
+            UNION ALL
+            (SELECT id FROM messages WHERE tenant_id = d.tenant_id AND status IN ('failed', 'expired') LIMIT $1)
+        ) AS o
+        LIMIT $1
+    )
     FOR UPDATE OF m SKIP LOCKED
 ), gone AS (
     DELETE FROM messages AS m USING picked AS p WHERE m.id = p.id RETURNING m.tenant_id, m.topic
@@ -185,7 +195,9 @@ WITH picked AS (
 ), buried AS (
     DELETE FROM deleted_tenants AS d
     WHERE d.deleted_at < now() - interval '1 hour' AND NOT EXISTS (SELECT FROM picked)
-      AND NOT EXISTS (SELECT FROM messages AS m WHERE m.tenant_id = d.tenant_id)
+      AND NOT EXISTS (SELECT FROM messages AS m
+                      WHERE m.tenant_id = d.tenant_id AND m.status IN ('pending', 'processing'))
+      AND NOT EXISTS (SELECT FROM messages AS m WHERE m.tenant_id = d.tenant_id AND m.status IN ('failed', 'expired'))
 )
 SELECT g.tenant_id::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP BY 1, 2"""
 
@@ -645,15 +657,6 @@ WITH picked AS (
 )
 SELECT t.slug AS tenant, g.topic, count(*) AS n FROM gone AS g JOIN tenants AS t ON t.id = g.tenant_id
 GROUP BY 1, 2"""
-
-# One pass over the table by the leader every few seconds, never per scrape. The dequeue's partial index does not
-# hold the status, so this is a sequential scan: 0.22-0.28 s on 1,000,000 messages of 2 tenants and 20 topics.
-GAUGES = """
-SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
-       extract(epoch FROM now() - min(m.available_at) FILTER (
-           WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
-FROM messages AS m JOIN tenants AS t ON t.id = m.tenant_id
-GROUP BY 1, 2, 3"""
 
 
 # --- activity (mq.queue.activity) -------------------------------------------------------------------------------

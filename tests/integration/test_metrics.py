@@ -8,7 +8,9 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 
+from mq.db import repository as repository_module
 from mq.db.repository import OperationsRepository
 from mq.jobs import GaugeRefresher
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, metric
@@ -148,3 +150,42 @@ async def test_topic_labels_are_bounded_and_the_token_is_required(server_env, te
         assert metric(text, "skiplock_messages_enqueued_total", **labels, topic="other") == 3
     finally:
         await asyncio.to_thread(stop_server, srv)
+
+
+async def test_a_large_table_is_counted_a_range_of_pages_at_a_time_to_the_same_gauges(
+    db,
+    tenant,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """The page-range recount (a table over GAUGES_PAGES_PER_STATEMENT pages) stores what one statement would."""
+    await db.execute(
+        """INSERT INTO messages (id, tenant_id, topic, payload, max_retries, status, available_at)
+           SELECT gen_random_uuid(), $1, 'ranged-' || (g % 3), decode(repeat('ab', 200), 'hex'), 3,
+                  CASE WHEN g % 4 = 0 THEN 'processing' ELSE 'pending' END, now() - (g || ' s')::interval
+           FROM generate_series(1, 3000) AS g""",
+        tenant.id,
+    )
+    refresher = GaugeRefresher(OperationsRepository(db))
+
+    async def stored() -> dict[tuple[str, str], tuple[int, float | None]]:
+        await refresher.run_once(wait=True)
+        rows = await db.fetch(
+            "SELECT topic, status, messages, oldest_pending_age_seconds FROM queue_gauges WHERE tenant = $1",
+            tenant.slug,
+        )
+        return {(r["topic"], r["status"]): (r["messages"], r["oldest_pending_age_seconds"]) for r in rows}
+
+    whole = await stored()
+    assert {key: n for key, (n, _) in whole.items()} == {
+        (topic, status): 750 if status == "pending" else 250
+        for topic in ("ranged-0", "ranged-1", "ranged-2")
+        for status in ("pending", "processing")
+    }
+    monkeypatch.setattr(repository_module, "GAUGES_PAGES_PER_STATEMENT", 7)  # 3000 rows of 200 bytes: ~90 pages
+    ranged = await stored()
+    assert {key: n for key, (n, _) in ranged.items()} == {key: n for key, (n, _) in whole.items()}
+    for key, (_, age) in ranged.items():  # the same oldest message, a moment later
+        before = whole[key][1]
+        assert (age is None) == (before is None)
+        if age is not None and before is not None:
+            assert before <= age < before + 10
