@@ -47,6 +47,10 @@ class TenantGate:
         # The two entries are distinct tenants, so at least one of them is not `tenant_id`.
         return any(other != tenant_id and at >= since for other, at in (self._latest, self._before))
 
+    def contended(self, tenant_id: int) -> bool:
+        """Whether the tenant's statements are capped now (a cap is set and another tenant is active)."""
+        return bool(self.limit) and self.others_active(tenant_id)
+
     @contextlib.asynccontextmanager
     async def slot(self, tenant_id: int) -> AsyncIterator[None]:
         """Hold one of the tenant's slots while the block runs (none needed while the tenant is alone)."""

@@ -49,8 +49,11 @@ def _schemathesis(server: Server, auth: tuple[str, str], examples: int, report: 
         CHECKS_LEFT_OUT,
         "--workers",
         "2",
-        # A long poll holds a dequeue for its wait_seconds (up to 20) when nothing comes: not a timeout.
+        # A long poll holds a dequeue for its wait_seconds (up to 20) when nothing comes: not a timeout, and not a
+        # slow answer either (`--checks all` holds every response to 10 s otherwise).
         "--request-timeout",
+        "30",
+        "--max-response-time",
         "30",
         "--no-color",
     ]

@@ -120,3 +120,37 @@ async def test_simultaneous_dequeues_share_out_the_queue(make_client, tenant) ->
     assert len(ids) == len(set(ids)) == 25
     for b in batches:
         assert [m["priority"] for m in b] == sorted((m["priority"] for m in b), reverse=True)
+
+
+async def test_large_dequeues_while_another_tenant_is_active_deliver_each_message_once(  # type: ignore[no-untyped-def]
+    make_client, db, tenant
+) -> None:
+    """With another tenant active, a dequeue of more than 100 runs as statements of 100 (mq/queue/shared.py):
+    racing large dequeues still deliver every message once, highest priority first within each."""
+    other = await db.fetchval("INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING slug", f"o-{tenant.slug}")
+    busy = make_client(headers={"X-Tenant": other})
+    c = make_client(headers={"X-Tenant": tenant.slug})
+    for priority in (0, 5):
+        for _ in range(3):
+            r = await c.post(
+                "/api/messages/batch",
+                json={"topic": "turns", "messages": [{"payload": b64("x"), "priority": priority}] * 200},
+            )
+            assert r.status_code == 201, r.text
+    delivered: Counter[str] = Counter()
+
+    async def take() -> None:
+        while True:
+            # The other tenant's enqueue keeps it active, so each of these dequeues is capped and cut into turns.
+            assert (await busy.post("/api/messages", json={"topic": "t", "payload": b64("y")})).status_code == 201
+            r = await c.post("/api/messages/dequeue", json={"topic": "turns", "count": 450})
+            assert r.status_code == 200, r.text
+            got = r.json()["messages"]
+            if not got:
+                return
+            priorities = [m["priority"] for m in got]
+            assert priorities == sorted(priorities, reverse=True)
+            delivered.update(m["id"] for m in got)
+
+    await asyncio.gather(*(take() for _ in range(4)))
+    assert len(delivered) == 1200 and set(delivered.values()) == {1}
