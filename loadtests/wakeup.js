@@ -2,7 +2,7 @@
 // delivered by waking a waiting dequeue; `delivery_latency` is then the wake-up latency. Meanwhile WAITERS other
 // consumers each long-poll a topic of their own that never gets a message: the wake-up latency must not grow with
 // the number of topics being waited on (nor, run with PREFILL, with the messages and topics waiting elsewhere).
-//   RATE=10  DURATION=30s  WAITERS=0 (idle long polls, one topic each)  P99_WAKEUP_MS=50
+//   RATE=10  DURATION=30s  WAITERS=0 (idle long polls, one topic each)  WAIT_SECONDS=20  P99_WAKEUP_MS=50
 import { sleep } from "k6";
 import exec from "k6/execution";
 import { dequeue } from "./lib/api.js";
@@ -16,6 +16,7 @@ import { consume, produceOne } from "./lib/workload.js";
 const RATE = number("RATE", 10);
 const DURATION = text("DURATION", "30s");
 const WAITERS = number("WAITERS", 0);
+const WAIT = number("WAIT_SECONDS", 20); // how long each long poll waits
 const TOPIC = "wakeup";
 
 const scenarios = {
@@ -29,7 +30,7 @@ if (WAITERS > 0) {
     exec: "waitIdle",
     vus: WAITERS,
     duration: `${2 + parseInt(DURATION, 10)}s`,
-    gracefulStop: "25s",
+    gracefulStop: `${WAIT + 5}s`,
   };
 }
 
@@ -47,13 +48,13 @@ export function produce(data) {
 }
 
 export function consumeOne(data) {
-  consume(data.tenant, TOPIC, 1, 20);
+  consume(data.tenant, TOPIC, 1, WAIT);
 }
 
 export function waitIdle(data) {
   // A fleet's polls are spread over the wait, not renewed in one instant: each waiter starts at a random moment.
-  if (exec.vu.iterationInScenario === 0) sleep(Math.random() * 20);
-  dequeue(tenantCaller(data.tenant), `idle-${exec.vu.idInTest}`, 1, 20);
+  if (exec.vu.iterationInScenario === 0) sleep(Math.random() * WAIT);
+  dequeue(tenantCaller(data.tenant), `idle-${exec.vu.idInTest}`, 1, WAIT);
 }
 
 export const { setup, finish, teardown } = oneTenant(TOPIC);

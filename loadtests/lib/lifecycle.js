@@ -10,7 +10,8 @@ import { createTenant, deleteTenant, tenantCaller, waitReady } from "./tenants.j
 export const COMMON_OPTIONS = { summaryTrendStats: TREND_STATS, setupTimeout: "120s", teardownTimeout: "120s" };
 
 /** `exec` started `rate` times a second for `duration`, with VUs enough that k6 need not start more mid-run (which
- * drops iterations): one per 10 iterations/s ready, up to one per 5. `extra`: startTime, tags, gracefulStop. */
+ * drops iterations): one per 5 iterations/s ready (a 200 ms hiccup), up to one per 2. `extra`: startTime, tags,
+ * gracefulStop. */
 export function arrivalScenario(exec, rate, duration, extra = {}) {
   return {
     executor: "constant-arrival-rate",
@@ -18,8 +19,8 @@ export function arrivalScenario(exec, rate, duration, extra = {}) {
     rate,
     timeUnit: "1s",
     duration,
-    preAllocatedVUs: Math.max(10, Math.ceil(rate / 10)),
-    maxVUs: Math.max(20, Math.ceil(rate / 5)),
+    preAllocatedVUs: Math.max(10, Math.ceil(rate / 5)),
+    maxVUs: Math.max(20, Math.ceil(rate / 2)),
     ...extra,
   };
 }

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from tests.support.servers import ADMIN, ROOT, Server
@@ -54,3 +55,54 @@ def test_the_smoke_load_test_holds_its_slos(server: Server, tmp_path: Path) -> N
     assert metrics["messages_acked"]["values"]["count"] == metrics["messages_enqueued"]["values"]["count"]
     assert metrics["nothing_lost"]["values"]["rate"] == 1
     assert "every SLO held" in run.stdout
+
+
+def test_the_wakeup_load_test_runs_beside_idle_long_polls(server: Server, tmp_path: Path) -> None:
+    """loadtests/wakeup.js for seconds: a probe consumer woken by each message, beside idle long polls."""
+    env = {
+        **os.environ,
+        "SKIPLOCK_URL": server.base_url,
+        "SKIPLOCK_ADMIN_USER": ADMIN[0],
+        "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
+        "SUMMARY_DIR": str(tmp_path),
+        "DURATION": "5s",
+        "WAITERS": "20",
+        "WAIT_SECONDS": "2",
+        "P99_WAKEUP_MS": "2000",  # a shared CI machine: the figure itself is measured in loadtests/RESULTS.md
+    }
+    run = subprocess.run(
+        [k6(), "run", "--no-usage-report", "--quiet", ROOT / "loadtests" / "wakeup.js"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    metrics = json.loads((tmp_path / "wakeup-summary.json").read_text())["metrics"]
+    assert metrics["messages_delivered"]["values"]["count"] >= 30
+    assert metrics["delivery_latency{scenario:consume}"]["values"]["p(99)"] > 0
+    assert metrics["nothing_lost"]["values"]["rate"] == 1
+
+
+async def test_prefill_writes_waiting_messages_and_plans_use_the_indexes(pg_server_url: str) -> None:
+    """loadtests/prefill.py on a database of its own: the messages spread as asked, and the hot statements' plans."""
+    from loadtests.prefill import plans, prefill
+    from mq.db.engine import asyncpg_dsn
+    from tests.support.servers import migrated_database
+
+    async with migrated_database(pg_server_url, "skiplock_prefill") as url:
+        dsn = asyncpg_dsn(url)
+        done = await prefill(dsn, 2_000, tenants=4, topics=20)
+        assert done["messages"] == 2_000
+        conn = await asyncpg.connect(dsn)
+        try:
+            spread = await conn.fetch(
+                "SELECT tenant_id, count(DISTINCT topic) AS topics, count(*) AS n FROM messages GROUP BY 1"
+            )
+        finally:
+            await conn.close()
+        assert sorted((r["topics"], r["n"]) for r in spread) == [(5, 500)] * 4
+        explained = await plans(dsn)
+        assert "=== message_dequeue 100" in explained and "messages_dequeue_idx" in explained
+        assert "=== message_ack_batch 100" in explained
