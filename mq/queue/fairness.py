@@ -6,11 +6,11 @@ tenant with many producers and greedy consumers has as many statements in Postgr
 on a small database server those statements fight each other and everyone else for the same cores, and a quiet
 tenant's single enqueue waits behind all of them (`make loadtest-fairness` on 2 cores: the quiet tenant's p99
 delivery went from 6 to 314 ms). With the cap, the flooding tenant's further statements wait here, in the process,
-where they cost nothing, and the quiet tenant's go straight through (19 ms; loadtests/RESULTS.md).
+where they cost nothing, and the quiet tenant's go straight through (15-16 ms; loadtests/RESULTS.md).
 
 A tenant alone on the process is not capped: the cap applies while another tenant has sent a statement within the
-last `ACTIVE_SECONDS`. Alone, a tenant's producers and consumers may then use every connection (10,000 msg/s in
-batches on 2 cores, where one statement at a time reached 5,900).
+last `ACTIVE_SECONDS`. Alone, a tenant's producers and consumers may then use every connection (at 10,000 msg/s in
+batches on 2 cores, one statement at a time left the consumers seconds behind).
 """
 
 from __future__ import annotations
