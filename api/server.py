@@ -54,10 +54,15 @@ _UVICORN_OPTIONS: dict[str, Any] = {
 }
 
 
-def _proxy_options(settings: Settings) -> dict[str, Any]:
+def _connection_options(settings: Settings) -> dict[str, Any]:
     """X-Forwarded-For and X-Forwarded-Proto are believed from `trusted_proxies` only: they set the client address
-    (login limiting) and the scheme (the session cookie's Secure flag behind a TLS-terminating proxy)."""
-    return {"proxy_headers": True, "forwarded_allow_ips": settings.trusted_proxies}
+    (login limiting) and the scheme (the session cookie's Secure flag behind a TLS-terminating proxy). Idle
+    kept-alive connections stay `keep_alive_seconds` (uvicorn's 5 s default races clients that reuse them)."""
+    return {
+        "proxy_headers": True,
+        "forwarded_allow_ips": settings.trusted_proxies,
+        "timeout_keep_alive": settings.keep_alive_seconds,
+    }
 
 
 async def serve(settings: Settings, app: Litestar) -> None:
@@ -67,7 +72,7 @@ async def serve(settings: Settings, app: Litestar) -> None:
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level.lower(),
-        **_proxy_options(settings),
+        **_connection_options(settings),
         **_UVICORN_OPTIONS,
     )
     server = _Server(config)
@@ -87,6 +92,6 @@ def serve_processes(settings: Settings, app_factory: str) -> None:
         port=settings.port,
         workers=settings.workers,
         log_level=settings.log_level.lower(),
-        **_proxy_options(settings),
+        **_connection_options(settings),
         **_UVICORN_OPTIONS,
     )

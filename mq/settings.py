@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     """Port the HTTP server listens on (0 picks a free one)."""
     workers: int = Field(default=1, ge=1, le=64)
     """HTTP server processes. Each uses at most one core: about one per core when Postgres runs elsewhere."""
+    keep_alive_seconds: float = Field(default=120.0, gt=0, le=3600)
+    """How long an idle kept-alive connection stays open. Longer than clients and load balancers keep theirs
+    (Go and k6 90 s, AWS ALB 60 s), so the client closes first: a server closing a connection just as a client
+    reuses it resets that request."""
     log_level: str = "info"
 
     """Python log level name for the server's logs."""

@@ -97,6 +97,7 @@ class Load:
         self.base_url = base_url
         self.auth = auth
         self.headers = {"X-Tenant": tenant}
+        self.tenant = tenant
         self.ledger = Ledger()
         self.producing = asyncio.Event()
         self.consuming = asyncio.Event()
