@@ -332,18 +332,31 @@ def _uuid_list(param: str) -> str:
     return f"string_to_array({param}, ',', '')::uuid[]"
 
 
-# Batch ack: one statement deletes every acknowledged message and returns their ids and the receipt of the lease
-# that ended (so the entry holding the current receipt gets the credit, not a stale one); the caller probes the
-# rest (only when some failed) to tell why. The rows are found through the primary key (`id = ANY`) and only then
-# paired with their receipts: joining the unnested list to messages let the planner pick a hash join over every
-# processing message of the tenant whenever its statistics made those look few (200 ms on a 1M-row table instead
-# of 0.2). Plan: Delete <- Hash Semi Join <- Bitmap Heap Scan on messages (Bitmap Index Scan on messages_pkey,
-# id = ANY), Function Scan on unnest: 0.7 ms for 100 on the 1M-row table. $2 ids, $3 receipts (empty: any holder)
+# Looking a message up by id with its tenant and status checked: the planner must take the primary key. For a tenant
+# the statistics do not know yet (new, or grown since the last ANALYZE) it estimates a handful of rows for
+# `tenant_id = $1`, and with `status = 'processing'` (which implies messages_dequeue_idx's predicate) it read every
+# live message of the tenant through messages_dequeue_idx instead: 525 ms for one message among a tenant's 1,000,000
+# rather than 0.01 ms. `tenant_id + 0 = $1` checks the tenant without offering an index to do it.
+#
+# Batch ack: one statement deletes every acknowledged message and returns its id and the receipt of the lease that
+# ended (so the entry holding the current receipt gets the credit, not a stale one); the caller probes the rest
+# (only when some failed) to tell why. `found` looks each listed id up by the primary key alone (LATERAL ... LIMIT 1
+# keeps every other condition out of the lookup), then checks tenant, status and receipt; the DELETE takes those
+# rows again by key, as they were found (a lease that changed since does not match). Any other plan grows with the
+# tenant: with the conditions side by side, stale statistics made the planner read all of a flooding tenant's live
+# messages through messages_dequeue_idx and test each against the list, up to 2 s per ack of 1,000 while B's p99
+# waited behind it (`make loadtest-fairness`). Plan, whatever the statistics: Delete <- Nested Loop (CTE Scan,
+# Index Scan using messages_pkey), found: Nested Loop (Function Scan on unnest, Index Scan using messages_pkey);
+# 6-9 ms for 1,000 among 1,000,000. $2 ids, $3 receipts (empty: any holder)
 MESSAGE_ACK_BATCH = f"""
-DELETE FROM messages AS m
-WHERE m.tenant_id = $1 AND m.id = ANY({_uuid_list("$2")}) AND m.status = 'processing'
-  AND EXISTS (SELECT FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
-              WHERE w.id = m.id AND (w.receipt IS NULL OR w.receipt = m.receipt))
+WITH found AS MATERIALIZED (
+    SELECT m.id, m.status, m.receipt
+    FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
+    CROSS JOIN LATERAL (SELECT x.id, x.tenant_id, x.status, x.receipt FROM messages AS x WHERE x.id = w.id LIMIT 1) AS m
+    WHERE m.tenant_id = $1 AND m.status = 'processing' AND (w.receipt IS NULL OR w.receipt = m.receipt)
+)
+DELETE FROM messages AS m USING found AS f
+WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
 RETURNING m.id, m.topic, m.receipt"""
 
 # Why an ack, nack or extend of one message matched nothing: missing (404) or leased by someone else (409).
@@ -368,7 +381,7 @@ WITH cur AS (
            coalesce(tc.retry_backoff_seconds, $7::int4[]) AS backoff
     FROM messages AS m
     LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = m.topic
-    WHERE m.tenant_id = $1 AND m.id = $2 AND m.status = 'processing' AND ($3::uuid IS NULL OR m.receipt = $3)
+    WHERE m.id = $2 AND m.tenant_id + 0 = $1 AND m.status = 'processing' AND ($3::uuid IS NULL OR m.receipt = $3)
     FOR UPDATE OF m
 )
 UPDATE messages AS m SET
@@ -389,7 +402,7 @@ RETURNING cur.outcome, m.topic"""
 # the twin carries the key's latest content and will be delivered. $2 id, $3 receipt
 MESSAGE_DELETE_SUPERSEDED = """
 DELETE FROM messages
-WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
+WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
 RETURNING topic"""
 
 # Before a nack's retry or a requeue would collide with a pending twin of the same key: expire that twin if its
@@ -408,7 +421,7 @@ TOPIC_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_DLQ_KEYS, '$3', '$4')}\nSELECT c
 # Extend a lease (heartbeat). $2 id, $3 receipt, $4 new timeout s from now
 MESSAGE_EXTEND = """
 UPDATE messages SET available_at = now() + make_interval(secs => $4), updated_at = now()
-WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
+WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
 RETURNING available_at"""
 
 # A dead letter back in its original topic starts afresh, as if enqueued now: retry_count 0, max_retries and the

@@ -1,0 +1,73 @@
+"""Statements that find messages by id use the primary key whatever the statistics say.
+
+A tenant the statistics do not know yet (new, or grown since the last ANALYZE) is estimated at a handful of rows,
+and a status the last ANALYZE never saw at none. With the tenant and status conditions beside the id, the planner
+then preferred reading every live message of the tenant through messages_dequeue_idx: a batch ack of 1,000 took up
+to 2 s under `make loadtest-fairness`, and one nack 525 ms among a tenant's 1,000,000 messages. Here the statistics
+are taken while the table holds one small tenant; then another gets 100,000 messages, and each plan is checked in
+both of Postgres's modes (custom plans for the first executions of a prepared statement, then a generic one).
+"""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from mq.db.engine import asyncpg_dsn
+from mq.queue import sql
+from tests.support.servers import migrated_database
+
+FLOOD = 100_000
+MODES = ("force_custom_plan", "force_generic_plan")
+
+
+async def _stale_statistics(conn: asyncpg.Connection) -> tuple[int, list[asyncpg.Record]]:
+    quiet = await conn.fetchval("INSERT INTO tenants (slug, name) VALUES ('quiet', 'quiet') RETURNING id")
+    flood = await conn.fetchval("INSERT INTO tenants (slug, name) VALUES ('flood', 'flood') RETURNING id")
+    await conn.execute(
+        """INSERT INTO messages (id, tenant_id, topic, payload, status, max_retries)
+           SELECT gen_random_uuid(), $1, 'steady', '\\x00', 'pending', 3 FROM generate_series(1, 50)""",
+        quiet,
+    )
+    await conn.execute("ANALYZE messages")
+    await conn.execute(
+        """INSERT INTO messages (id, tenant_id, topic, payload, status, receipt, max_retries, available_at)
+           SELECT gen_random_uuid(), $1, 'flood-' || (g % 4), '\\x00',
+                  CASE WHEN g % 10 = 0 THEN 'processing' ELSE 'pending' END,
+                  CASE WHEN g % 10 = 0 THEN gen_random_uuid() END, 3, now() + interval '1 hour'
+           FROM generate_series(1, $2) AS g""",
+        flood,
+        FLOOD,
+    )
+    leased = await conn.fetch(
+        "SELECT id, receipt FROM messages WHERE tenant_id = $1 AND status = 'processing' LIMIT 1000", flood
+    )
+    return flood, leased
+
+
+async def _plan(conn: asyncpg.Connection, mode: str, statement: str, *args: object) -> str:
+    async with conn.transaction():
+        await conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
+        rows = await conn.fetch(f"EXPLAIN (COSTS OFF) {statement}", *args)
+    return "\n".join(r[0][:160] for r in rows)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_by_id_statements_take_the_primary_key_under_stale_statistics(pg_server_url: str, mode: str) -> None:
+    async with migrated_database(pg_server_url, "skiplock_plans") as url:
+        conn = await asyncpg.connect(asyncpg_dsn(url))
+        try:
+            tenant, leased = await _stale_statistics(conn)
+            ids = ",".join(str(r["id"]) for r in leased)
+            receipts = ",".join(str(r["receipt"]) for r in leased)
+            one, receipt = leased[0]["id"], leased[0]["receipt"]
+            plans = {
+                "ack batch": await _plan(conn, mode, sql.MESSAGE_ACK_BATCH, tenant, ids, receipts),
+                "nack": await _plan(conn, mode, sql.MESSAGE_NACK, tenant, one, receipt, "e", True, None, [1]),
+                "extend": await _plan(conn, mode, sql.MESSAGE_EXTEND, tenant, one, receipt, 30),
+                "superseded": await _plan(conn, mode, sql.MESSAGE_DELETE_SUPERSEDED, tenant, one, receipt),
+            }
+        finally:
+            await conn.close()
+    for name, plan in plans.items():
+        assert "messages_pkey" in plan and "messages_dequeue_idx" not in plan, f"{name}:\n{plan}"
