@@ -119,6 +119,9 @@ def server_env(database_url: str, redis_url: str) -> dict[str, str]:
         # Many tests fail logins on purpose, all from 127.0.0.1; the limiter has its own test and server.
         "SKIPLOCK_LOGIN_FAILURE_LIMIT": "100000",
         "SKIPLOCK_LOGIN_FAILURE_LIMIT_PER_ADDRESS": "100000",
+        # Tests of many tenants follow each other within seconds, so each would count as another's neighbour:
+        # tests/integration/test_fair_share.py turns the default enqueue rate on for a server of its own.
+        "SKIPLOCK_TENANT_ENQUEUE_RATE": "0",
         # Reapers would change messages under tests that watch them; tests/integration/test_workers.py runs them.
         "SKIPLOCK_RUN_WORKERS": "false",
     }

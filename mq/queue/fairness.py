@@ -25,10 +25,15 @@ ACTIVE_SECONDS = 2.0
 
 
 class TenantGate:
-    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
-        """`limit` statements of one tenant at once while others are active; 0 means no cap."""
+    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic, enqueue_rate: int = 0) -> None:
+        """`limit` statements of one tenant at once while others are active; 0 means no cap. `enqueue_rate`: the
+        messages per second a tenant may enqueue while others are active (see `enqueue_wait`); 0 means no limit."""
         self.limit = limit
+        self.enqueue_rate = enqueue_rate
         self._now = clock
+        # Per tenant limited so far: (allowance in messages, when it was last updated). It may go negative: a batch
+        # larger than what is left is let through, and the tenant then owes the difference.
+        self._allowances: dict[int, tuple[float, float]] = {}
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._users: dict[int, int] = {}  # holders and waiters per tenant, to drop idle semaphores
         # The two tenants seen last, each with when: enough to tell whether anyone but a given tenant is active.
@@ -50,6 +55,22 @@ class TenantGate:
     def contended(self, tenant_id: int) -> bool:
         """Whether the tenant's statements are capped now (a cap is set and another tenant is active)."""
         return bool(self.limit) and self.others_active(tenant_id)
+
+    def enqueue_wait(self, tenant_id: int, rows: int) -> float:
+        """Seconds the tenant must wait before enqueueing `rows` messages (0: go ahead, and they are counted). While
+        another tenant is active, each may enqueue `enqueue_rate` messages per second in this process, with bursts
+        of one second's worth: the enqueue-rate quota that applies by default (a tenant with a quota of its own is
+        not asked). Alone, or with no rate set, nothing is counted."""
+        if not self.enqueue_rate or not self.others_active(tenant_id):
+            return 0.0
+        now, rate = self._now(), self.enqueue_rate
+        allowance, at = self._allowances.get(tenant_id, (float(rate), now))
+        allowance = min(float(rate), allowance + (now - at) * rate)
+        if allowance <= 0:
+            self._allowances[tenant_id] = (allowance, now)
+            return -allowance / rate or 1 / rate
+        self._allowances[tenant_id] = (allowance - rows, now)
+        return 0.0
 
     @contextlib.asynccontextmanager
     async def slot(self, tenant_id: int) -> AsyncIterator[None]:

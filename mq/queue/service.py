@@ -146,6 +146,16 @@ class QueueService:
         quotas = NO_QUOTAS
         if self.quotas is not None:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
+        if quotas.enqueue_rate is None:
+            wait = self.shared.enqueue_wait(tenant_id, len(items))
+            if wait:
+                fair = self.settings.tenant_enqueue_rate
+                raise errors.RateLimited(
+                    f"while other tenants are active, a tenant without an enqueue_rate quota may enqueue {fair} "
+                    "messages per second on each server process",
+                    details={"quota": "tenant_enqueue_rate", "limit": fair},
+                    retry_after=max(1, math.ceil(wait)),
+                )
         if quotas is NO_QUOTAS and all(c.max_depth is None for c in configs.values()):
             return await self.shared.insert(tenant_id, items, max_retries, ttls)
         depths = tuple(sorted((t, c.max_depth) for t, c in configs.items() if c.max_depth is not None))

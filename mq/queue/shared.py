@@ -67,8 +67,8 @@ _COPY_MIN_ROWS = 16
 # commits, as separate clients would; funnelled through one statement at a time they waited for each other's
 # WAL flush and left both cores half idle.
 _ALONE_MIN_ROWS = 32
-# While other tenants are active, a dequeue of more rows than this runs as several statements of this many: a lease
-# of 1,000 rows holds a core for tens of milliseconds, and another tenant's requests wait for it (on 2 cores, the
+# While other tenants are active, a dequeue answers at most this many messages: leasing 1,000 rows holds a core for
+# tens of milliseconds, and encoding them holds the event loop, while another tenant's requests wait (on 2 cores, the
 # quiet tenant's p99 in `make loadtest-fairness` went from 3.0x to 2.2x of alone with dequeues of 100).
 _SHARED_MAX_ROWS = 100
 
@@ -104,7 +104,7 @@ class SharedStatements:
             self._dequeue_many, max_batch=rows, max_in_flight=in_flight, weight=lambda d: d.limit
         )
         # Requests that run alone (batches) take one of their tenant's slots: see mq/queue/fairness.py.
-        self._gate = TenantGate(settings.tenant_max_statements)
+        self._gate = TenantGate(settings.tenant_max_statements, enqueue_rate=settings.tenant_enqueue_rate)
 
     async def insert(
         self,
@@ -123,6 +123,11 @@ class SharedStatements:
             return await self._inserts.submit(request)
         async with self._gate.slot(tenant_id):
             return await _alone(self._insert_many, request)
+
+    def enqueue_wait(self, tenant_id: int, rows: int) -> float:
+        """Seconds before the tenant may enqueue `rows` more while other tenants are active (mq/queue/fairness.py);
+        0: go ahead."""
+        return self._gate.enqueue_wait(tenant_id, rows)
 
     async def ack(
         self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
@@ -143,29 +148,10 @@ class SharedStatements:
             self._gate.seen(tenant_id)
             return await self._dequeues.submit(request)
         if limit > _SHARED_MAX_ROWS and self._gate.contended(tenant_id):
-            return await self._dequeue_in_turns(tenant_id, topic, limit, visibility)
+            # The contract lets a dequeue answer fewer than asked; the consumer asks again for the rest.
+            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility)
         async with self._gate.slot(tenant_id):
             return await _alone(self._dequeue_many, request)
-
-    async def _dequeue_in_turns(self, tenant_id: int, topic: str, limit: int, visibility: int) -> list[Any]:
-        """A large dequeue while other tenants are active: statements of at most `_SHARED_MAX_ROWS` rows, each
-        taking its own turn at the tenant's slot, as that many smaller dequeues one after the other would. Once
-        messages are leased, a later statement's failure ends the dequeue with what it has (they are delivered);
-        the rest stays available for the next one."""
-        leased: list[Any] = []
-        while len(leased) < limit:
-            want = min(_SHARED_MAX_ROWS, limit - len(leased))
-            try:
-                async with self._gate.slot(tenant_id):
-                    rows = await _alone(self._dequeue_many, _Dequeue(tenant_id, topic, want, visibility))
-            except Exception:
-                if leased:
-                    return leased
-                raise
-            leased.extend(rows)
-            if len(rows) < want:  # the topic has no more available now
-                break
-        return leased
 
     async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]] | BaseException]:
         """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""

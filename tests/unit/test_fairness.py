@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from mq.queue.fairness import ACTIVE_SECONDS, TenantGate
 
 
@@ -102,3 +104,26 @@ async def test_a_cancelled_waiter_does_not_leak_its_slot() -> None:
 async def _enter(gate: TenantGate, tenant: int) -> None:
     async with gate.slot(tenant):
         return
+
+
+def test_the_default_enqueue_rate_applies_only_while_another_tenant_is_active() -> None:
+    clock = Clock()
+    gate = TenantGate(1, clock, enqueue_rate=100)
+    assert all(gate.enqueue_wait(1, 1000) == 0 for _ in range(5))  # alone: nothing counted
+    gate.seen(2)
+    assert gate.enqueue_wait(1, 60) == 0 and gate.enqueue_wait(1, 60) == 0  # a second's worth, then 20 owed
+    assert gate.enqueue_wait(1, 1) == pytest.approx(0.2)  # until the debt is paid at 100 per second
+    clock.now += 0.1
+    assert gate.enqueue_wait(1, 1) == pytest.approx(0.1)
+    clock.now += 0.6
+    assert gate.enqueue_wait(1, 40) == 0
+    assert gate.enqueue_wait(2, 100) == 0  # the other tenant has a rate of its own
+    clock.now += ACTIVE_SECONDS + 0.1
+    gate.seen(1)
+    assert gate.enqueue_wait(1, 1000) == 0  # tenant 2 went quiet: tenant 1 is alone again
+
+
+def test_no_enqueue_rate_counts_nothing() -> None:
+    gate = TenantGate(1, Clock(), enqueue_rate=0)
+    gate.seen(2)
+    assert all(gate.enqueue_wait(1, 1000) == 0 for _ in range(5))
