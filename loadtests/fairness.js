@@ -131,24 +131,27 @@ export function handleSummary(data) {
       [`${dir}/fairness-A-summary.json`]: JSON.stringify({ enqueue_rate: rate, k6: data }, null, 2),
     };
   }
+  // The verdict is the issue's: B's end-to-end latency and error rate. The p99 of B's enqueue requests is shown
+  // beside them, for where the time goes.
   const rows = [
-    ["p99 enqueue-to-delivery", "delivery_latency{tenant:B,phase:%}", "p(99)"],
-    ["p99 enqueue", "http_req_duration{tenant:B,endpoint:enqueue,phase:%}", "p(99)"],
-    ["error rate", "http_req_failed{tenant:B,phase:%}", "rate"],
+    ["p99 enqueue-to-delivery", "delivery_latency{tenant:B,phase:%}", "p(99)", true],
+    ["p99 enqueue", "http_req_duration{tenant:B,endpoint:enqueue,phase:%}", "p(99)", false],
+    ["error rate", "http_req_failed{tenant:B,phase:%}", "rate", true],
   ];
   const fairness = {};
   const lines = [];
   let fair = true;
-  for (const [label, pattern, stat] of rows) {
+  for (const [label, pattern, stat, judged] of rows) {
     const alone = value(pattern.replace("%", "alone"), stat) ?? 0;
     const flooded = value(pattern.replace("%", "contended"), stat) ?? 0;
     // Error rates of zero compare as equal; a latency ratio is taken as it is.
     const ratio = stat === "rate" ? (flooded === 0 ? 1 : alone === 0 ? Infinity : flooded / alone) : flooded / alone;
     const held = ratio <= MAX_RATIO;
-    fair = fair && held;
-    fairness[label] = { alone, contended: flooded, ratio, held };
+    if (judged) fair = fair && held;
+    fairness[label] = { alone, contended: flooded, ratio, held, judged };
+    const mark = judged ? (held ? "✓" : "✗") : "(shown, not judged)";
     lines.push(
-      `  B ${label.padEnd(24)} alone ${alone.toFixed(3)}  with A flooding ${flooded.toFixed(3)}  ratio ${ratio.toFixed(2)} ${held ? "✓" : "✗"}`,
+      `  B ${label.padEnd(24)} alone ${alone.toFixed(3)}  with A flooding ${flooded.toFixed(3)}  ratio ${ratio.toFixed(2)} ${mark}`,
     );
   }
   lines.push(fair ? `fair: B stays within ${MAX_RATIO}x of alone` : `NOT FAIR: B degrades beyond ${MAX_RATIO}x`);

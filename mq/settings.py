@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     process while another tenant is active; more wait in the process, so one tenant's flood does not crowd
     everyone else out of Postgres (docs/operations.md, "Fairness between tenants"). A tenant alone is not capped.
     Raise it where Postgres has cores to spare; 0: no cap."""
-    tenant_enqueue_rate: int = Field(default=1000, ge=0, le=1_000_000)
+    tenant_enqueue_rate: int = Field(default=500, ge=0, le=1_000_000)
     """Messages per second one tenant may enqueue per process while another tenant is active, unless the tenant
     has an enqueue_rate quota of its own: more answers 429 `rate_limited` with Retry-After. The enqueue-rate quota
     that applies by default, so one tenant's flood does not slow everyone else down (docs/operations.md, "Fairness
