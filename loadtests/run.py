@@ -164,7 +164,9 @@ def main(argv: list[str]) -> int:
             print(f"prefilled: {json.dumps(prefilled)}")
         before = {"process": process_stats(pid), "tables": asyncio.run(table_stats(database_url))}
         env = {**os.environ, "SKIPLOCK_URL": url, "SUMMARY_DIR": str(OUT)}
-        command = [k6_binary(), "run", "--no-usage-report", "--quiet", str(ROOT / "loadtests" / f"{script}.js")]
+        # No k6 REST API (`--address ""`): two k6 processes would both try its port 6565.
+        script_path = str(ROOT / "loadtests" / f"{script}.js")
+        command = [k6_binary(), "run", "--no-usage-report", "--quiet", "--address", "", script_path]
         runs = [subprocess.Popen(command, env={**env, "ROLE": role}) for role in ROLES.get(script, ("",))]
         returncode = max(run.wait() for run in runs)
         after = {"process": process_stats(pid), "tables": asyncio.run(table_stats(database_url))}

@@ -5,7 +5,7 @@ import encoding from "k6/encoding";
 import http from "k6/http";
 import { Counter, Rate, Trend } from "k6/metrics";
 import { BASE_URL } from "./config.js";
-import { readPayload } from "./payload.js";
+import { clock, readPayload } from "./payload.js";
 
 /** Enqueue-to-delivery time, from the send time inside each payload to its dequeue (ms). */
 export const deliveryLatency = new Trend("delivery_latency", true);
@@ -103,7 +103,7 @@ export function dequeue(who, topic, count = 1, waitSeconds = 0, visibility = 30)
     },
   );
   if (!ok) return [];
-  const now = Date.now();
+  const now = clock();
   const messages = r.json("messages");
   for (const m of messages) {
     const payload = readPayload(m.payload);

@@ -45,6 +45,21 @@ def run_k6(script: str, server: Server, summaries: Path, **knobs: str) -> subpro
     return run
 
 
+@pytest.mark.parametrize(
+    ("script", "role"),
+    [(p.name, "") for p in sorted((ROOT / "loadtests").glob("*.js")) if p.name != "fairness.js"]
+    + [("fairness.js", "A"), ("fairness.js", "B")],
+)
+def test_every_load_test_script_compiles_with_its_default_knobs(script: str, role: str) -> None:
+    """The long runs are not CI: `k6 inspect` at least builds each script's options (scenarios, thresholds) as
+    `make loadtest-<name>` would, so a script cannot rot unseen between measurements."""
+    knobs = ["-e", f"ROLE={role}"] if role else []
+    command = [k6(), "inspect", *knobs, str(ROOT / "loadtests" / script)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads(run.stdout)["scenarios"]
+
+
 def test_the_smoke_load_test_holds_its_slos(server: Server, tmp_path: Path) -> None:
     run = run_k6("smoke.js", server, tmp_path, DURATION="8s")
     summary = json.loads((tmp_path / "smoke-summary.json").read_text())
