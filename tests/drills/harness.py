@@ -8,8 +8,9 @@ acknowledged enqueue must be delivered; an earlier one may be superseded. Reques
 (a killed server) are not in the ledger: if they were written, their deliveries count as `unacknowledged`, never
 as lost or duplicated. Consumers lease with a short visibility timeout and ack; a token acked twice is a double
 delivery, a token delivered again before its ack answered is a redelivery (after a lapsed lease: an ack lost with
-a killed server). Consumers read the DLQ too: a message whose lease lapsed max_retries times is dead-lettered
-there (a lapse counts as an attempt), not lost.
+a killed server); an ack whose answer was lost may have committed: if its message is gone from the server at
+the end, it was delivered (`acked_answer_lost`). Consumers read the DLQ too: a message whose lease lapsed
+max_retries times is dead-lettered there (a lapse counts as an attempt), not lost.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class Ledger:
     received: Counter[str] = field(default_factory=Counter)  # token -> deliveries, acked or not
     seen: dict[str, bytes] = field(default_factory=dict)  # token -> the payload a delivery carried
     dead_lettered: set[str] = field(default_factory=set)  # tokens delivered from the DLQ
+    # token -> message id of deliveries whose ack never answered (the server was killed): it may have committed
+    ack_unanswered: dict[str, str] = field(default_factory=dict)
+    acked_answer_lost: set[str] = field(default_factory=set)  # of those, the ones gone from the server: acked
     statuses: Counter[str] = field(default_factory=Counter)  # "enqueue 201", "dequeue 503", "error ConnectError"
     slow: int = 0  # requests that took longer than the request deadline allows
     enqueued_at: float = 0.0
@@ -58,15 +62,21 @@ class Ledger:
     def count(self, prefix: str) -> int:
         return sum(n for k, n in self.statuses.items() if k.split()[1].startswith(prefix))
 
+    def settled(self, token: str) -> bool:
+        """Delivered (its ack answered 200, or it answered nothing and the message is gone), or superseded."""
+        return bool(self.delivered[token]) or token in self.acked_answer_lost or token in self.superseded_ok
+
     def lost_tokens(self) -> list[str]:
-        return [t for t in self.expected if not self.delivered[t] and t not in self.superseded_ok]
+        return [t for t in self.expected if not self.settled(t)]
 
     def result(self) -> dict[str, Any]:
-        lost = [t for t in self.expected if not self.delivered[t] and t not in self.superseded_ok]
+        lost = self.lost_tokens()
         changed = [t for t, raw in self.seen.items() if t in self.expected and raw != self.expected[t]]
         return {
             "acknowledged_enqueues": len(self.expected),
             "delivered": sum(1 for t in self.expected if self.delivered[t]),
+            # delivered, and their ack committed though its answer was lost with a killed server
+            "acked_answer_lost": sum(1 for t in self.acked_answer_lost if not self.delivered[t]),
             "lost": len(lost),
             "changed": len(changed),
             # a token acked twice: a double delivery inside a visibility window (must be 0)
@@ -119,12 +129,26 @@ class Load:
         self.producing.clear()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ledger = self.ledger
-            if all(ledger.delivered[t] or t in ledger.superseded_ok for t in ledger.expected):
+            await self._settle_unanswered_acks()
+            if not self.ledger.lost_tokens():
                 break
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(1)
         self.consuming.clear()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _settle_unanswered_acks(self) -> None:
+        """An ack whose answer was lost with a killed server may have committed: its message is then gone (404),
+        and was delivered; if it is still there, its lease lapses and it comes back to a consumer. (A message
+        gone because a later delivery's ack committed, its 200 still on the way, is counted once: by that 200.)"""
+        ledger = self.ledger
+        for token, message_id in list(ledger.ack_unanswered.items()):
+            if ledger.delivered[token]:
+                del ledger.ack_unanswered[token]
+                continue
+            r = await self._request("lookup", "GET", f"/api/messages/{message_id}")
+            if r is not None and r.status_code == 404:
+                ledger.acked_answer_lost.add(token)
+                del ledger.ack_unanswered[token]
 
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -190,9 +214,12 @@ class Load:
             acks = {"acks": [{"id": m["id"], "receipt": m["receipt"]} for m in messages]}
             a = await self._request("ack", "POST", "/api/messages/ack", json=acks)
             if a is None or a.status_code != 200:
-                for m in messages:  # the leases lapse; the messages come back
+                for m in messages:  # the leases lapse; the messages come back (unless an unanswered ack committed)
                     with contextlib.suppress(ValueError, KeyError):
-                        ledger.received[json.loads(base64.b64decode(m["payload"]))["token"]] += 1
+                        token = json.loads(base64.b64decode(m["payload"]))["token"]
+                        ledger.received[token] += 1
+                        if a is None:
+                            ledger.ack_unanswered[token] = m["id"]
                 continue
             failed = {f["id"] for f in a.json()["failed"]}
             for m in messages:
