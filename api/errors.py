@@ -26,6 +26,7 @@ DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
     (errors.KeyConflict, 409, "key_conflict"),
     (errors.AlreadyExists, 409, "already_exists"),
     (errors.TenantNotEmpty, 409, "tenant_not_empty"),
+    (errors.LastAdmin, 409, "last_admin"),
     (errors.PayloadTooLarge, 413, "payload_too_large"),
     (errors.QueueFull, 429, "queue_full"),
     (errors.RateLimited, 429, "rate_limited"),

@@ -22,7 +22,7 @@ from mq.console.service import (
     SeriesPointView,
     SeriesView,
 )
-from mq.names import SLUG_PATTERN, TOPIC_PATTERN
+from mq.names import ADDRESSABLE_TOPIC_PATTERN, SLUG_PATTERN, TOPIC_PATTERN
 from mq.queue.types import (
     MAX_BACKOFF_SECONDS,
     MAX_BACKOFF_STEPS,
@@ -65,6 +65,10 @@ __all__ = [
 T = TypeVar("T")
 
 Topic = Annotated[str, Meta(pattern=TOPIC_PATTERN, description="Topic name")]
+#: A topic or its dead-letter topic (`<topic>.dlq`), as dequeue may name.
+AddressableTopic = Annotated[
+    str, Meta(pattern=ADDRESSABLE_TOPIC_PATTERN, description="Topic name, or a topic's dead-letter topic (<topic>.dlq)")
+]
 Delay = Annotated[float, Meta(ge=0, le=MAX_DELAY_SECONDS, description="Seconds before the message is visible")]
 Priority = Annotated[int, Meta(ge=0, le=MAX_PRIORITY, description="0..9, higher is dequeued first")]
 Visibility = Annotated[int, Meta(ge=1, le=MAX_VISIBILITY_SECONDS)]
@@ -144,7 +148,7 @@ class IdsView(msgspec.Struct):
 
 
 class DequeueBody(Strict):
-    topic: Topic
+    topic: AddressableTopic
     count: Annotated[
         int, Meta(ge=1, le=MAX_DEQUEUE_COUNT, description="1..1000 (SKIPLOCK_MAX_BATCH_SIZE may lower it)")
     ] = 1

@@ -54,6 +54,10 @@ class AlreadyExists(SkiplockError):
     """That name is taken."""
 
 
+class LastAdmin(SkiplockError):
+    """This is the tenant's last tenant_admin: make another user tenant_admin first, or the tenant has none left."""
+
+
 class TenantNotEmpty(SkiplockError):
     """The tenant still holds messages; delete it with force=true to drop them too."""
 

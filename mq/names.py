@@ -11,6 +11,10 @@ TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
 TOPIC_RE = re.compile(TOPIC_PATTERN)  # use with fullmatch: in Python `$` also matches before a final newline
 #: A topic's dead-letter topic is the topic's name with this suffix.
 DLQ_SUFFIX = ".dlq"
+#: Every topic a route may address: a topic, or the dead-letter topic of one (up to 204 characters: the dead letters
+#: of a 200-character topic must be listed, requeued and purged like any other's).
+ADDRESSABLE_TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}(\.dlq)?$"
+ADDRESSABLE_TOPIC_RE = re.compile(ADDRESSABLE_TOPIC_PATTERN)
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 _SLUG_RE = re.compile(SLUG_PATTERN)

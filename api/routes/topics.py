@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 import msgspec
@@ -22,6 +23,7 @@ from api.schemas import (
     TopicConfigView,
     TopicListView,
 )
+from mq import errors
 from mq.queue.service import QueueService
 from mq.queue.types import TopicConfig
 from mq.tenancy import grants
@@ -77,14 +79,27 @@ class TopicController(Controller):
         return DeletedView(deleted=await _queue(request).purge(tenant, topic, data.statuses if data else None))
 
     @delete(
-        "/topics/{topic:str}/messages/by-key/{key:str}",
+        "/topics/{topic:str}/messages/by-key/{key:path}",
         status_code=HTTP_200_OK,
         summary="Delete a topic's messages with a key",
+        description="The key is percent-encoded in the path; it may contain any character, `/` included.",
         operation_id="deleteMessagesByKey",
     )
     async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> DeletedView:
         tenant = tenant_for(request.user, admin_only=True)
-        return DeletedView(deleted=await _queue(request).delete_by_key(tenant, topic, key))
+        return DeletedView(deleted=await _queue(request).delete_by_key(tenant, topic, _key_from_raw_path(request)))
+
+
+def _key_from_raw_path(request: AnyRequest) -> str:
+    """The key exactly as sent. The router matches a decoded path that Litestar also normalizes (a trailing `/`
+    or a doubled one is dropped), so the key is read from the raw path, where the topic (letters, digits, '.', '_',
+    '-') and the fixed segments stand unencoded before it."""
+    raw = request.scope.get("raw_path") or request.scope["path"].encode()
+    _, _, key = raw.decode("latin-1").partition("/messages/by-key/")
+    try:
+        return urllib.parse.unquote(key, errors="strict")
+    except UnicodeDecodeError:
+        raise errors.InvalidRequest("key: the percent-encoded bytes are not UTF-8") from None
 
 
 class TopicConfigController(Controller):

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import msgspec
 
 from mq import errors
-from mq.names import DLQ_SUFFIX, TOPIC_RE, check_text
+from mq.names import ADDRESSABLE_TOPIC_RE, DLQ_SUFFIX, TOPIC_RE, check_text
 from mq.queue.types import MAX_KEY_LENGTH, MAX_METADATA_DEPTH, EnqueueItem
 from mq.settings import Settings
 
@@ -33,8 +33,14 @@ def check_depth(value: Any, field: str) -> None:
 
 @functools.lru_cache(maxsize=4096)  # a batch names the same topic on every item; invalid names raise, uncached
 def check_topic(topic: str, *, for_enqueue: bool) -> None:
-    if not TOPIC_RE.fullmatch(topic):  # fullmatch: `$` also matches before a trailing newline
-        raise errors.InvalidRequest("topic must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+    """A name a message can be enqueued into (`for_enqueue`), or any name a route may address: a topic or its
+    dead-letter topic."""
+    # fullmatch: `$` also matches before a trailing newline
+    if not (TOPIC_RE if for_enqueue else ADDRESSABLE_TOPIC_RE).fullmatch(topic):
+        raise errors.InvalidRequest(
+            "topic must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$"
+            + ("" if for_enqueue else ", or be such a topic's dead-letter topic (<topic>.dlq)")
+        )
     if for_enqueue and topic.endswith(DLQ_SUFFIX):
         raise errors.ReservedTopic(f"{topic!r} is a dead-letter topic; enqueue into {topic[:-4]!r} instead")
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from mq.db.models import AdmissionGate, DeletedTenant, Grant, Session, Tenant, User
 from mq.ids import uuid7
 from mq.tenancy.grants import Action, Role, TenantStatus
+
+#: What a change to a user did: "missing" when the tenant has no such user, "last_admin" when refused because it
+#: would leave the tenant without a tenant_admin.
+UserChange = Literal["done", "missing", "last_admin"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +169,13 @@ class TenancyRepository:
             ).first()
         return None if row is None else _user_view(row[0], row[1])
 
-    async def update_user(self, tenant_id: int, user_id: uuid.UUID, changes: dict[str, Any]) -> bool:
-        """Apply `changes` (password_hash, role) to a user of the tenant; False when there is none."""
+    async def update_user(self, tenant_id: int, user_id: uuid.UUID, changes: dict[str, Any]) -> UserChange:
+        """Apply `changes` (password_hash, role) to a user of the tenant, unless that demotes its last tenant_admin."""
         async with self._sessions() as session:
+            if changes.get("role", "tenant_admin") != "tenant_admin" and await _is_last_admin(
+                session, tenant_id, user_id
+            ):
+                return "last_admin"
             result = await session.execute(
                 update(User)
                 .where(User.tenant_id == tenant_id, User.id == user_id)
@@ -176,7 +184,7 @@ class TenancyRepository:
             )
             found = result.first() is not None
             await session.commit()
-        return found
+        return "done" if found else "missing"
 
     async def platform_admin_hashes(self) -> list[tuple[str, str]]:
         """(username, password hash) of every platform admin."""
@@ -191,14 +199,17 @@ class TenancyRepository:
             )
             await session.commit()
 
-    async def delete_user(self, tenant_id: int, user_id: uuid.UUID) -> bool:
+    async def delete_user(self, tenant_id: int, user_id: uuid.UUID) -> UserChange:
+        """Delete a user of the tenant, unless it is the tenant's last tenant_admin."""
         async with self._sessions() as session:
+            if await _is_last_admin(session, tenant_id, user_id):
+                return "last_admin"
             result = await session.execute(
                 delete(User).where(User.tenant_id == tenant_id, User.id == user_id).returning(User.id)
             )
             found = result.first() is not None
             await session.commit()
-        return found
+        return "done" if found else "missing"
 
     async def create_user(
         self, username: str, password_hash: str, role: str, tenant_id: int | None
@@ -297,6 +308,17 @@ class TenancyRepository:
 
 
 # The columns below hold only the values their CHECK constraints allow (`mq.db.models`): the records say which.
+
+
+async def _is_last_admin(session: AsyncSession, tenant_id: int, user_id: uuid.UUID) -> bool:
+    """Whether the user is its tenant's only tenant_admin. Locks the tenant's row first, so that two admins demoting
+    or deleting each other at once are serialized: the second sees the first's change and is refused (under READ
+    COMMITTED each would otherwise still count the other and both would go)."""
+    await session.execute(select(Tenant.id).where(Tenant.id == tenant_id).with_for_update())
+    admins = (
+        await session.execute(select(User.id).where(User.tenant_id == tenant_id, User.role == "tenant_admin"))
+    ).scalars()
+    return list(admins) == [user_id]
 
 
 def _tenant_record(tenant: Tenant) -> TenantRecord:

@@ -15,7 +15,7 @@ from mq.names import SLUG_PATTERN, check_text, is_slug
 from mq.tenancy.grants import ACTIONS, AssignableRole, valid_pattern
 from mq.tenancy.invalidation import AuthInvalidation
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH, PasswordChecks
-from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserRow
+from mq.tenancy.repository import GrantRecord, TenancyRepository, TenantRecord, UserChange, UserRow
 
 ASSIGNABLE_ROLES: tuple[AssignableRole, ...] = get_args(AssignableRole)
 MAX_PASSWORD_LENGTH = 1024
@@ -101,8 +101,10 @@ class TenancyService:
         if password is not None:
             changes["password_hash"] = await self._hash(password)
         uid = _user_id(user_id)
-        if uid is None or (changes and not await self.repository.update_user(tenant_id, uid, changes)):
+        if uid is None:
             raise errors.NotFound("no such user")
+        if changes:
+            _check_change(await self.repository.update_user(tenant_id, uid, changes))
         if password is not None:
             await self.repository.delete_user_sessions(uid)  # a new password logs the user out everywhere
         if changes:
@@ -111,8 +113,9 @@ class TenancyService:
 
     async def delete_user(self, tenant_id: int, user_id: str) -> None:
         uid = _user_id(user_id)
-        if uid is None or not await self.repository.delete_user(tenant_id, uid):
+        if uid is None:
             raise errors.NotFound("no such user")
+        _check_change(await self.repository.delete_user(tenant_id, uid))
         await self.invalidation.changed()
 
     async def change_own_password(self, user_id: str, current: str, new: str) -> None:
@@ -190,6 +193,13 @@ def _check_username(username: str) -> None:
             f"username must be 1 to {MAX_USERNAME_LENGTH} printable characters without ':' (HTTP Basic splits there)"
         )
     check_text(username, "username")
+
+
+def _check_change(outcome: UserChange) -> None:
+    if outcome == "missing":
+        raise errors.NotFound("no such user")
+    if outcome == "last_admin":
+        raise errors.LastAdmin()
 
 
 def _check_role(role: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from urllib.parse import quote
 
 import httpx
 
@@ -120,3 +121,49 @@ async def test_a_topic_config_governs_retries(client: httpx.AsyncClient, db, ten
     await dequeue(client, "strict")
     assert (await client.post(f"/api/messages/{mid}/nack")).json() == {"outcome": "failed"}
     assert (await client.get(f"/api/messages/{mid}")).json()["status"] == "failed"
+
+
+async def test_the_dead_letters_of_a_200_character_topic_are_addressable(client: httpx.AsyncClient) -> None:
+    """`<topic>.dlq` of the longest topic is 204 characters: every route that names a topic must take it."""
+    topic = "t" * 200
+    dlq = f"{topic}.dlq"
+    assert (await client.put(f"/api/topic-configs/{topic}", json={"max_retries": 1})).status_code == 200
+    for _ in range(3):
+        await enqueue(client, topic, key=None)
+    for message in await dequeue(client, topic, count=3):
+        r = await client.post(f"/api/messages/{message['id']}/nack", json={"error": "boom"})
+        assert r.json()["outcome"] == "dlq", r.text
+    page = (await client.get("/api/messages", params={"topic": dlq})).json()
+    assert page["total"] == 3 and {m["topic"] for m in page["items"]} == {dlq}
+    assert {t["topic"] for t in (await client.get("/api/topics")).json()["items"]} >= {topic, dlq}
+    assert (await client.get(f"/api/topics/{dlq}/messages")).status_code == 200
+    (leased,) = await dequeue(client, dlq)  # a DLQ processor
+    assert (await client.post(f"/api/messages/{leased['id']}/ack", json={})).status_code == 204
+    waiting = (await client.get("/api/messages", params={"topic": dlq})).json()["items"]
+    assert (await client.post(f"/api/messages/{waiting[0]['id']}/requeue")).status_code == 204
+    assert (await client.post(f"/api/topics/{topic}/requeue")).json() == {"requeued": 1}
+    for message in await dequeue(client, topic, count=3):
+        await client.post(f"/api/messages/{message['id']}/nack", json={"error": "again"})
+    assert (await client.post(f"/api/topics/{dlq}/purge")).json() == {"deleted": 2}
+    # Names that no route can have created stay refused.
+    assert_error(await client.get("/api/messages", params={"topic": "t" * 201}), 400, "invalid_request")
+    assert_error(await client.post(f"/api/topics/{'t' * 201}.dlq/purge"), 400, "invalid_request")
+    assert_error(await client.post("/api/messages/dequeue", json={"topic": "t" * 204}), 400, "invalid_request")
+    r = await client.post("/api/messages", json={"topic": dlq, "payload": "eA=="})
+    assert r.status_code == 400 and r.json()["code"] in {"reserved_topic", "invalid_request"}
+
+
+async def test_delete_by_key_takes_any_key_percent_encoded(client: httpx.AsyncClient) -> None:
+    keys = ["a/b", "/lead", "trail/", "a//b", "100% sure", "a?b#c", "..", "ünï/cödé"]
+    for key in keys:
+        await enqueue(client, "keys", key=key)
+    await enqueue(client, "keys", key="a")
+    for key in keys:
+        encoded = quote(key, safe="") if key != ".." else "%2E%2E"  # a bare `..` is a dot-segment clients resolve
+        r = await client.delete(f"/api/topics/keys/messages/by-key/{encoded}")
+        assert r.status_code == 200, (key, r.text)
+        assert r.json() == {"deleted": 1}, key
+    left = (await client.get("/api/messages", params={"topic": "keys"})).json()["items"]
+    assert [m["key"] for m in left] == ["a"]
+    assert (await client.delete("/api/topics/keys/messages/by-key/a")).json() == {"deleted": 1}
+    assert_error(await client.delete("/api/topics/keys/messages/by-key/%FF"), 400, "invalid_request")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from tests.integration.helpers import assert_error, b64
@@ -250,3 +251,46 @@ async def test_enqueues_racing_a_forced_delete_leave_no_orphans(make_client, db)
         assert (await admin.post("/api/admin/expiry-reaper/run")).status_code == 200  # the sweeper runs with it
         assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant_id) == 0
         assert await db.fetchval("SELECT count(*) FROM deleted_tenants WHERE tenant_id = $1", tenant_id) == 1
+
+
+async def test_the_last_tenant_admin_cannot_be_demoted_or_deleted(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    boss_name, boss_password = await make_user("tenant_admin", tenant)
+    boss = make_client(auth=(boss_name, boss_password))
+    me = (await boss.get("/api/users")).json()["items"]
+    (own,) = [u for u in me if u["username"] == boss_name]
+    assert_error(await boss.patch(f"/api/users/{own['id']}", json={"role": "member"}), 409, "last_admin")
+    assert_error(await boss.delete(f"/api/users/{own['id']}"), 409, "last_admin")
+    platform = make_client(headers={"X-Tenant": tenant.slug})
+    assert_error(await platform.patch(f"/api/users/{own['id']}", json={"role": "member"}), 409, "last_admin")
+    assert (await boss.get("/api/users")).status_code == 200  # still a tenant admin
+    # A password change and a no-op role change of the last admin are not demotions.
+    assert (await boss.patch(f"/api/users/{own['id']}", json={"role": "tenant_admin"})).status_code == 200
+
+    r = await boss.post(
+        "/api/users", json={"username": "deputy", "password": "correct horse battery", "role": "tenant_admin"}
+    )
+    assert r.status_code == 201, r.text
+    assert (await boss.patch(f"/api/users/{own['id']}", json={"role": "member"})).json()["role"] == "member"
+    deputy = make_client(auth=(r.json()["username"], "correct horse battery"))
+    assert_error(await deputy.delete(f"/api/users/{r.json()['id']}"), 409, "last_admin")
+
+
+async def test_two_admins_demoting_each_other_at_once_leave_one(make_client) -> None:  # type: ignore[no-untyped-def]
+    """Under READ COMMITTED each demotion would see the other admin still in place; both must not succeed."""
+    for _ in range(8):
+        slug_ = slug()
+        assert (await make_client().post("/api/tenants", json={"slug": slug_, "name": slug_})).status_code == 201
+        platform = make_client(headers={"X-Tenant": slug_})
+        ids = []
+        for i in range(2):
+            r = await platform.post(
+                "/api/users", json={"username": f"a{i}", "password": "correct horse battery", "role": "tenant_admin"}
+            )
+            assert r.status_code == 201, r.text
+            ids.append(r.json()["id"])
+        demotions = await asyncio.gather(*(platform.patch(f"/api/users/{uid}", json={"role": "member"}) for uid in ids))
+        assert sorted(r.status_code for r in demotions) == [200, 409], [r.text for r in demotions]
+        users = (await platform.get("/api/users")).json()["items"]
+        assert [u["role"] for u in users].count("tenant_admin") == 1
+        deletions = await asyncio.gather(*(platform.delete(f"/api/users/{uid}") for uid in ids))
+        assert sorted(r.status_code for r in deletions) == [204, 409]
