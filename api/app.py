@@ -18,6 +18,7 @@ from api.errors import EXCEPTION_HANDLERS
 from api.observability import ObservabilityMiddleware, stamp_response
 from api.openapi import finish_document
 from api.routes.admin import AdminController
+from api.routes.audit import AuditController
 from api.routes.console import ConsoleController
 from api.routes.messages import MessageController
 from api.routes.session import change_password, login, logout, me
@@ -54,6 +55,7 @@ def create_app(
             UserController,
             AdminController,
             ConsoleController,
+            AuditController,
             healthz,
             readyz,
             metrics,

@@ -59,7 +59,12 @@ class AuthMiddleware:
             if unsafe:
                 refuse_cross_site(headers)
             if path not in PUBLIC_API_PATHS:
-                await self._authenticate(scope, headers, unsafe)
+                try:
+                    await self._authenticate(scope, headers, unsafe)
+                except errors.Unauthorized:
+                    if path == _LOGIN_PATH and unsafe:
+                        await _audit_refused_login(scope, headers)
+                    raise
         await self.app(scope, receive, send)
 
     @staticmethod
@@ -81,6 +86,29 @@ class AuthMiddleware:
         if principal.tenant_id is not None:  # metrics label tenants by slug
             runtime.metrics.tenant_names[principal.tenant_id] = principal.tenant_slug or ""
         scope["user"] = principal
+
+
+#: The console's login: a refusal there is recorded in the audit trail (other requests' refusals are not: a client
+#: with a wrong password would write an entry per request).
+_LOGIN_PATH = "/api/auth/session"
+
+
+async def _audit_refused_login(scope: Scope, headers: dict[bytes, bytes]) -> None:
+    """A platform-wide entry naming the username tried (never the password) and the address it came from."""
+    try:
+        username, _ = _basic_credentials(headers.get(b"authorization"))
+    except errors.Unauthorized:
+        username = ""
+    client = scope.get("client")
+    runtime: Runtime = scope["app"].state.runtime
+    await runtime.audit.record(
+        username or "(none)",
+        "auth.login_refused",
+        username or "(none)",
+        tenant_id=None,
+        tenant=None,
+        details={"address": client[0] if client else None},
+    )
 
 
 def refuse_cross_site(headers: dict[bytes, bytes]) -> None:

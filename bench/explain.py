@@ -88,8 +88,10 @@ async def explain_all(url: str) -> None:
             False,
             True,
         )
-        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0, "0" * 32, True)
-        await explain(conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0, "0" * 32, True)
+        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0, "0" * 32, True, "bench")
+        await explain(
+            conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0, "0" * 32, True, "bench"
+        )
         await explain(
             conn,
             "message_ack_batch 1 (a single ack)",

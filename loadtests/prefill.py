@@ -76,7 +76,9 @@ async def plans(database_url: str) -> str:
         await transaction.start()
         try:
             if lease_first:  # an ack needs leased messages: lease them in the same (rolled back) transaction
-                rows = await conn.fetch(sql.MESSAGE_DEQUEUE, args[0], "prefill-0", lease_first, 30.0, "0" * 32, True)
+                rows = await conn.fetch(
+                    sql.MESSAGE_DEQUEUE, args[0], "prefill-0", lease_first, 30.0, "0" * 32, True, "prefill"
+                )
                 args = (args[0], ",".join(str(r["id"]) for r in rows), "")
             explained = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement, *args)
         finally:
@@ -92,7 +94,15 @@ async def plans(database_url: str) -> str:
         out.append(f"tenant {tenant}, topic prefill-0: {depth} pending")
         for limit in (1, 100, 1000):
             await explain(
-                f"message_dequeue {limit}", sql.MESSAGE_DEQUEUE, tenant, "prefill-0", limit, 30.0, "0" * 32, True
+                f"message_dequeue {limit}",
+                sql.MESSAGE_DEQUEUE,
+                tenant,
+                "prefill-0",
+                limit,
+                30.0,
+                "0" * 32,
+                True,
+                "prefill",
             )
         await explain("message_ack_batch 100", sql.MESSAGE_ACK_BATCH, tenant, lease_first=100)
         await explain("message_next_available", sql.MESSAGE_NEXT_AVAILABLE, tenant, "prefill-0")

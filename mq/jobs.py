@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mq import redis_keys
+from mq.audit import sql as audit_sql
 from mq.db.repository import OperationsRepository, as_rows
 from mq.metrics import Metrics
 from mq.queue import sql
@@ -115,6 +116,20 @@ class DeleteReaper(_BatchJob):
         return (float(self.failed_retention_seconds),)
 
 
+class AuditTrimmer(_BatchJob):
+    """Drops audit entries older than the retention (`audit_retention_days`), a batch at a time."""
+
+    name = "audit_trimmer"
+    statement = audit_sql.AUDIT_TRIM
+
+    def __init__(self, repository: OperationsRepository, batch_size: int, retention_days: int) -> None:
+        super().__init__(repository, batch_size)
+        self.retention_seconds = retention_days * 86400.0
+
+    def _arguments(self) -> tuple[Any, ...]:
+        return (self.retention_seconds,)
+
+
 #: A scheduled gauge recount rests at least this many times as long as the last one took.
 GAUGES_REST_FACTOR = 3
 
@@ -189,6 +204,7 @@ class Jobs:
         self.expiry = ExpiryReaper(repository, batch, settings.expire_to_dlq, settings.dlq_enabled)
         self.orphans = OrphanSweeper(repository, batch)
         self.delete = DeleteReaper(repository, batch, settings.failed_retention_seconds)
+        self.audit = AuditTrimmer(repository, batch, settings.audit_retention_days)
         self.gauges = GaugeRefresher(repository)
         self.schedule = DeleteSchedule(repository, settings.delete_reaper_schedule, publish)
         self.schedule_listeners: list[Callable[[], None]] = []
@@ -200,9 +216,10 @@ class Jobs:
 
     async def expire(self, *, wait: bool = False) -> JobResult:
         """One expiry reaper run, counted in this process's metrics; then the orphan sweeper (rows of deleted
-        tenants are not counted: they belong to no tenant any more)."""
+        tenants are not counted: they belong to no tenant any more) and the audit trail's retention."""
         result = await self.expiry.run_once(wait=wait)
         await self.orphans.run_once(wait=wait)
+        await self.audit.run_once(wait=wait)
         self.metrics.count_by_topic(self.metrics.expired, result.by_topic)
         return result
 

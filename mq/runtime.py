@@ -9,6 +9,8 @@ import asyncpg
 import redis.asyncio as aioredis
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from mq.audit.repository import AuditRepository
+from mq.audit.service import AuditTrail
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
 from mq.console.repository import ConsoleRepository
@@ -53,6 +55,7 @@ class Runtime:
     metrics: Metrics
     jobs: Jobs
     console: Console
+    audit: AuditTrail
 
     @classmethod
     async def open(cls, settings: Settings, *, bootstrap_users: bool = True) -> Runtime:
@@ -136,6 +139,7 @@ class Runtime:
             metrics=metrics,
             jobs=jobs,
             console=Console(ConsoleRepository(pool), queue),
+            audit=AuditTrail(AuditRepository(pool)),
         )
 
     async def close(self) -> None:

@@ -121,6 +121,8 @@ class Settings(BaseSettings):
     overrides it at runtime for every instance."""
     failed_retention_seconds: int = Field(default=7 * 86400, ge=0)
     """The delete reaper deletes `failed` messages this long after their last change (`expired` ones at once)."""
+    audit_retention_days: int = Field(default=90, ge=1, le=36500)
+    """The audit trail keeps entries this many days; the expiry reaper's runs drop older ones."""
     reaper_batch_size: int = Field(default=5000, ge=1, le=100_000)
     """Rows per reaper statement: each batch is its own short transaction."""
     gauges_interval_seconds: float = Field(default=15, gt=0)

@@ -8,6 +8,7 @@ from typing import Any
 from litestar import Controller, Request, get, post, put
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
+from api.audit import audit
 from api.auth import require_platform_admin
 from api.body import strict_body
 from api.schemas import (
@@ -56,7 +57,9 @@ class AdminController(Controller):
     )
     async def run_expiry_reaper(self, request: AnyRequest) -> ExpiredView:
         """Waits for a run in progress elsewhere (the job's lock), then runs; returns the messages it expired."""
-        return ExpiredView(expired=(await _jobs(request).expire(wait=True)).rows)
+        expired = (await _jobs(request).expire(wait=True)).rows
+        await audit(request, "reaper.expiry_run", "expiry-reaper", {"expired": expired}, tenant=(None, None))
+        return ExpiredView(expired=expired)
 
     @post(
         "/delete-reaper/run",
@@ -65,7 +68,9 @@ class AdminController(Controller):
         operation_id="runDeleteReaper",
     )
     async def run_delete_reaper(self, request: AnyRequest) -> DeletedView:
-        return DeletedView(deleted=(await _jobs(request).delete_done(wait=True)).rows)
+        deleted = (await _jobs(request).delete_done(wait=True)).rows
+        await audit(request, "reaper.delete_run", "delete-reaper", {"deleted": deleted}, tenant=(None, None))
+        return DeletedView(deleted=deleted)
 
     @get("/delete-reaper/schedule", summary="The delete reaper's cron schedule", operation_id="getDeleteReaperSchedule")
     async def get_schedule(self, request: AnyRequest) -> ScheduleView:
@@ -79,7 +84,9 @@ class AdminController(Controller):
         **strict_body(ScheduleBody),
     )
     async def put_schedule(self, request: AnyRequest, data: ScheduleBody) -> ScheduleView:
-        return _schedule_view(await _jobs(request).schedule.put(data.schedule))
+        schedule = await _jobs(request).schedule.put(data.schedule)
+        await audit(request, "reaper.schedule_update", "delete-reaper", {"schedule": schedule}, tenant=(None, None))
+        return _schedule_view(schedule)
 
     @get(
         "/delete-reaper/schedule/preview",
@@ -125,3 +132,4 @@ class AdminController(Controller):
         require_platform_admin(request.user)
         tenants: TenancyService = request.app.state.runtime.tenants
         await tenants.set_platform_admin_password(username, data.password)
+        await audit(request, "user.password_change", username, tenant=(None, None))

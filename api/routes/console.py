@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Controller, Request, delete, get, post
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
+from api.audit import audit
 from api.auth import require_grant, tenant_for
 from api.body import json_post
 from api.errors import code_of
@@ -69,11 +71,13 @@ class ConsoleController(Controller):
     async def pause(self, request: AnyRequest, topic: str) -> PauseView:
         """Dequeues answer empty on every instance until the topic is resumed; enqueues are accepted."""
         await _console(request).pause(tenant_for(request.user, admin_only=True), topic, request.user.username)
+        await audit(request, "topic.pause", topic)
         return PauseView(topic=topic, paused=True)
 
     @post("/topics/{topic:str}/resume", status_code=HTTP_200_OK, summary="Resume a topic", operation_id="resumeTopic")
     async def resume(self, request: AnyRequest, topic: str) -> PauseView:
         await _console(request).resume(tenant_for(request.user, admin_only=True), topic)
+        await audit(request, "topic.resume", topic)
         return PauseView(topic=topic, paused=False)
 
     @get("/topics/{topic:str}/config", summary="A topic's configuration in force", operation_id="getTopicSettings")
@@ -127,6 +131,9 @@ class ConsoleController(Controller):
         listed with the contract's code."""
         tenant = _tenant_for_bulk(request, data.action, topic)
         done, failures = await _console(request).bulk(tenant, topic, data.action, data.ids)
+        await audit(
+            request, f"messages.bulk_{data.action}", topic, {"topic": topic, "ids": len(data.ids), "done": done}
+        )
         return BulkResultView(
             action=data.action,
             done=done,
@@ -144,7 +151,14 @@ class ConsoleController(Controller):
     async def start_bulk_job(self, request: AnyRequest, topic: str, data: BulkJobBody) -> BulkJobView:
         """Runs in batches in the background; follow it with `GET /api/bulk-jobs/{id}`."""
         tenant = _tenant_for_bulk(request, data.action, topic)
-        return await _console(request).start_bulk_job(tenant, topic, data.action, data.filter, request.user.username)
+        job = await _console(request).start_bulk_job(tenant, topic, data.action, data.filter, request.user.username)
+        await audit(
+            request,
+            "bulk_job.start",
+            topic,
+            {"topic": topic, "job": job.id, "action": data.action, "filter": msgspec.to_builtins(data.filter)},
+        )
+        return job
 
     @get("/bulk-jobs", summary="The tenant's recent bulk jobs", operation_id="listBulkJobs")
     async def list_bulk_jobs(self, request: AnyRequest) -> BulkJobListView:
@@ -169,4 +183,6 @@ class ConsoleController(Controller):
         console = _console(request)
         job = await console.bulk_job(tenant_for(request.user, action="read"), job_id)
         tenant = _tenant_for_bulk(request, job.action, job.topic)
-        return await console.cancel_bulk_job(tenant, job_id)
+        cancelled = await console.cancel_bulk_job(tenant, job_id)
+        await audit(request, "bulk_job.cancel", job.topic, {"topic": job.topic, "job": job_id})
+        return cancelled

@@ -8,6 +8,7 @@ from litestar import Controller, Request, delete, get, post
 from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
+from api.audit import audit
 from api.auth import require_grant, tenant_for
 from api.body import BatchBody, json_post
 from api.schemas import (
@@ -31,7 +32,7 @@ from api.schemas import (
 )
 from mq import errors
 from mq.queue.service import QueueService
-from mq.queue.types import BatchAckView, MessageStatus, MessageView
+from mq.queue.types import BatchAckView, MessageDetailView, MessageStatus
 from mq.queue.validation import build_item, build_items
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
@@ -142,6 +143,7 @@ class MessageController(Controller):
             data.visibility_timeout_seconds,
             data.wait_seconds,
             lambda: _disconnected(request),
+            consumer=request.user.username,
         )
         return DequeueView(messages=messages)
 
@@ -200,7 +202,8 @@ class MessageController(Controller):
         operation_id="requeueMessage",
     )
     async def requeue(self, request: AnyRequest, message_id: str) -> None:
-        await _queue(request).requeue(await _tenant_for_messages(request, "consume", [message_id]), message_id)
+        topic = await _queue(request).requeue(await _tenant_for_messages(request, "consume", [message_id]), message_id)
+        await audit(request, "message.requeue", message_id, {"topic": topic})
 
     @post(
         "/{message_id:str}/retry",
@@ -212,7 +215,8 @@ class MessageController(Controller):
         """The message becomes pending and available now, its attempts counted from 0 (an expired one gets its TTL
         again from now). 400 for a message in any other state; 409 `key_conflict` when a pending message holds its
         key; 429 `queue_full` when its topic is at max_depth."""
-        await _queue(request).retry(await _tenant_for_messages(request, "consume", [message_id]), message_id)
+        topic = await _queue(request).retry(await _tenant_for_messages(request, "consume", [message_id]), message_id)
+        await audit(request, "message.retry", message_id, {"topic": topic})
 
     @get("/", summary="Browse messages, newest first", operation_id="listMessages")
     async def browse(
@@ -232,7 +236,7 @@ class MessageController(Controller):
         return Page(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{message_id:str}", summary="One message", operation_id="getMessage")
-    async def get_message(self, request: AnyRequest, message_id: str) -> MessageView:
+    async def get_message(self, request: AnyRequest, message_id: str) -> MessageDetailView:
         return await _queue(request).get(await _tenant_for_messages(request, "read", [message_id]), message_id)
 
     @delete(
@@ -242,4 +246,5 @@ class MessageController(Controller):
         operation_id="deleteMessage",
     )
     async def delete_message(self, request: AnyRequest, message_id: str) -> None:
-        await _queue(request).delete(tenant_for(request.user, admin_only=True), message_id)
+        topic = await _queue(request).delete(tenant_for(request.user, admin_only=True), message_id)
+        await audit(request, "message.delete", message_id, {"topic": topic})

@@ -10,6 +10,7 @@ from litestar import Controller, Request, delete, get, patch
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
+from api.audit import audit
 from api.auth import require_platform_admin, tenant_for
 from api.body import json_post, strict_body
 from api.schemas import (
@@ -88,6 +89,10 @@ def _quotas(quotas: Quotas | None) -> dict[str, Any]:
     return msgspec.to_builtins(quotas) if quotas is not None else {}
 
 
+#: A tenant's status change has an action of its own, so that suspensions can be found by name.
+_TENANT_ACTION = {"suspended": "tenant.suspend", "active": "tenant.resume"}
+
+
 class TenantController(Controller):
     path = "/api/tenants"
     tags = ["tenants"]
@@ -102,6 +107,13 @@ class TenantController(Controller):
     async def create_tenant(self, request: AnyRequest, data: TenantCreateBody) -> TenantView:
         require_platform_admin(request.user)
         tenant = await _tenancy(request).create_tenant(data.slug, data.name, _quotas(data.quotas))
+        await audit(
+            request,
+            "tenant.create",
+            tenant.slug,
+            {"name": tenant.name, "quotas": tenant.quotas},
+            tenant=(tenant.id, tenant.slug),
+        )
         return _tenant_view(tenant)
 
     @get("/", summary="List tenants (platform admins)", operation_id="listTenants")
@@ -132,7 +144,11 @@ class TenantController(Controller):
             changes["status"] = data.status
         if data.quotas is not None:
             changes["quotas"] = _quotas(data.quotas)
-        return _tenant_view(await _tenancy(request).update_tenant(slug, changes))
+        tenant = await _tenancy(request).update_tenant(slug, changes)
+        await audit(
+            request, _TENANT_ACTION.get(data.status or "", "tenant.update"), slug, changes, tenant=(tenant.id, slug)
+        )
+        return _tenant_view(tenant)
 
     @delete(
         "/{slug:str}",
@@ -142,7 +158,10 @@ class TenantController(Controller):
     )
     async def delete_tenant(self, request: AnyRequest, slug: str, force: bool = False) -> None:
         require_platform_admin(request.user)
-        await _tenancy(request).delete_tenant(slug, force=force)
+        tenancy = _tenancy(request)
+        tenant = await tenancy.get_tenant(slug)
+        await tenancy.delete_tenant(slug, force=force)
+        await audit(request, "tenant.delete", slug, {"force": force}, tenant=(tenant.id, slug))
 
 
 class UserController(Controller):
@@ -160,6 +179,7 @@ class UserController(Controller):
         tenant = tenant_for(request.user, admin_only=True)
         slug = request.user.tenant_slug or ""
         user = await _tenancy(request).create_user(tenant, slug, data.username, data.password, data.role)
+        await audit(request, "user.create", user.username, {"user_id": str(user.id), "role": user.role})
         return _user_view(user)
 
     @get("/", summary="List the tenant's users", operation_id="listUsers")
@@ -182,7 +202,15 @@ class UserController(Controller):
     )
     async def update_user(self, request: AnyRequest, user_id: str, data: UserUpdateBody) -> UserView:
         tenant = tenant_for(request.user, admin_only=True)
-        user = await _tenancy(request).update_user(tenant, user_id, data.password, data.role)
+        tenancy = _tenancy(request)
+        before = await tenancy.get_user(tenant, user_id)
+        user = await tenancy.update_user(tenant, user_id, data.password, data.role)
+        if data.role is not None and data.role != before.role:
+            await audit(
+                request, "user.role_change", user.username, {"user_id": user_id, "from": before.role, "to": user.role}
+            )
+        if data.password is not None:
+            await audit(request, "user.password_change", user.username, {"user_id": user_id})
         return _user_view(user)
 
     @delete(
@@ -193,7 +221,10 @@ class UserController(Controller):
     )
     async def delete_user(self, request: AnyRequest, user_id: str) -> None:
         tenant = tenant_for(request.user, admin_only=True)
-        await _tenancy(request).delete_user(tenant, user_id)
+        tenancy = _tenancy(request)
+        user = await tenancy.get_user(tenant, user_id)
+        await tenancy.delete_user(tenant, user_id)
+        await audit(request, "user.delete", user.username, {"user_id": user_id, "role": user.role})
 
     @json_post(
         "/{user_id:str}/grants",
@@ -205,7 +236,20 @@ class UserController(Controller):
     )
     async def create_grant(self, request: AnyRequest, user_id: str, data: GrantBody) -> GrantView:
         tenant = tenant_for(request.user, admin_only=True)
-        grant = await _tenancy(request).create_grant(tenant, user_id, data.action, data.topic_pattern)
+        tenancy = _tenancy(request)
+        grant = await tenancy.create_grant(tenant, user_id, data.action, data.topic_pattern)
+        user = await tenancy.get_user(tenant, user_id)
+        await audit(
+            request,
+            "grant.create",
+            user.username,
+            {
+                "user_id": user_id,
+                "grant_id": str(grant.id),
+                "action": grant.action,
+                "topic_pattern": grant.topic_pattern,
+            },
+        )
         return _grant_view(grant)
 
     @get("/{user_id:str}/grants", summary="A user's grants", operation_id="listGrants", tags=["grants"])
@@ -222,4 +266,7 @@ class UserController(Controller):
     )
     async def delete_grant(self, request: AnyRequest, user_id: str, grant_id: str) -> None:
         tenant = tenant_for(request.user, admin_only=True)
-        await _tenancy(request).delete_grant(tenant, user_id, grant_id)
+        tenancy = _tenancy(request)
+        user = await tenancy.get_user(tenant, user_id)
+        await tenancy.delete_grant(tenant, user_id, grant_id)
+        await audit(request, "grant.delete", user.username, {"user_id": user_id, "grant_id": grant_id})

@@ -10,6 +10,7 @@ from litestar import Controller, Request, delete, get, post, put
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
+from api.audit import audit
 from api.auth import tenant_for
 from api.body import json_post, strict_body
 from api.schemas import (
@@ -63,9 +64,10 @@ class TopicController(Controller):
         operation_id="requeueTopic",
     )
     async def requeue_topic(self, request: AnyRequest, topic: str) -> RequeuedView:
-        return RequeuedView(
-            requeued=await _queue(request).requeue_topic(tenant_for(request.user, action="consume", topic=topic), topic)
-        )
+        tenant = tenant_for(request.user, action="consume", topic=topic)
+        requeued = await _queue(request).requeue_topic(tenant, topic)
+        await audit(request, "topic.requeue", topic, {"requeued": requeued})
+        return RequeuedView(requeued=requeued)
 
     @json_post(
         "/topics/{topic:str}/purge",
@@ -76,7 +78,10 @@ class TopicController(Controller):
     )
     async def purge(self, request: AnyRequest, topic: str, data: JSONBody[PurgeBody | None] = None) -> DeletedView:
         tenant = tenant_for(request.user, admin_only=True)
-        return DeletedView(deleted=await _queue(request).purge(tenant, topic, data.statuses if data else None))
+        statuses = data.statuses if data else None
+        deleted = await _queue(request).purge(tenant, topic, statuses)
+        await audit(request, "topic.purge", topic, {"statuses": statuses, "deleted": deleted})
+        return DeletedView(deleted=deleted)
 
     @delete(
         "/topics/{topic:str}/messages/by-key/{key:path}",
@@ -87,7 +92,10 @@ class TopicController(Controller):
     )
     async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> DeletedView:
         tenant = tenant_for(request.user, admin_only=True)
-        return DeletedView(deleted=await _queue(request).delete_by_key(tenant, topic, _key_from_raw_path(request)))
+        key = _key_from_raw_path(request)
+        deleted = await _queue(request).delete_by_key(tenant, topic, key)
+        await audit(request, "topic.delete_by_key", topic, {"key": key, "deleted": deleted})
+        return DeletedView(deleted=deleted)
 
 
 def _key_from_raw_path(request: AnyRequest) -> str:
@@ -131,7 +139,9 @@ class TopicConfigController(Controller):
     async def put_config(self, request: AnyRequest, topic: str, data: TopicConfigBody) -> TopicConfig:
         tenant = tenant_for(request.user, admin_only=True)
         config = msgspec.convert(msgspec.structs.asdict(data), TopicConfig)
-        return await _queue(request).put_topic_config(tenant, topic, config)
+        stored = await _queue(request).put_topic_config(tenant, topic, config)
+        await audit(request, "topic_config.update", topic, msgspec.to_builtins(stored))
+        return stored
 
     @delete(
         "/{topic:str}",
@@ -141,3 +151,4 @@ class TopicConfigController(Controller):
     )
     async def delete_config(self, request: AnyRequest, topic: str) -> None:
         await _queue(request).delete_topic_config(tenant_for(request.user, admin_only=True), topic)
+        await audit(request, "topic_config.delete", topic)

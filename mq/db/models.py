@@ -161,6 +161,9 @@ class Message(Base):
     dlq_moved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    leased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    leased_by: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
 
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'processing', 'failed', 'expired')", name="messages_status_check"),
@@ -314,3 +317,21 @@ class BulkJob(Base):
         CheckConstraint("state IN ('running', 'done', 'failed', 'cancelled')", name="bulk_jobs_state_check"),
         Index("bulk_jobs_tenant_idx", "tenant_id", "created_at"),
     )
+
+
+class AuditEntry(Base):
+    """Who did what to which object (`mq.audit`). Outlives its tenant, hence no foreign key and the slug kept."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    tenant_id: Mapped[int | None] = mapped_column(BigInteger)
+    tenant: Mapped[str | None] = mapped_column(Text)
+    actor: Mapped[str] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(Text)
+    target: Mapped[str] = mapped_column(Text)
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    request_id: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (Index("audit_log_tenant_idx", "tenant_id", "id"), Index("audit_log_at_idx", "at"))

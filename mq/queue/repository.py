@@ -120,11 +120,11 @@ class MessageRepository:
             raise
 
     async def dequeue(
-        self, tenant_id: int, topic: str, count: int, visibility_seconds: float
+        self, tenant_id: int, topic: str, count: int, visibility_seconds: float, consumer: str | None
     ) -> tuple[list[Record], list[DeadLettered]]:
-        """Lease up to `count` messages: the delivered rows, and the messages taken only to be dead-lettered
-        because their lease lapsed once too often. Those do not use up the count: the statement runs again for
-        what they took, while it keeps finding such messages."""
+        """Lease up to `count` messages for `consumer` (a user's name, kept as the lease's holder): the delivered
+        rows, and the messages taken only to be dead-lettered because their lease lapsed once too often. Those do
+        not use up the count: the statement runs again for what they took, while it keeps finding such messages."""
         delivered: list[Record] = []
         dead: list[DeadLettered] = []
         wanted = count
@@ -138,6 +138,7 @@ class MessageRepository:
                 float(visibility_seconds),
                 secret,
                 self.defaults.dlq_enabled,
+                consumer,
             )
             taken = [DeadLettered(topic, r["fate"]) for r in rows if r["fate"] is not None]
             if not taken:
@@ -268,8 +269,14 @@ class MessageRepository:
     async def get(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_GET, tenant_id, message_id)
 
-    async def delete(self, tenant_id: int, message_id: uuid.UUID) -> bool:
-        return await self.pool.fetchval(sql.MESSAGE_DELETE, tenant_id, message_id) is not None
+    async def get_detail(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
+        """The message with its attempts (JSON text, the last column)."""
+        return await self.pool.fetchrow(sql.MESSAGE_GET_DETAIL, tenant_id, message_id)
+
+    async def delete(self, tenant_id: int, message_id: uuid.UUID) -> str | None:
+        """The deleted message's topic; None when there was none."""
+        topic: str | None = await self.pool.fetchval(sql.MESSAGE_DELETE, tenant_id, message_id)
+        return topic
 
     async def browse(
         self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int

@@ -32,6 +32,7 @@ from mq.queue.types import (
     DeadLettered,
     EffectiveConfig,
     EnqueueItem,
+    MessageDetailView,
     MessageView,
     NackOutcome,
     TopicConfig,
@@ -188,6 +189,7 @@ class QueueService:
         visibility_timeout_seconds: int | None,
         wait_seconds: float,
         caller_gone: Callable[[], Awaitable[None]] | None = None,
+        consumer: str | None = None,
     ) -> list[MessageView]:
         """Lease up to `count` messages; with `wait_seconds`, wait for the first (a long poll). `caller_gone`:
         returns when the caller went away; a wait watches it (only a poll that has to wait pays for the watch), and
@@ -200,7 +202,7 @@ class QueueService:
         if wait_seconds <= 0:
             if config.paused:
                 return []
-            return self._views((await self._lease(tenant_id, topic, count, visibility, rate))[0])
+            return self._views((await self._lease(tenant_id, topic, count, visibility, rate, consumer))[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         gone: asyncio.Future[None] | None = None
@@ -213,7 +215,7 @@ class QueueService:
                     # A paused topic answers empty; its resume wakes the waiting polls (`Console.resume`).
                     paused = (await self.configs.effective(tenant_id, topic)).paused
                     rows, throttled_for = (
-                        ([], 0.0) if paused else await self._lease(tenant_id, topic, count, visibility, rate)
+                        ([], 0.0) if paused else await self._lease(tenant_id, topic, count, visibility, rate, consumer)
                     )
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
@@ -241,13 +243,13 @@ class QueueService:
                     gone.cancel()
 
     async def _lease(
-        self, tenant_id: int, topic: str, count: int, visibility: int, rate: int | None
+        self, tenant_id: int, topic: str, count: int, visibility: int, rate: int | None, consumer: str | None
     ) -> tuple[list[Any], float]:
         """Lease up to `count` messages, as many as the topic's throughput limit allows now (a Redis token
         bucket shared by every instance; tokens not used are given back). Returns the rows and, when the limit
         allowed none, the seconds until it will."""
         if rate is None:
-            rows = await self.shared.dequeue(tenant_id, topic, count, visibility)
+            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer)
             return self._delivered(tenant_id, topic, rows), 0.0
         bucket = redis_keys.dequeue_bucket(tenant_id, topic)
         granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
@@ -255,7 +257,7 @@ class QueueService:
             self.metrics.count(self.metrics.throttled, tenant_id, topic)
         if not granted:
             return [], wait
-        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility)
+        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer)
         if len(rows) < granted:
             await self.buckets.give_back(bucket, rate, granted - len(rows))
         return self._delivered(tenant_id, topic, rows), 0.0
@@ -383,7 +385,8 @@ class QueueService:
 
         return depth_cap
 
-    async def requeue(self, tenant_id: int, message_id: str) -> None:
+    async def requeue(self, tenant_id: int, message_id: str) -> str:
+        """A dead letter back to its original topic; returns that topic."""
         mid, _ = _ids(message_id, None)
         if mid is None:
             raise errors.MessageNotFound()
@@ -391,7 +394,7 @@ class QueueService:
         if topic is not None:
             self.metrics.count(self.metrics.requeued, tenant_id, topic)
             self.wakeups.published(tenant_id, [topic])
-            return
+            return topic
         probe = await self.repository.lease_probe(tenant_id, mid)
         if probe is None:
             raise errors.MessageNotFound()
@@ -400,15 +403,16 @@ class QueueService:
             raise errors.InvalidRequest("message is not in a dead-letter topic")
         raise errors.LeaseLost("message is being processed by a consumer; requeue it after it is released")
 
-    async def retry(self, tenant_id: int, message_id: str) -> None:
-        """A failed or expired message back to pending, or a delayed one available now (see `sql.MESSAGE_RETRY`)."""
+    async def retry(self, tenant_id: int, message_id: str) -> str:
+        """A failed or expired message back to pending, or a delayed one available now (see `sql.MESSAGE_RETRY`);
+        returns its topic."""
         mid, _ = _ids(message_id, None)
         if mid is None:
             raise errors.MessageNotFound()
         topic = await self.repository.retry(tenant_id, mid, self._depth_cap_of(tenant_id))
         if topic is not None:
             self.wakeups.published(tenant_id, [topic])
-            return
+            return topic
         row = await self.repository.get(tenant_id, mid)
         if row is None:
             raise errors.MessageNotFound()
@@ -431,17 +435,20 @@ class QueueService:
 
     # --- browse and admin --------------------------------------------------------------------------------------
 
-    async def get(self, tenant_id: int, message_id: str) -> MessageView:
+    async def get(self, tenant_id: int, message_id: str) -> MessageDetailView:
         mid, _ = _ids(message_id, None)
-        row = await self.repository.get(tenant_id, mid) if mid is not None else None
+        row = await self.repository.get_detail(tenant_id, mid) if mid is not None else None
         if row is None:
             raise errors.MessageNotFound()
-        return MessageView.from_row(row, with_lease=False)
+        return MessageDetailView.from_detail_row(row)
 
-    async def delete(self, tenant_id: int, message_id: str) -> None:
+    async def delete(self, tenant_id: int, message_id: str) -> str:
+        """Delete a message whatever its status; returns its topic."""
         mid, _ = _ids(message_id, None)
-        if mid is None or not await self.repository.delete(tenant_id, mid):
+        topic = await self.repository.delete(tenant_id, mid) if mid is not None else None
+        if topic is None:
             raise errors.MessageNotFound()
+        return topic
 
     async def browse(
         self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int

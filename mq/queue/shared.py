@@ -52,6 +52,7 @@ class _Dequeue(NamedTuple):
     topic: str
     limit: int
     visibility: int
+    consumer: str | None
 
 
 def in_queue_order(rows: Sequence[Any]) -> list[Any]:
@@ -141,15 +142,17 @@ class SharedStatements:
         async with self._gate.slot(tenant_id):
             return await _alone(self._ack_many, request)
 
-    async def dequeue(self, tenant_id: int, topic: str, limit: int, visibility: int) -> list[Any]:
-        """Lease up to `limit` messages of a topic."""
-        request = _Dequeue(tenant_id, topic, limit, visibility)
+    async def dequeue(
+        self, tenant_id: int, topic: str, limit: int, visibility: int, consumer: str | None = None
+    ) -> list[Any]:
+        """Lease up to `limit` messages of a topic for `consumer` (the user's name the leases record)."""
+        request = _Dequeue(tenant_id, topic, limit, visibility, consumer)
         if limit < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._dequeues.submit(request)
         if limit > _SHARED_MAX_ROWS and self._gate.contended(tenant_id):
             # The contract lets a dequeue answer fewer than asked; the consumer asks again for the rest.
-            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility)
+            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility, consumer)
         async with self._gate.slot(tenant_id):
             return await _alone(self._dequeue_many, request)
 
@@ -247,12 +250,15 @@ class SharedStatements:
         return outcomes
 
     async def _dequeue_many(self, dequeues: Sequence[_Dequeue]) -> list[list[Any] | BaseException]:
-        """Coalesced dequeues: one statement per (tenant, topic, visibility) among them, for the sum of their
-        limits; the leased rows are dealt out in queue order, first come first served."""
+        """Coalesced dequeues: one statement per (tenant, topic, visibility, consumer) among them, for the sum of
+        their limits; the leased rows are dealt out in queue order, first come first served. (A topic's consumers
+        are usually one service's user: keying by it costs no sharing, and each lease names its holder.)"""
 
-        async def lease(key: tuple[int, str, int], chosen: list[_Dequeue]) -> list[list[Any]]:
-            tenant_id, topic, visibility = key
-            delivered, dead = await self.repository.dequeue(tenant_id, topic, sum(d.limit for d in chosen), visibility)
+        async def lease(key: tuple[int, str, int, str | None], chosen: list[_Dequeue]) -> list[list[Any]]:
+            tenant_id, topic, visibility, consumer = key
+            delivered, dead = await self.repository.dequeue(
+                tenant_id, topic, sum(d.limit for d in chosen), visibility, consumer
+            )
             if dead:
                 self._dead_lettered(tenant_id, dead)
             rows = in_queue_order(delivered)
@@ -262,7 +268,7 @@ class SharedStatements:
                 start += d.limit
             return parts
 
-        return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility), lease)
+        return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility, d.consumer), lease)
 
     async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[AckOutcome] | BaseException]:
         """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it

@@ -131,6 +131,37 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
         return views
 
 
+AttemptOutcome = Literal["processing", "acked", "nacked", "lapsed", "dead_lettered"]
+
+
+class AttemptView(msgspec.Struct, omit_defaults=False):
+    """One delivery of a message: when and by whom it was leased, and how it ended (still `processing`, or
+    `nacked` with its error, `lapsed` when the lease ran out, `dead_lettered` when that moved it to its DLQ)."""
+
+    attempt: int
+    leased_at: str | None
+    leased_by: str | None
+    outcome: AttemptOutcome
+    error: str | None
+    ended_at: str | None
+
+
+_attempts_decoder = msgspec.json.Decoder(list[AttemptView])
+
+
+class MessageDetailView(MessageView, omit_defaults=False):
+    """One message as `GET /api/messages/{id}` returns it: with its most recent attempts, oldest first."""
+
+    attempts: list[AttemptView] = msgspec.field(default_factory=list)
+
+    @classmethod
+    def from_detail_row(cls, row: Any) -> MessageDetailView:
+        """From a row of `sql.MESSAGE_GET_DETAIL` (the message's columns, then its attempts as JSON text)."""
+        view = MessageView.from_row(row, with_lease=False)
+        fields = {f: getattr(view, f) for f in MessageView.__struct_fields__}
+        return cls(**fields, attempts=_attempts_decoder.decode(row["attempts"]))
+
+
 class QueueDefaults(msgspec.Struct, frozen=True):
     """The global defaults a topic without a config takes, as statements that route messages need them."""
 

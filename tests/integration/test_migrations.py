@@ -36,7 +36,7 @@ async def test_dequeue_uses_the_dequeue_index(db: asyncpg.Pool) -> None:  # type
 
     async with db.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL enable_seqscan = off")
-        rows = await conn.fetch("EXPLAIN " + sql.MESSAGE_DEQUEUE, 1, "t", 10, 30.0, "0" * 32, True)
+        rows = await conn.fetch("EXPLAIN " + sql.MESSAGE_DEQUEUE, 1, "t", 10, 30.0, "0" * 32, True, "consumer")
         plan = "\n".join(r[0] for r in rows)
     assert "messages_dequeue_idx" in plan
 

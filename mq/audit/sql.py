@@ -1,0 +1,28 @@
+"""The audit trail's statements, run only by `AuditRepository`. Entries are written by control-plane and
+administrative actions only, never by the data plane."""
+
+from __future__ import annotations
+
+AUDIT_INSERT = """
+INSERT INTO audit_log (id, tenant_id, tenant, actor, action, target, details, request_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)"""
+
+
+def audit_page(conditions: list[str]) -> str:
+    """Newest first, after the cursor (an entry's id: UUIDv7, time-ordered). A tenant's page takes
+    audit_log_tenant_idx backwards, every tenant's the primary key; the filters are checked on the way."""
+    where = " AND ".join(["($1::bigint IS NULL OR tenant_id = $1)", "($2::uuid IS NULL OR id < $2)", *conditions])
+    return f"""
+SELECT id::text AS id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, actor, tenant, action,
+       target, details::text AS details, request_id
+FROM audit_log WHERE {where}
+ORDER BY id DESC LIMIT $3"""
+
+
+# Entries past the retention, oldest first, a batch at a time (`mq.jobs.AuditTrimmer`). $1 batch, $2 retention s
+AUDIT_TRIM = """
+WITH gone AS (
+    DELETE FROM audit_log WHERE id IN (
+        SELECT id FROM audit_log WHERE at < now() - make_interval(secs => $2) ORDER BY at LIMIT $1)
+    RETURNING 1)
+SELECT '' AS tenant, '' AS topic, count(*) AS n FROM gone"""
