@@ -84,6 +84,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/bulk-jobs/{job_id}"): Rule(READ, names_an_id=True),
     ("DELETE", "/api/bulk-jobs/{job_id}"): Rule(CONSUME, names_an_id=True),
     ("GET", "/api/admin/jobs"): Rule(PLATFORM),
+    ("GET", "/api/audit"): Rule(TENANT_ADMIN),
     ("GET", "/api/admin/delete-reaper/schedule/preview"): Rule(PLATFORM, query={"schedule": "0 3 * * 1"}),
     ("DELETE", "/api/topics/{topic}/messages/by-key/{key}"): Rule(TENANT_ADMIN),
     ("GET", "/api/topic-configs"): Rule(LIST),
