@@ -105,6 +105,12 @@ class TenantNotEmpty(Conflict):
     code = "tenant_not_empty"
 
 
+class LastAdmin(Conflict):
+    """The change would leave the tenant without a tenant_admin."""
+
+    code = "last_admin"
+
+
 class PayloadTooLarge(SkiplockError):
     code, status = "payload_too_large", 413
 
@@ -159,6 +165,7 @@ BY_CODE: dict[str, type[SkiplockError]] = {
         KeyConflict,
         AlreadyExists,
         TenantNotEmpty,
+        LastAdmin,
         PayloadTooLarge,
         UnsupportedMediaType,
         QueueFull,
