@@ -6,7 +6,7 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3),
-SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,client,spark). Raw and API rounds
+SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,client,spark,longpoll). Raw and API rounds
 alternate, so
 both see the same machine weather; the ratio is the median of the per-round ratios.
 
@@ -60,8 +60,9 @@ ADMIN = ("bench-admin", "bench-admin-password")
 # Which comparisons to run: "sql" (the API against raw SQL), "auth" (Basic auth against no check at all),
 # "configs" (a capped or throughput-limited topic against an unconfigured one), "client" (the Python client's
 # consumer runtime against the bench's own dequeue + batch ack loop, bench/consumer.py), "spark" (the Spark data
-# source's job against the bench's batch-enqueue loop, bench/spark.py).
-PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,client,spark").split(","))
+# source's job against the bench's batch-enqueue loop, bench/spark.py), "longpoll" (single enqueues at a fixed rate
+# to long-polling consumers, end-to-end latency against a raw-SQL LISTEN/NOTIFY loop, bench/longpoll.py).
+PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,client,spark,longpoll").split(","))
 TENANT = "bench"
 
 RAW_SCHEMA = """
@@ -588,6 +589,10 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.spark import measure_spark  # noqa: PLC0415 - it imports this module
 
             rows.append(await measure_spark(pool, api.base_url, tenant_id, api.process.pid))
+        if "longpoll" in PARTS:
+            from bench.longpoll import measure_longpoll  # noqa: PLC0415 - it imports this module
+
+            rows.append(await measure_longpoll(pool, database_url, api.base_url, api.process.pid))
     finally:
         await pool.close()
         stop_server(api)
@@ -619,7 +624,8 @@ def report(rows: list[dict[str, Any]]) -> None:
         "the auth check (raw columns: without); for capped_* and limited_*, configured / unconfigured topic (raw "
         "columns: unconfigured); for consumer_runtime, the client's consumer / the bench's dequeue 100 + ack loop "
         "(raw columns: the loop); for spark_job, rows/s of the Spark job / msg/s of the batch-enqueue loop (raw "
-        "columns: the loop). msg/s and latencies pool all rounds"
+        "columns: the loop); for longpoll_*, raw p50 / API p50 of end-to-end latency at a fixed rate (msg/s: "
+        "delivered; latencies: end to end). msg/s and latencies pool all rounds"
     )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)

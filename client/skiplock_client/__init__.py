@@ -35,6 +35,9 @@ from skiplock_client.errors import (
 )
 from skiplock_client.handling import Middleware, Retry
 from skiplock_client.models import (
+    Attempt,
+    AuditEntry,
+    AuditPage,
     BatchAck,
     Grant,
     Item,
@@ -55,6 +58,9 @@ from skiplock_client.sync import Client, SyncConsumer
 __all__ = [
     "AlreadyExists",
     "AsyncClient",
+    "Attempt",
+    "AuditEntry",
+    "AuditPage",
     "BatchAck",
     "Client",
     "Conflict",

@@ -15,6 +15,7 @@ from skiplock_client._version import __version__
 from skiplock_client.consumer import Consumer
 from skiplock_client.models import (
     AckItem,
+    AuditPage,
     BatchAck,
     BatchAckBody,
     BatchBody,
@@ -281,6 +282,30 @@ class AsyncClient:
         """Browse, newest first."""
         params = {"topic": topic, "status": status, "key": key, "limit": limit, "offset": offset}
         return await self._get("/api/messages", Page[Message], {k: v for k, v in params.items() if v is not None})
+
+    async def audit(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        action: str | None = None,
+        actor: str | None = None,
+        topic: str | None = None,
+        from_time: str | None = None,
+        to_time: str | None = None,
+    ) -> AuditPage:
+        """The audit trail, newest first (tenant admins: their tenant's; platform admins: every tenant's, or the
+        one they address). `action`: exact (`topic.purge`) or a prefix ending in `.` (`topic.`); times RFC 3339."""
+        params = {
+            "limit": limit,
+            "cursor": cursor,
+            "action": action,
+            "actor": actor,
+            "topic": topic,
+            "from_time": from_time,
+            "to_time": to_time,
+        }
+        return await self._get("/api/audit", AuditPage, {k: v for k, v in params.items() if v is not None})
 
     async def delete_message(self, message_id: str) -> None:
         await self._call("DELETE", f"/api/messages/{message_id}")

@@ -20,6 +20,17 @@ Action = Literal["produce", "consume", "read"]
 TenantStatus = Literal["active", "suspended"]
 
 
+class Attempt(msgspec.Struct, frozen=True):
+    """One delivery of a message (`Client.message`): when and by whom it was leased, and how it ended."""
+
+    attempt: int
+    leased_at: str | None
+    leased_by: str | None
+    outcome: Literal["processing", "acked", "nacked", "lapsed", "dead_lettered"]
+    error: str | None
+    ended_at: str | None
+
+
 class Message(msgspec.Struct, frozen=True):
     """A message; one from a dequeue also carries its lease (`receipt`, `visibility_deadline`)."""
 
@@ -41,6 +52,8 @@ class Message(msgspec.Struct, frozen=True):
     dlq_moved_at: str | None
     receipt: str | None = None
     visibility_deadline: str | None = None
+    #: The most recent deliveries, oldest first: only `Client.message` (one message) fills it.
+    attempts: tuple[Attempt, ...] = ()
 
     def text(self, encoding: str = "utf-8") -> str:
         """The payload decoded as text."""
@@ -56,6 +69,26 @@ class Message(msgspec.Struct, frozen=True):
         if validate is not None:
             return validate(self.payload)  # type: ignore[no-any-return]
         return msgspec.json.decode(self.payload, type=model)
+
+
+class AuditEntry(msgspec.Struct, frozen=True):
+    """Who (`actor`) did what (`action`, e.g. `topic.purge`) to which object (`target`), and when."""
+
+    id: str
+    at: str
+    actor: str
+    tenant: str | None
+    action: str
+    target: str
+    details: dict[str, Any] | None
+    request_id: str | None
+
+
+class AuditPage(msgspec.Struct, frozen=True):
+    """Newest first; pass `next_cursor` to `Client.audit` for older entries (None: there are none)."""
+
+    items: list[AuditEntry]
+    next_cursor: str | None
 
 
 class Page(msgspec.Struct, Generic[T], frozen=True):

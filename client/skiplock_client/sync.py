@@ -121,6 +121,7 @@ class Client:
     extend = _blocking(AsyncClient.extend)
     message = _blocking(AsyncClient.message)
     messages = _blocking(AsyncClient.messages)
+    audit = _blocking(AsyncClient.audit)
     delete_message = _blocking(AsyncClient.delete_message)
     delete_by_key = _blocking(AsyncClient.delete_by_key)
     requeue = _blocking(AsyncClient.requeue)

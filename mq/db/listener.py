@@ -34,6 +34,7 @@ class PostgresListener:
     def __init__(self, database_url: str) -> None:
         self._dsn = asyncpg_dsn(database_url)
         self._callbacks: dict[str, list[Callback]] = {}
+        self._others_only: set[Callback] = set()
         self._reconnected: list[Callable[[], None]] = []
         self._conn: asyncpg.Connection[Any] | None = None
         self._lock = asyncio.Lock()  # one operation at a time on the connection
@@ -46,10 +47,14 @@ class PostgresListener:
         await self._connect()
         self._task = asyncio.create_task(self._keep_alive(), name="skiplock-listener")
 
-    async def listen(self, channel: str, callback: Callback) -> None:
-        """Call `callback(payload)` for each notification on `channel`, from now on and across reconnects."""
+    async def listen(self, channel: str, callback: Callback, *, others_only: bool = False) -> None:
+        """Call `callback(payload)` for each notification on `channel`, from now on and across reconnects.
+        `others_only`: not for the notifications this connection sent itself (`execute`), which the process
+        acted on already."""
         first = channel not in self._callbacks
         self._callbacks.setdefault(channel, []).append(callback)
+        if others_only:
+            self._others_only.add(callback)
         if first and self._conn is not None:
             with contextlib.suppress(*_FAULTS):  # a broken connection listens again when it reconnects
                 async with self._lock:
@@ -80,8 +85,11 @@ class PostgresListener:
                 await self._conn.close(timeout=2)
             self._conn = None
 
-    def _received(self, _conn: object, _pid: int, channel: str, payload: object) -> None:
+    def _received(self, _conn: object, pid: int, channel: str, payload: object) -> None:
+        own = self._conn is not None and pid == self._conn.get_server_pid()
         for callback in self._callbacks.get(channel, ()):
+            if own and callback in self._others_only:
+                continue
             try:
                 callback(str(payload))
             except Exception:

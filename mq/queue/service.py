@@ -86,7 +86,7 @@ class QueueService:
         metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, item.topic)
         self.activity.enqueued(tenant_id, item.topic)
         if item.delay_seconds <= 0:
-            self.wakeups.published(tenant_id, [item.topic])
+            self.wakeups.published(tenant_id, {item.topic: 1})
         return message_id, inserted
 
     async def enqueue_batch(self, tenant_id: int, items: Sequence[EnqueueItem]) -> list[uuid.UUID]:
@@ -101,7 +101,7 @@ class QueueService:
             max_retries = [configs[i.topic].max_retries for i in items]
             ttls = [configs[i.topic].message_ttl_seconds for i in items]
         stored = await self._store(tenant_id, items, max_retries, ttls, configs)
-        self.wakeups.published(tenant_id, {i.topic for i in items if i.delay_seconds <= 0})
+        self.wakeups.published(tenant_id, Counter(i.topic for i in items if i.delay_seconds <= 0))
         metrics = self.metrics
         if len(configs) == 1:
             self.activity.enqueued(tenant_id, items[0].topic, len(items))
@@ -206,6 +206,7 @@ class QueueService:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         gone: asyncio.Future[None] | None = None
+        recheck_at: float | None = None  # on the loop's clock
         with self.wakeups.waiter(tenant_id, topic) as woken:
             try:
                 while True:
@@ -225,12 +226,18 @@ class QueueService:
                         if self.wakeups.closing:
                             return []
                         continue
-                    until_next = (
-                        None if paused else await self.repository.seconds_until_next_available(tenant_id, topic)
-                    )
-                    timeout = min(remaining, _LONG_POLL_RECHECK_SECONDS)
-                    if until_next is not None:
-                        timeout = min(timeout, max(until_next, _LONG_POLL_MIN_SLEEP_SECONDS))
+                    # When a delayed message or a lapsing lease makes one available, asked only on the first empty
+                    # look and when that time comes: a wake-up that found nothing (another poll took the message)
+                    # cannot have moved it later, since anything new wakes the waiters.
+                    now = loop.time()
+                    if recheck_at is None or now >= recheck_at:
+                        until_next = (
+                            None if paused else await self.repository.seconds_until_next_available(tenant_id, topic)
+                        )
+                        recheck_at = now + min(
+                            _LONG_POLL_RECHECK_SECONDS if until_next is None else until_next, _LONG_POLL_RECHECK_SECONDS
+                        )
+                    timeout = min(remaining, max(recheck_at - now, _LONG_POLL_MIN_SLEEP_SECONDS))
                     if gone is None and caller_gone is not None:
                         gone = asyncio.ensure_future(caller_gone())
                         gone.add_done_callback(lambda _: woken.set())
@@ -268,7 +275,7 @@ class QueueService:
         for (topic, fate), n in Counter((d.topic, d.fate) for d in dead).items():
             metrics.count(metrics.lease_expired, tenant_id, topic, n, fate)
             if fate == "dlq":
-                self.wakeups.published(tenant_id, [topic + DLQ_SUFFIX])
+                self.wakeups.published(tenant_id, {topic + DLQ_SUFFIX: n})
 
     def _delivered(self, tenant_id: int, topic: str, rows: list[Any]) -> list[Any]:
         if rows:
@@ -349,7 +356,7 @@ class QueueService:
         topic = now_in[: -len(DLQ_SUFFIX)] if outcome == "dlq" else now_in
         self.metrics.count(self.metrics.nacked, tenant_id, topic, 1, outcome)
         if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
-            self.wakeups.published(tenant_id, [now_in])
+            self.wakeups.published(tenant_id, {now_in: 1})
         return outcome
 
     async def extend(self, tenant_id: int, message_id: str, receipt: str | None, seconds: int) -> str:
@@ -393,7 +400,7 @@ class QueueService:
         topic = await self.repository.requeue(tenant_id, mid, self._depth_cap_of(tenant_id))
         if topic is not None:
             self.metrics.count(self.metrics.requeued, tenant_id, topic)
-            self.wakeups.published(tenant_id, [topic])
+            self.wakeups.published(tenant_id, {topic: 1})
             return topic
         probe = await self.repository.lease_probe(tenant_id, mid)
         if probe is None:
@@ -411,7 +418,7 @@ class QueueService:
             raise errors.MessageNotFound()
         topic = await self.repository.retry(tenant_id, mid, self._depth_cap_of(tenant_id))
         if topic is not None:
-            self.wakeups.published(tenant_id, [topic])
+            self.wakeups.published(tenant_id, {topic: 1})
             return topic
         row = await self.repository.get(tenant_id, mid)
         if row is None:
@@ -430,7 +437,7 @@ class QueueService:
         count = await self.repository.requeue_topic(tenant_id, base + DLQ_SUFFIX, base, self._depth_cap_of(tenant_id))
         if count:
             self.metrics.count(self.metrics.requeued, tenant_id, base, count)
-            self.wakeups.published(tenant_id, [base])
+            self.wakeups.published(tenant_id, {base: count})
         return count
 
     # --- browse and admin --------------------------------------------------------------------------------------

@@ -17,7 +17,10 @@ SCHEMAS: dict[str, Any] = json.loads((ROOT / "docs" / "openapi.json").read_text(
 
 # client struct -> the schema it decodes (answers) or encodes (requests)
 PAIRS: list[tuple[type[msgspec.Struct], str]] = [
-    (models.Message, "MessageView"),
+    (models.Message, "MessageDetailView"),
+    (models.Attempt, "AttemptView"),
+    (models.AuditEntry, "AuditEntryView"),
+    (models.AuditPage, "AuditPageView"),
     (models.Topic, "TopicSummaryView"),
     (models.TopicConfig, "TopicConfig"),
     (models.TopicConfigView, "TopicConfigView"),

@@ -110,3 +110,17 @@ async def test_admin_calls(server: Server, sk: AsyncClient) -> None:
         await platform.delete_tenant(slug, force=True)
         with pytest.raises(NotFound):
             await platform.tenant_info(slug)
+
+
+async def test_audit_trail_and_attempts_from_the_client(sk: AsyncClient) -> None:
+    topic = f"audit-{uuid.uuid4().hex[:8]}"
+    await sk.set_topic_config(topic, max_retries=5)
+    message_id = await sk.send(topic, b"x")
+    (leased,) = await sk.receive(topic)
+    await sk.nack(leased, error="not yet")
+    attempts = (await sk.message(message_id)).attempts
+    assert [(a.attempt, a.outcome, a.error) for a in attempts] == [(1, "nacked", "not yet")]
+    page = await sk.audit(action="topic_config.", topic=topic)
+    assert [(e.action, e.target) for e in page.items] == [("topic_config.update", topic)]
+    assert page.items[0].details is not None and page.items[0].details["max_retries"] == 5
+    assert page.next_cursor is None
