@@ -38,10 +38,28 @@ def _request_id(scope: Scope) -> str:
     return known
 
 
+#: On every response: no content sniffing (a JSON answer is never read as HTML or script by a browser).
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+#: The OpenAPI page (`/schema`, Scalar from its CDN, which injects its own styles) and the document itself: only
+#: what the page loads, and never framed.
+_SCHEMA_CSP = (
+    b"default-src 'none'; script-src https://cdn.jsdelivr.net; style-src 'unsafe-inline' https://cdn.jsdelivr.net; "
+    b"img-src 'self' data: https://cdn.jsdelivr.net; font-src data: https://cdn.jsdelivr.net; connect-src 'self'; "
+    b"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_SCHEMA_HEADERS = ((b"content-security-policy", _SCHEMA_CSP), (b"x-frame-options", b"DENY"))
+
+
 async def stamp_response(message: Message, scope: Scope) -> None:
     if message["type"] == "http.response.start":
         scope[_STATUS_KEY] = message["status"]  # type: ignore[literal-required]
-        message["headers"] = [*message.get("headers", ()), (b"x-request-id", _request_id(scope).encode())]
+        headers = [*message.get("headers", ()), (b"x-request-id", _request_id(scope).encode())]
+        names = {name.lower() for name, _ in headers}
+        if b"x-content-type-options" not in names:
+            headers.append(_NOSNIFF)
+        if scope.get("path", "").startswith("/schema") and b"content-security-policy" not in names:
+            headers.extend(_SCHEMA_HEADERS)
+        message["headers"] = headers
 
 
 class ObservabilityMiddleware:

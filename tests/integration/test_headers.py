@@ -1,0 +1,29 @@
+"""Response headers a browser relies on: no content sniffing anywhere, and the OpenAPI page locked down."""
+
+from __future__ import annotations
+
+import httpx
+
+
+async def test_api_answers_are_never_sniffed(client: httpx.AsyncClient) -> None:
+    for response in (
+        await client.get("/api/topics"),
+        await client.get("/api/messages/not-an-id"),  # an error answer too
+        await client.get("/api/nope"),
+        await client.post("/api/messages", json={"topic": "h", "payload": "eA=="}),
+        await client.get("/healthz"),
+    ):
+        assert response.headers.get("x-content-type-options") == "nosniff", response.request.url
+        assert len(response.headers.get_list("x-content-type-options")) == 1
+
+
+async def test_the_openapi_page_and_document_have_a_csp_and_no_framing(client: httpx.AsyncClient) -> None:
+    for path in ("/schema", "/schema/openapi.json"):
+        response = await client.get(path, follow_redirects=True)
+        assert response.status_code == 200, path
+        csp = response.headers.get("content-security-policy", "")
+        assert "frame-ancestors 'none'" in csp and "default-src 'none'" in csp, path
+        assert response.headers.get("x-frame-options") == "DENY", path
+        assert response.headers.get("x-content-type-options") == "nosniff", path
+    page = (await client.get("/schema", follow_redirects=True)).text
+    assert "https://cdn.jsdelivr.net/" in page  # the only origin the page's CSP lets scripts come from
