@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Request, delete, get, post
-from litestar.params import Parameter
+from litestar.params import Parameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from api.audit import audit
@@ -28,7 +28,7 @@ from api.schemas import (
     SeriesView,
 )
 from mq import errors
-from mq.console.service import BulkAction, Console, FilterStatus, MessageFilter, TopicSettingsView
+from mq.console.service import BulkAction, Console, FilterStatus, MessageFilter, SeriesRange, TopicSettingsView
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 
@@ -112,11 +112,33 @@ class ConsoleController(Controller):
 
     @get("/topics/{topic:str}/series", summary="A topic's depth and rates", operation_id="getTopicSeries")
     async def series(
-        self, request: AnyRequest, topic: str, minutes: Annotated[int, Parameter(ge=1, le=60)] = 60
+        self,
+        request: AnyRequest,
+        topic: str,
+        minutes: Annotated[int, Parameter(ge=1, le=60)] = 60,
+        range_: Annotated[
+            SeriesRange | None,
+            QueryParameter(name="range", description="1h (30 s steps), 24h (5 min) or 7d (1 h); wins over `minutes`"),
+        ] = None,
     ) -> SeriesView:
-        """Depth by status and enqueue and ack rates every 30 s over the last `minutes`, from the gauge job's
-        samples and the API's activity counts (never a scan of the messages)."""
-        return await _console(request).series(tenant_for(request.user, action="read", topic=topic), topic, minutes)
+        """Depth by status, the oldest pending age, and enqueue, ack and dead-letter rates: every 30 s over the
+        last `minutes` from the gauge job's samples and the API's activity counts, or over a `range` from the
+        workers' 5-minute rollups (never a scan of the messages)."""
+        tenant = tenant_for(request.user, action="read", topic=topic)
+        return await _console(request).series(tenant, topic, minutes, range_)
+
+    @get("/series", summary="The tenant's depth and rates, all topics together", operation_id="getTenantSeries")
+    async def tenant_series(
+        self,
+        request: AnyRequest,
+        range_: Annotated[
+            SeriesRange, QueryParameter(name="range", description="1h (30 s steps), 24h (5 min) or 7d (1 h)")
+        ] = "1h",
+    ) -> SeriesView:
+        """The tenant dashboard's figures: every topic summed (the oldest age: the largest). Members need a read
+        grant on every topic (`*`)."""
+        tenant = tenant_for(request.user, action="read", topic="*")
+        return await _console(request).series(tenant, None, span=range_)
 
     @json_post(
         "/topics/{topic:str}/messages/bulk",

@@ -54,13 +54,27 @@ class ConsoleRepository:
     async def resume(self, tenant_id: int, topic: str) -> None:
         await self.pool.execute(sql.RESUME, tenant_id, topic)
 
-    async def series(self, tenant_id: int, topic: str, seconds: float) -> tuple[float, list[Record], list[Record]]:
-        """Now (epoch seconds), the topic's depth samples and its activity buckets of the last `seconds`."""
+    async def series(
+        self, tenant_id: int, topic: str | None, seconds: float
+    ) -> tuple[float, list[Record], list[Record]]:
+        """Now (epoch seconds), the topic's (None: the tenant's) depth samples and activity buckets of the last
+        `seconds`."""
         async with self.pool.acquire() as conn:
             now: float = await conn.fetchval(sql.NOW)
-            samples = await conn.fetch(sql.SAMPLES, tenant_id, topic, seconds)
-            activity = await conn.fetch(sql.ACTIVITY, tenant_id, topic, seconds)
+            if topic is None:
+                samples = await conn.fetch(sql.TENANT_SAMPLES, tenant_id, seconds)
+                activity = await conn.fetch(sql.TENANT_ACTIVITY, tenant_id, seconds)
+            else:
+                samples = await conn.fetch(sql.SAMPLES, tenant_id, topic, seconds)
+                activity = await conn.fetch(sql.ACTIVITY, tenant_id, topic, seconds)
         return now, samples, activity
+
+    async def rollups(self, tenant_id: int, topic: str | None, seconds: float) -> tuple[float, list[Record]]:
+        """Now (epoch seconds) and the 5-minute rollups of the topic (None: the tenant) of the last `seconds`."""
+        async with self.pool.acquire() as conn:
+            now: float = await conn.fetchval(sql.NOW)
+            rows = await conn.fetch(sql.ROLLUPS, tenant_id, topic or "", seconds)
+        return now, rows
 
     async def create_bulk_job(
         self, tenant_id: int, job_id: uuid.UUID, topic: str, action: str, filter_json: str, by: str

@@ -69,6 +69,9 @@ class MessagePageView(msgspec.Struct):
 
 
 class SeriesPointView(msgspec.Struct):
+    """One step: the depth at its end (null: no sample), the oldest pending age, and messages per second enqueued,
+    acked and moved to the dead-letter topic during it."""
+
     at: str
     pending: int | None
     processing: int | None
@@ -77,12 +80,21 @@ class SeriesPointView(msgspec.Struct):
     oldest_pending_age_seconds: float | None
     enqueue_rate: float
     ack_rate: float
+    dead_letter_rate: float = 0.0
 
 
 class SeriesView(msgspec.Struct):
-    topic: str
+    """`topic` null: the whole tenant."""
+
+    topic: str | None
     step_seconds: int
     points: list[SeriesPointView]
+    range: SeriesRange = "1h"
+
+
+SeriesRange = Literal["1h", "24h", "7d"]
+#: Each range's span and step: the last hour from the 30-second samples, a day and a week from 5-minute rollups.
+SERIES_RANGES: dict[str, tuple[int, int]] = {"1h": (3600, 30), "24h": (86400, 300), "7d": (7 * 86400, 3600)}
 
 
 class ConfigValuesView(msgspec.Struct):
@@ -222,10 +234,18 @@ class Console:
 
     # --- series -------------------------------------------------------------------------------------------------
 
-    async def series(self, tenant_id: int, topic: str, minutes: int) -> SeriesView:
-        """The topic's depth (from the gauge job's samples) and rates (from the API's activity counts) every
-        `SERIES_STEP_SECONDS` over the last `minutes`. Steps without a sample have null depths."""
-        check_topic(topic, for_enqueue=False)
+    async def series(
+        self, tenant_id: int, topic: str | None, minutes: int = 60, span: SeriesRange | None = None
+    ) -> SeriesView:
+        """The topic's (None: the tenant's) depth and rates. Over the last `minutes` (at most an hour) every
+        `SERIES_STEP_SECONDS`, from the gauge job's samples and the API's activity counts; or over `span`, a day in
+        5-minute steps or a week in hours, from the workers' rollups. Never a scan of the messages."""
+        if topic is not None:
+            check_topic(topic, for_enqueue=False)
+        if span is not None and span != "1h":
+            return await self._rolled_up(tenant_id, topic, span)
+        if span == "1h":
+            minutes = 60
         step = SERIES_STEP_SECONDS
         now, samples, activity = await self.repository.series(tenant_id, topic, minutes * 60 + step)
         last_mark = int(now // step) * step
@@ -233,26 +253,32 @@ class Console:
         depth = {int(r["at"]) // step * step: r for r in samples}
         counts: dict[int, list[int]] = {}
         for r in activity:
-            bucket = counts.setdefault(int(r["at"]) // step * step, [0, 0])
+            bucket = counts.setdefault(int(r["at"]) // step * step, [0, 0, 0])
             bucket[0] += r["enqueued"]
             bucket[1] += r["acked"]
-        points = []
-        for mark in marks:
-            d = depth.get(mark)
-            enqueued, acked = counts.get(mark, (0, 0))
-            points.append(
-                SeriesPointView(
-                    at=_iso(mark),
-                    pending=d["pending"] if d else None,
-                    processing=d["processing"] if d else None,
-                    failed=d["failed"] if d else None,
-                    expired=d["expired"] if d else None,
-                    oldest_pending_age_seconds=d["oldest_pending_age_seconds"] if d else None,
-                    enqueue_rate=enqueued / step,
-                    ack_rate=acked / step,
-                )
-            )
-        return SeriesView(topic=topic, step_seconds=step, points=points)
+            bucket[2] += r["dead_lettered"]
+        points = [_point(mark, depth.get(mark), counts.get(mark, [0, 0, 0]), step) for mark in marks]
+        return SeriesView(topic=topic, step_seconds=step, points=points, range=span or "1h")
+
+    async def _rolled_up(self, tenant_id: int, topic: str | None, span: SeriesRange) -> SeriesView:
+        seconds, step = SERIES_RANGES[span]
+        now, rows = await self.repository.rollups(tenant_id, topic, seconds + step)
+        last_mark = int(now // step) * step
+        marks = range(last_mark - seconds + step, last_mark + 1, step)
+        depth: dict[int, Record] = {}
+        oldest: dict[int, float] = {}
+        counts: dict[int, list[int]] = {}
+        for r in rows:  # in bucket order: the last rollup of a step holds its depth at the step's end
+            mark = int(r["at"]) // step * step
+            depth[mark] = r
+            if r["oldest_pending_age_seconds"] is not None:
+                oldest[mark] = max(oldest.get(mark, 0.0), r["oldest_pending_age_seconds"])
+            bucket = counts.setdefault(mark, [0, 0, 0])
+            bucket[0] += r["enqueued"]
+            bucket[1] += r["acked"]
+            bucket[2] += r["dead_lettered"]
+        points = [_point(mark, depth.get(mark), counts.get(mark, [0, 0, 0]), step, oldest.get(mark)) for mark in marks]
+        return SeriesView(topic=topic, step_seconds=step, points=points, range=span)
 
     # --- bulk actions -------------------------------------------------------------------------------------------
 
@@ -369,6 +395,24 @@ def _job_view(row: Record) -> BulkJobView:
         created_by=row["created_by"],
         created_at=_iso(row["created_at"]),
         updated_at=_iso(row["updated_at"]),
+    )
+
+
+def _point(
+    mark: int, depth: Record | None, counts: list[int], step: int, oldest: float | None = None
+) -> SeriesPointView:
+    return SeriesPointView(
+        at=_iso(mark),
+        pending=depth["pending"] if depth else None,
+        processing=depth["processing"] if depth else None,
+        failed=depth["failed"] if depth else None,
+        expired=depth["expired"] if depth else None,
+        oldest_pending_age_seconds=oldest
+        if oldest is not None
+        else (depth["oldest_pending_age_seconds"] if depth else None),
+        enqueue_rate=counts[0] / step,
+        ack_rate=counts[1] / step,
+        dead_letter_rate=counts[2] / step,
     )
 
 

@@ -96,8 +96,24 @@ SAMPLES = """
 SELECT extract(epoch FROM at)::float8 AS at, pending, processing, failed, expired, oldest_pending_age_seconds
 FROM queue_samples WHERE tenant_id = $1 AND topic = $2 AND at >= now() - make_interval(secs => $3) ORDER BY at"""
 ACTIVITY = """
-SELECT extract(epoch FROM at)::float8 AS at, enqueued, acked
+SELECT extract(epoch FROM at)::float8 AS at, enqueued, acked, dead_lettered
 FROM topic_activity WHERE tenant_id = $1 AND topic = $2 AND at >= now() - make_interval(secs => $3) ORDER BY at"""
+# The same for the whole tenant (its dashboard): every topic's rows summed per mark. $2 seconds
+TENANT_SAMPLES = """
+SELECT extract(epoch FROM at)::float8 AS at, sum(pending)::int8 AS pending, sum(processing)::int8 AS processing,
+       sum(failed)::int8 AS failed, sum(expired)::int8 AS expired,
+       max(oldest_pending_age_seconds) AS oldest_pending_age_seconds
+FROM queue_samples WHERE tenant_id = $1 AND at >= now() - make_interval(secs => $2) GROUP BY at ORDER BY at"""
+TENANT_ACTIVITY = """
+SELECT extract(epoch FROM at)::float8 AS at, sum(enqueued)::int8 AS enqueued, sum(acked)::int8 AS acked,
+       sum(dead_lettered)::int8 AS dead_lettered
+FROM topic_activity WHERE tenant_id = $1 AND at >= now() - make_interval(secs => $2) GROUP BY at ORDER BY at"""
+# 5-minute rollups of a topic, or of the tenant (topic ''), for the charts over a day and a week. $2 topic, $3 s
+ROLLUPS = """
+SELECT extract(epoch FROM bucket)::float8 AS at, pending, processing, failed, expired, oldest_pending_age_seconds,
+       enqueued, acked, dead_lettered
+FROM topic_rollups WHERE tenant_id = $1 AND topic = $2 AND bucket >= now() - make_interval(secs => $3)
+ORDER BY bucket"""
 NOW = "SELECT extract(epoch FROM now())::float8"
 
 # --- bulk jobs -----------------------------------------------------------------------------------------------------

@@ -272,8 +272,30 @@ class TopicActivity(Base):
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
     enqueued: Mapped[int] = mapped_column(BigInteger)
     acked: Mapped[int] = mapped_column(BigInteger)
+    dead_lettered: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
     __table_args__ = (Index("topic_activity_at_idx", "at"),)
+
+
+class TopicRollup(Base):
+    """A topic's depth and counts over one 5-minute bucket (topic '': the tenant's total), kept 8 days for the
+    console's charts over a day and a week (`mq.db.sql.ROLLUPS_RECORD`)."""
+
+    __tablename__ = "topic_rollups"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    bucket: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    pending: Mapped[int] = mapped_column(BigInteger)
+    processing: Mapped[int] = mapped_column(BigInteger)
+    failed: Mapped[int] = mapped_column(BigInteger)
+    expired: Mapped[int] = mapped_column(BigInteger)
+    oldest_pending_age_seconds: Mapped[float | None] = mapped_column(Double)
+    enqueued: Mapped[int] = mapped_column(BigInteger)
+    acked: Mapped[int] = mapped_column(BigInteger)
+    dead_lettered: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (Index("topic_rollups_bucket_idx", "bucket"),)
 
 
 class QueueSample(Base):

@@ -111,8 +111,11 @@ class JobConnection:
         ]
 
     async def record_samples(self) -> None:
-        """Copy the stored gauges into the console's depth samples; forget samples and activity past an hour."""
+        """Copy the stored gauges into the console's depth samples, roll samples and activity up into 5-minute
+        buckets; forget samples and activity past an hour, rollups past 8 days."""
         await self._conn.execute(sql.SAMPLES_RECORD)
+        await self._conn.execute(sql.ROLLUPS_RECORD)
+        await self._conn.execute(sql.ROLLUPS_FORGET)
         await self._conn.execute(sql.SAMPLES_FORGET)
         await self._conn.execute(sql.ACTIVITY_FORGET)
 

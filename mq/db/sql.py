@@ -58,6 +58,46 @@ FROM queue_gauges AS g JOIN tenants AS t ON t.slug = g.tenant
 GROUP BY t.id, g.topic
 ON CONFLICT (tenant_id, topic, at) DO NOTHING"""
 SAMPLES_FORGET = "DELETE FROM queue_samples WHERE at < now() - interval '65 minutes'"
+
+# The charts over a day and a week: each topic's (and, as topic '', each tenant's) depth at the last sample of a
+# 5-minute bucket, the oldest pending age's maximum and the sums of its activity, for the last two completed buckets
+# (a run that missed one fills it in; upserts, so a bucket written twice is the same). Reads an hour's samples and
+# activity by their `at` indexes: 10 + 30 rows per topic and bucket.
+ROLLUP_SECONDS = 300
+ROLLUPS_RECORD = """
+WITH bounds AS (
+    SELECT date_bin('5 minutes', now(), 'epoch') - interval '10 minutes' AS lo,
+           date_bin('5 minutes', now(), 'epoch') AS hi
+), s AS (
+    SELECT tenant_id, topic, date_bin('5 minutes', at, 'epoch') AS bucket,
+           (array_agg(pending ORDER BY at DESC))[1] AS pending,
+           (array_agg(processing ORDER BY at DESC))[1] AS processing,
+           (array_agg(failed ORDER BY at DESC))[1] AS failed, (array_agg(expired ORDER BY at DESC))[1] AS expired,
+           max(oldest_pending_age_seconds) AS oldest
+    FROM queue_samples, bounds WHERE at >= bounds.lo AND at < bounds.hi
+    GROUP BY 1, 2, 3
+), a AS (
+    SELECT tenant_id, topic, date_bin('5 minutes', at, 'epoch') AS bucket,
+           sum(enqueued) AS enqueued, sum(acked) AS acked, sum(dead_lettered) AS dead_lettered
+    FROM topic_activity, bounds WHERE at >= bounds.lo AND at < bounds.hi
+    GROUP BY 1, 2, 3
+), j AS (
+    SELECT tenant_id, topic, bucket, coalesce(s.pending, 0) AS pending, coalesce(s.processing, 0) AS processing,
+           coalesce(s.failed, 0) AS failed, coalesce(s.expired, 0) AS expired, s.oldest,
+           coalesce(a.enqueued, 0) AS enqueued, coalesce(a.acked, 0) AS acked,
+           coalesce(a.dead_lettered, 0) AS dead_lettered
+    FROM s FULL JOIN a USING (tenant_id, topic, bucket)
+)
+INSERT INTO topic_rollups AS r (tenant_id, topic, bucket, pending, processing, failed, expired,
+                                oldest_pending_age_seconds, enqueued, acked, dead_lettered)
+SELECT tenant_id, coalesce(topic, ''), bucket, sum(pending), sum(processing), sum(failed), sum(expired), max(oldest),
+       sum(enqueued), sum(acked), sum(dead_lettered)
+FROM j GROUP BY GROUPING SETS ((tenant_id, topic, bucket), (tenant_id, bucket))
+ON CONFLICT (tenant_id, topic, bucket) DO UPDATE SET pending = EXCLUDED.pending, processing = EXCLUDED.processing,
+    failed = EXCLUDED.failed, expired = EXCLUDED.expired,
+    oldest_pending_age_seconds = EXCLUDED.oldest_pending_age_seconds, enqueued = EXCLUDED.enqueued,
+    acked = EXCLUDED.acked, dead_lettered = EXCLUDED.dead_lettered"""
+ROLLUPS_FORGET = "DELETE FROM topic_rollups WHERE bucket < now() - interval '8 days'"
 ACTIVITY_FORGET = "DELETE FROM topic_activity WHERE at < now() - interval '65 minutes'"
 
 SETTING_GET = "SELECT value FROM worker_settings WHERE name = $1"

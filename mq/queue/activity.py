@@ -1,4 +1,4 @@
-"""`Activity`: how many messages each topic took in and had acked, for the admin console's rates and charts.
+"""`Activity`: how many messages each topic took in, had acked and dead-lettered, for the console's rates and charts.
 
 Counted in memory on the hot path (a dict update per request) and added to `topic_activity` by one statement
 every `interval` seconds per process, so the rates are those of every instance together. A process that dies
@@ -33,10 +33,14 @@ class Activity:
     def acked(self, tenant_id: int, topic: str, n: int = 1) -> None:
         self._counter(tenant_id, topic)[1] += n
 
+    def dead_lettered(self, tenant_id: int, topic: str, n: int = 1) -> None:
+        """`n` messages of `topic` moved to its dead-letter topic (by a nack, or a lease that lapsed once too often)."""
+        self._counter(tenant_id, topic)[2] += n
+
     def _counter(self, tenant_id: int, topic: str) -> list[int]:
         counter = self._counts.get((tenant_id, topic))
         if counter is None:
-            counter = self._counts[(tenant_id, topic)] = [0, 0]
+            counter = self._counts[(tenant_id, topic)] = [0, 0, 0]
         return counter
 
     async def flush(self) -> None:
@@ -47,14 +51,18 @@ class Activity:
         keys = list(counts)
         try:
             await self._repository.add_activity(
-                [k[0] for k in keys], [k[1] for k in keys], [counts[k][0] for k in keys], [counts[k][1] for k in keys]
+                [k[0] for k in keys],
+                [k[1] for k in keys],
+                [counts[k][0] for k in keys],
+                [counts[k][1] for k in keys],
+                [counts[k][2] for k in keys],
             )
         except (asyncpg.PostgresError, OSError) as exc:
             if len(self._counts) < _MAX_TOPICS:
-                for key, (enqueued, acked) in counts.items():
+                for key, kept in counts.items():
                     counter = self._counter(*key)
-                    counter[0] += enqueued
-                    counter[1] += acked
+                    for n, value in enumerate(kept):
+                        counter[n] += value
             log.warning("activity counts not stored yet: %s", exc)
 
     def start(self) -> None:

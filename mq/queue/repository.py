@@ -336,11 +336,16 @@ class MessageRepository:
         return await self.pool.fetchval(sql.TOPIC_CONFIG_DELETE, tenant_id, topic) is not None
 
     async def add_activity(
-        self, tenant_ids: Sequence[int], topics: Sequence[str], enqueued: Sequence[int], acked: Sequence[int]
+        self,
+        tenant_ids: Sequence[int],
+        topics: Sequence[str],
+        enqueued: Sequence[int],
+        acked: Sequence[int],
+        dead_lettered: Sequence[int],
     ) -> None:
         """Add counts to each topic's current 10-second bucket of `topic_activity` (every tenant at once: the
         flush of one process's counters, `mq.queue.activity`)."""
-        await self.pool.execute(sql.ACTIVITY_ADD, tenant_ids, topics, enqueued, acked)
+        await self.pool.execute(sql.ACTIVITY_ADD, tenant_ids, topics, enqueued, acked, dead_lettered)
 
     async def topic_configs(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)

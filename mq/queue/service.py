@@ -275,6 +275,7 @@ class QueueService:
         for (topic, fate), n in Counter((d.topic, d.fate) for d in dead).items():
             metrics.count(metrics.lease_expired, tenant_id, topic, n, fate)
             if fate == "dlq":
+                self.activity.dead_lettered(tenant_id, topic, n)
                 self.wakeups.published(tenant_id, {topic + DLQ_SUFFIX: n})
 
     def _delivered(self, tenant_id: int, topic: str, rows: list[Any]) -> list[Any]:
@@ -355,6 +356,8 @@ class QueueService:
         outcome, now_in = done
         topic = now_in[: -len(DLQ_SUFFIX)] if outcome == "dlq" else now_in
         self.metrics.count(self.metrics.nacked, tenant_id, topic, 1, outcome)
+        if outcome == "dlq":
+            self.activity.dead_lettered(tenant_id, topic)
         if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
             self.wakeups.published(tenant_id, {now_in: 1})
         return outcome

@@ -716,10 +716,11 @@ GROUP BY 1, 2"""
 # --- activity (mq.queue.activity) -------------------------------------------------------------------------------
 
 # Add one instance's counts to the current 10-second bucket of each topic. $1 tenant ids, $2 topics, $3 enqueued,
-# $4 acked.
+# $4 acked, $5 dead-lettered.
 ACTIVITY_ADD = """
-INSERT INTO topic_activity AS a (tenant_id, topic, at, enqueued, acked)
-SELECT t, p, to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), e, k
-FROM unnest($1::int8[], $2::text[], $3::int8[], $4::int8[]) AS u (t, p, e, k)
+INSERT INTO topic_activity AS a (tenant_id, topic, at, enqueued, acked, dead_lettered)
+SELECT t, p, to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), e, k, d
+FROM unnest($1::int8[], $2::text[], $3::int8[], $4::int8[], $5::int8[]) AS u (t, p, e, k, d)
 ON CONFLICT (tenant_id, topic, at) DO UPDATE SET enqueued = a.enqueued + EXCLUDED.enqueued,
-                                                 acked = a.acked + EXCLUDED.acked"""
+                                                 acked = a.acked + EXCLUDED.acked,
+                                                 dead_lettered = a.dead_lettered + EXCLUDED.dead_lettered"""

@@ -37,6 +37,8 @@ PUBLIC, ANY_USER, LIST, READ, PRODUCE, CONSUME, TENANT_ADMIN, PLATFORM = (
     "tenant admins",
     "platform admins",
 )
+#: Members need `read` on `*` (none of the personas has it): the tenant-wide figures cover every topic.
+READ_EVERY_TOPIC = "read on every topic"
 PERSONAS = (
     "anonymous",
     "member without grant",
@@ -75,6 +77,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/topics/{topic}/resume"): Rule(TENANT_ADMIN),
     ("GET", "/api/topics/{topic}/messages"): Rule(READ),
     ("GET", "/api/topics/{topic}/series"): Rule(READ),
+    ("GET", "/api/series"): Rule(READ_EVERY_TOPIC),
     ("GET", "/api/topics/{topic}/config"): Rule(READ),
     ("POST", "/api/topics/{topic}/messages/bulk"): Rule(CONSUME, lambda f: {"action": "retry", "ids": [f.message_id]}),
     ("POST", "/api/topics/{topic}/bulk-jobs"): Rule(
@@ -190,7 +193,7 @@ def _allowed(rule: Rule, persona: str) -> bool:
         return True
     if rule.who == PLATFORM:
         return persona == "platform admin"
-    if rule.who == TENANT_ADMIN:
+    if rule.who in (TENANT_ADMIN, READ_EVERY_TOPIC):
         return persona in ("tenant admin", "platform admin", "other tenant's admin")
     return persona != "member without grant"  # read, produce, consume: members need the grant
 

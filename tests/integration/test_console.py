@@ -303,3 +303,50 @@ async def test_me_lists_a_members_grants_for_the_console(  # type: ignore[no-unt
     async with httpx.AsyncClient(base_url=server.base_url, auth=member) as c:
         me = (await c.get("/api/auth/me")).json()
     assert me["role"] == "member" and me["grants"] == [{"action": "read", "topic_pattern": "orders.*"}]
+
+
+async def test_series_over_a_day_and_a_week_and_for_the_whole_tenant(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant, make_client, make_user
+) -> None:  # type: ignore[no-untyped-def]
+    """Samples and activity of the last completed 5-minute buckets roll up (per topic and for the tenant) when the
+    gauge job runs; a day's chart shows them in 5-minute steps, a week's in hours."""
+    await db.execute(
+        """INSERT INTO queue_samples (tenant_id, topic, at, pending, processing, failed, expired,
+                                      oldest_pending_age_seconds)
+           SELECT $1, t, date_bin('5 minutes', now(), 'epoch') - interval '5 minutes' + s * interval '30 seconds',
+                  10 + s, 1, 0, 0, s
+           FROM unnest(ARRAY['ra', 'rb']) AS t, generate_series(0, 9) AS s""",
+        tenant.id,
+    )
+    await db.execute(
+        """INSERT INTO topic_activity (tenant_id, topic, at, enqueued, acked, dead_lettered)
+           SELECT $1, t, date_bin('5 minutes', now(), 'epoch') - interval '5 minutes' + s * interval '10 seconds',
+                  2, 1, CASE WHEN t = 'ra' THEN 1 ELSE 0 END
+           FROM unnest(ARRAY['ra', 'rb']) AS t, generate_series(0, 29) AS s""",
+        tenant.id,
+    )
+    await GaugeRefresher(OperationsRepository(db)).run_once(wait=True)
+
+    day = (await client.get("/api/topics/ra/series", params={"range": "24h"})).json()
+    assert day["range"] == "24h" and day["step_seconds"] == 300 and len(day["points"]) == 288
+    filled = [p for p in day["points"] if p["pending"] is not None]
+    assert len(filled) == 1
+    (bucket,) = filled
+    assert bucket["pending"] == 19 and bucket["oldest_pending_age_seconds"] == 9  # the last sample; the max age
+    assert bucket["enqueue_rate"] == 60 / 300 and bucket["ack_rate"] == 30 / 300
+    assert bucket["dead_letter_rate"] == 30 / 300
+
+    week = (await client.get("/api/topics/ra/series", params={"range": "7d"})).json()
+    assert week["step_seconds"] == 3600 and len(week["points"]) == 168
+    assert sum(p["enqueue_rate"] for p in week["points"]) * 3600 == 60
+
+    tenant_day = (await client.get("/api/series", params={"range": "24h"})).json()
+    assert tenant_day["topic"] is None
+    (total,) = [p for p in tenant_day["points"] if p["pending"] is not None]
+    assert total["pending"] == 38 and total["enqueue_rate"] == 120 / 300 and total["dead_letter_rate"] == 30 / 300
+    hour = (await client.get("/api/series")).json()
+    assert hour["range"] == "1h" and hour["step_seconds"] == 30 and len(hour["points"]) == 120
+
+    member = make_client(auth=await make_user("member", tenant))
+    assert_error(await member.get("/api/series"), 403, "forbidden")
+    assert_error(await client.get("/api/series", params={"range": "30d"}), 400, "invalid_request")
