@@ -12,6 +12,7 @@ test.beforeEach(async ({ page }) => {
 test("home asks for a tenant; the switcher scopes the topics to it", async ({ page }) => {
   await expect(page.getByRole("heading", { name: "Choose a tenant" })).toBeVisible();
   await expect(page.getByRole("navigation", { name: "Main" }).getByRole("link")).toHaveText([
+    "Audit",
     "Tenants",
     "Maintenance",
   ]);
@@ -21,6 +22,7 @@ test("home asks for a tenant; the switcher scopes the topics to it", async ({ pa
   await expect(page.getByRole("navigation", { name: "Main" }).getByRole("link")).toHaveText([
     "Topics",
     "Users",
+    "Audit",
     "Tenants",
     "Maintenance",
   ]);
@@ -55,9 +57,16 @@ test("tenants: usage against quotas, create, quotas, suspend and resume, delete 
   await quotas.getByLabel("Max topics").fill("9");
   await quotas.getByRole("button", { name: "Save quotas" }).click();
   await expect(row(slug)).toContainText("/ 9");
-  await row(slug).getByRole("button", { name: "Suspend" }).click();
+  await row(slug).getByRole("button", { name: "Suspend…" }).click();
+  const suspend = page.getByRole("dialog", { name: `Suspend tenant ${slug}?` });
+  await expect(suspend).toContainText("gets 403 from its next request");
+  await suspend.getByRole("button", { name: "Suspend" }).click();
   await expect(row(slug)).toContainText("suspended");
-  await row(slug).getByRole("button", { name: "Resume" }).click();
+  await row(slug).getByRole("button", { name: "Resume…" }).click();
+  await page
+    .getByRole("dialog", { name: `Resume tenant ${slug}?` })
+    .getByRole("button", { name: "Resume" })
+    .click();
   await expect(row(slug)).toContainText("active");
   await row(slug).getByRole("button", { name: "Delete…" }).click();
   await page

@@ -2,6 +2,7 @@
 import type { QueryClient } from "@tanstack/react-query";
 import { createRootRouteWithContext, createRoute, createRouter } from "@tanstack/react-router";
 import { Shell } from "./components/Shell";
+import { AuditPage } from "./pages/Audit";
 import { LoginPage } from "./pages/Login";
 import { MaintenancePage } from "./pages/Maintenance";
 import { OverviewPage } from "./pages/Overview";
@@ -22,6 +23,10 @@ export interface TopicSearch {
   key?: string;
   metadata?: string;
   id?: string;
+  /** The message whose drawer is open: a link to it. */
+  message?: string;
+  /** The chart's range (the last hour when absent). */
+  range?: "24h" | "7d";
 }
 
 const login = createRoute({
@@ -44,12 +49,30 @@ const topic = createRoute({
     key: typeof s.key === "string" && s.key ? s.key : undefined,
     metadata: typeof s.metadata === "string" && s.metadata ? s.metadata : undefined,
     id: typeof s.id === "string" && s.id ? s.id : undefined,
+    message: typeof s.message === "string" && s.message ? s.message : undefined,
+    range: s.range === "24h" || s.range === "7d" ? s.range : undefined,
   }),
 });
 const topicConfig = createRoute({
   getParentRoute: () => root,
   path: "/topics/$topic/config",
   component: TopicConfigPage,
+});
+export interface AuditSearch {
+  action?: string;
+  actor?: string;
+  topic?: string;
+}
+const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
+const audit = createRoute({
+  getParentRoute: () => root,
+  path: "/audit",
+  component: AuditPage,
+  validateSearch: (s: Record<string, unknown>): AuditSearch => ({
+    action: text(s.action),
+    actor: text(s.actor),
+    topic: text(s.topic),
+  }),
 });
 const tenants = createRoute({ getParentRoute: () => root, path: "/tenants", component: TenantsPage });
 const users = createRoute({ getParentRoute: () => root, path: "/users", component: UsersPage });
@@ -59,7 +82,7 @@ const maintenance = createRoute({
   component: MaintenancePage,
 });
 
-const routeTree = root.addChildren([login, overview, topic, topicConfig, tenants, users, maintenance]);
+const routeTree = root.addChildren([login, overview, topic, topicConfig, audit, tenants, users, maintenance]);
 
 export function createAppRouter(queryClient: QueryClient) {
   return createRouter({ routeTree, context: { queryClient }, defaultPreload: "intent" });

@@ -8,11 +8,13 @@ export const keys = {
   topics: {
     all: () => [t(), "topics"] as const,
     list: () => [t(), "topics", "list"] as const,
-    series: (topic: string, minutes: number) => [t(), "topics", "series", topic, minutes] as const,
+    series: (topic: string, range: string) => [t(), "topics", "series", topic, range] as const,
     messages: (topic: string, filter: object) => [t(), "topics", "messages", topic, filter] as const,
     message: (id: string) => [t(), "topics", "message", id] as const,
     config: (topic: string) => [t(), "topics", "config", topic] as const,
   },
+  tenantSeries: (range: string) => [t(), "series", range] as const,
+  audit: (filter: object) => [t(), "audit", filter] as const,
   bulkJobs: { all: () => [t(), "bulk-jobs"] as const, one: (id: string) => [t(), "bulk-jobs", id] as const },
   tenants: { all: () => ["tenants"] as const },
   users: {

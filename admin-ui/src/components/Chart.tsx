@@ -1,11 +1,21 @@
-// A topic's depth and rates over the last hour, drawn with uPlot (about 50 KB, canvas, no inline styles).
+// A topic's (or the tenant's) depth and rates over an hour, a day or a week, drawn with uPlot (about 50 KB, canvas,
+// no inline styles). The chart takes the width its box is given and never widens the box itself: the box has
+// `contain: inline-size`, or a chart in a table cell and the cell would enlarge each other without end.
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import type { Schemas } from "../api/client";
 
 type Point = Schemas["SeriesPointView"];
 
-export function DepthChart({ points, title }: { points: Point[]; title: string }) {
+export function DepthChart({
+  points,
+  title,
+  span = "the last hour",
+}: {
+  points: Point[];
+  title: string;
+  span?: string;
+}) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const element = ref.current;
@@ -18,18 +28,24 @@ export function DepthChart({ points, title }: { points: Point[]; title: string }
       points.map((p) => (p.failed === null || p.failed === undefined ? null : p.failed + (p.expired ?? 0))),
       points.map((p) => p.enqueue_rate),
       points.map((p) => p.ack_rate),
+      points.map((p) => p.dead_letter_rate ?? 0),
     ];
+    // Axes in the page's own text colour, so they read on the dark scheme too.
+    const ink = getComputedStyle(element).color || "#444";
+    const grid = { stroke: "rgba(128, 128, 128, 0.25)" };
+    const axis = { stroke: ink, grid, ticks: grid };
     const width = Math.max(280, element.clientWidth);
     const plot = new uPlot(
       {
         width,
         height: 220,
         title,
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"), // one zone everywhere: UTC
         scales: { x: { time: true }, rate: { auto: true } },
         axes: [
-          {},
-          { label: "messages" },
-          { side: 1, scale: "rate", label: "per second", grid: { show: false } },
+          { ...axis, label: "UTC" },
+          { ...axis, label: "messages" },
+          { ...axis, side: 1, scale: "rate", label: "per second", grid: { show: false } },
         ],
         series: [
           {},
@@ -38,21 +54,24 @@ export function DepthChart({ points, title }: { points: Point[]; title: string }
           { label: "failed + expired", stroke: "#c0392b" },
           { label: "enqueued/s", stroke: "#2e9d5b", scale: "rate", dash: [4, 3] },
           { label: "acked/s", stroke: "#7b4bc4", scale: "rate", dash: [4, 3] },
+          { label: "dead-lettered/s", stroke: "#e0457b", scale: "rate", dash: [2, 2] },
         ],
       },
       data,
       element,
     );
-    const resize = new ResizeObserver(() =>
-      plot.setSize({ width: Math.max(280, element.clientWidth), height: 220 }),
-    );
+    let drawn = width;
+    const resize = new ResizeObserver(() => {
+      const next = Math.max(280, element.clientWidth);
+      if (Math.abs(next - drawn) < 2) return; // our own redraw: nothing to do
+      drawn = next;
+      plot.setSize({ width: next, height: 220 });
+    });
     resize.observe(element);
     return () => {
       resize.disconnect();
       plot.destroy();
     };
   }, [points, title]);
-  return (
-    <div ref={ref} className="chart" role="img" aria-label={`${title}: depth and rates over the last hour`} />
-  );
+  return <div ref={ref} className="chart" role="img" aria-label={`${title}: depth and rates over ${span}`} />;
 }

@@ -1,9 +1,10 @@
-// A message's whole story: payload (pretty JSON, text or hex), metadata, every timestamp, retries, last error.
+// A message's whole story: payload (pretty JSON, text or hex), metadata, every timestamp, retries, last error, each
+// delivery (who leased it, how it ended), and a link to itself.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, unwrap } from "../api/client";
 import { keys } from "../api/keys";
-import { showPayload } from "../lib/format";
+import { formatTime, showPayload } from "../lib/format";
 import { can, isAdmin, type Me } from "../lib/grants";
 import { ErrorNote } from "./ui";
 
@@ -19,7 +20,7 @@ export function MessageDrawer({
   onChanged: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<"payload" | "link" | null>(null);
   const message = useQuery({
     queryKey: keys.topics.message(id),
     queryFn: () => unwrap(api.GET("/api/messages/{message_id}", { params: { path: { message_id: id } } })),
@@ -41,15 +42,29 @@ export function MessageDrawer({
   const copy = async () => {
     if (!payload) return;
     await navigator.clipboard?.writeText(payload.text);
-    setCopied(true);
+    setCopied("payload");
   };
+  const copyLink = async () => {
+    await navigator.clipboard?.writeText(window.location.href); // the page's URL names this message (?message=)
+    setCopied("link");
+  };
+  // Retry takes failed and expired messages, and releases a delayed one now; any other pending one is refused.
+  const delayed =
+    m?.status === "pending" && m.available_at !== null && Date.parse(m.available_at) > Date.now();
+  const attempts = m?.attempts ?? [];
+  const current = attempts.find((a) => a.outcome === "processing");
   return (
     <dialog ref={ref} className="drawer" aria-labelledby="drawer-title" onClose={onClose}>
       <div className="row between">
         <h2 id="drawer-title">Message</h2>
-        <button type="button" onClick={onClose} aria-label="Close">
-          ×
-        </button>
+        <span className="row">
+          <button type="button" onClick={copyLink}>
+            {copied === "link" ? "Link copied" : "Copy link"}
+          </button>
+          <button type="button" onClick={onClose} aria-label="Close">
+            ×
+          </button>
+        </span>
       </div>
       <ErrorNote error={message.error ?? act.error} />
       {m && payload && (
@@ -73,6 +88,15 @@ export function MessageDrawer({
             </dd>
             <dt>Last error</dt>
             <dd className={m.last_error ? "bad" : undefined}>{m.last_error ?? "–"}</dd>
+            {current && (
+              <>
+                <dt>Lease held by</dt>
+                <dd>
+                  <span className="mono">{current.leased_by ?? "–"}</span> since{" "}
+                  <time dateTime={current.leased_at ?? undefined}>{formatTime(current.leased_at)}</time>
+                </dd>
+              </>
+            )}
             {(
               [
                 ["Created", m.created_at],
@@ -96,7 +120,7 @@ export function MessageDrawer({
               Payload <span className="muted">({payload.kind})</span>
             </h3>
             <button type="button" onClick={copy}>
-              {copied ? "Copied" : "Copy"}
+              {copied === "payload" ? "Copied" : "Copy"}
             </button>
           </div>
           {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard */}
@@ -108,10 +132,42 @@ export function MessageDrawer({
           <pre className="payload" tabIndex={0}>
             {m.metadata ? JSON.stringify(m.metadata, null, 2) : "–"}
           </pre>
+          <h3>Attempts</h3>
+          {attempts.length === 0 ? (
+            <p className="muted">Not delivered yet.</p>
+          ) : (
+            <table className="attempts">
+              <caption className="sr-only">Deliveries of this message, oldest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">#</th>
+                  <th scope="col">Leased</th>
+                  <th scope="col">By</th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Ended</th>
+                  <th scope="col">Error</th>
+                </tr>
+              </thead>
+              <tbody>
+                {attempts.map((a) => (
+                  <tr key={a.attempt}>
+                    <td className="num">{a.attempt}</td>
+                    <td>{formatTime(a.leased_at)}</td>
+                    <td className="mono">{a.leased_by ?? "–"}</td>
+                    <td>
+                      <span className={`badge ${a.outcome}`}>{a.outcome.replace("_", " ")}</span>
+                    </td>
+                    <td>{a.ended_at ? formatTime(a.ended_at) : "–"}</td>
+                    <td className={a.error ? "bad" : undefined}>{a.error ?? "–"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
           <div className="row">
-            {can(me, "consume", m.topic) && ["failed", "expired", "pending"].includes(m.status) && (
+            {can(me, "consume", m.topic) && (["failed", "expired"].includes(m.status) || delayed) && (
               <button type="button" onClick={() => act.mutate("retry")}>
-                Retry
+                {delayed ? "Deliver now" : "Retry"}
               </button>
             )}
             {can(me, "consume", m.topic) && m.original_topic && (
@@ -140,7 +196,7 @@ function Fragment2({ label, value }: { label: string; value: string }) {
     <>
       <dt>{label}</dt>
       <dd>
-        <time dateTime={value === "–" ? undefined : value}>{value}</time>
+        <time dateTime={value === "–" ? undefined : value}>{formatTime(value === "–" ? null : value)}</time>
       </dd>
     </>
   );

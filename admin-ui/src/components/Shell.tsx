@@ -100,6 +100,7 @@ function Frame() {
         <nav aria-label="Main">
           {scoped && <Link to="/">Topics</Link>}
           {scoped && isAdmin(me) && <Link to="/users">Users</Link>}
+          {isAdmin(me) && <Link to="/audit">Audit</Link>}
           {platform && <Link to="/tenants">Tenants</Link>}
           {platform && <Link to="/maintenance">Maintenance</Link>}
         </nav>

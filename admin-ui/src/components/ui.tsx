@@ -6,9 +6,15 @@ import { ApiError } from "../api/client";
 export function ErrorNote({ error, title }: { error: unknown; title?: string }) {
   if (!error) return null;
   const api = error instanceof ApiError ? error : null;
+  // A refusal names the server's code and request; a failed fetch (TypeError) never reached it; anything else is
+  // the console's own message, said as it is.
+  const unreached = !api && error instanceof TypeError;
+  const heading =
+    title ?? (api ? "The server refused" : unreached ? "Could not reach the server:" : "Not done:");
+  const text = api ? api.message : unreached ? "check the connection and try again." : errorText(error);
   return (
     <div className="error" role="alert">
-      <strong>{title ?? "The server refused"}</strong> {api ? api.message : String(error)}
+      <strong>{heading}</strong> {text}
       {api && (
         <span className="muted">
           {" "}
@@ -18,6 +24,10 @@ export function ErrorNote({ error, title }: { error: unknown; title?: string }) 
       )}
     </div>
   );
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 export function Empty({ title, children }: { title: string; children?: ReactNode }) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatAge, formatCount, formatRate, showPayload, toBase64 } from "./format";
+import { formatAge, formatCount, formatRate, formatTime, showPayload, toBase64 } from "./format";
 
 describe("showPayload", () => {
   it("pretty-prints JSON", () => {
@@ -22,6 +22,8 @@ describe("showPayload", () => {
 
 describe("numbers", () => {
   it("abbreviates counts, rates and ages", () => {
+    expect(formatTime("2026-11-25T04:10:03.123Z")).toBe("2026-11-25 04:10:03 UTC");
+    expect(formatTime(null)).toBe("–");
     expect(formatCount(999)).toBe("999");
     expect(formatCount(12_345)).toBe("12k");
     expect(formatCount(1_500_000)).toBe("1.5M");

@@ -50,8 +50,9 @@ export function formatAge(seconds: number): string {
 }
 
 /** An RFC 3339 time as local date and time with seconds, or a dash. */
+/** Every time the console shows, in one form and one zone: "2026-11-25 04:10:03 UTC" (the API's clock is UTC). */
 export function formatTime(value: string | null | undefined): string {
   if (!value) return "–";
   const d = new Date(value);
-  return Number.isNaN(d.getTime()) ? value : d.toLocaleString(undefined, { hour12: false });
+  return Number.isNaN(d.getTime()) ? value : `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }

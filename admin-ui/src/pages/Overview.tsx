@@ -2,10 +2,12 @@
 import { Link } from "@tanstack/react-router";
 import { useMemo, useState } from "react";
 import type { Schemas } from "../api/client";
-import { useSeries, useTopics } from "../api/hooks";
+import { SERIES_RANGES, type SeriesRange, useSeries, useTenantSeries, useTopics } from "../api/hooks";
+import { useMe } from "../api/session";
 import { DepthChart } from "../components/Chart";
 import { Empty, ErrorNote, TableWrap } from "../components/ui";
 import { formatAge, formatCount, formatRate } from "../lib/format";
+import { isAdmin } from "../lib/grants";
 
 type Topic = Schemas["TopicSummaryView"];
 type Row = Topic & { dlq: number };
@@ -36,6 +38,7 @@ const COLUMNS: { key: SortKey; label: string; value: (r: Row) => number | string
 
 export function OverviewPage() {
   const topics = useTopics();
+  const me = useMe().data;
   const [filter, setFilter] = useState("");
   const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: "topic", desc: false });
   const [charted, setCharted] = useState<string | null>(null);
@@ -80,6 +83,9 @@ export function OverviewPage() {
         </label>
       </div>
       <ErrorNote error={topics.error} />
+      {me && (isAdmin(me) || me.grants?.some((g) => g.action === "read" && g.topic_pattern === "*")) && (
+        <TenantDashboard />
+      )}
       {topics.isPending && <p className="muted">Loading topics…</p>}
       {topics.data && topics.data.items.length === 0 && (
         <Empty title="No topics yet">
@@ -131,7 +137,7 @@ function TopicRow({ row, charted, onChart }: { row: Row; charted: boolean; onCha
     <>
       <tr>
         <th scope="row">
-          <Link to="/topics/$topic" params={{ topic: row.topic }}>
+          <Link to="/topics/$topic" params={{ topic: row.topic }} className="topic-name" title={row.topic}>
             {row.topic}
           </Link>
           {row.paused && <span className="badge warn">paused</span>}
@@ -162,9 +168,87 @@ function TopicRow({ row, charted, onChart }: { row: Row; charted: boolean; onCha
   );
 }
 
-export function TopicChart({ topic }: { topic: string }) {
-  const series = useSeries(topic);
+export function TopicChart({ topic, range = "1h" }: { topic: string; range?: SeriesRange }) {
+  const series = useSeries(topic, true, range);
+  const span = SERIES_RANGES.find((r) => r.range === range)?.span ?? range;
   if (series.error) return <ErrorNote error={series.error} />;
-  if (!series.data) return <p className="muted">Loading the last hour…</p>;
-  return <DepthChart points={series.data.points} title={`${topic}, last hour`} />;
+  if (!series.data) return <p className="muted">Loading the {span}…</p>;
+  return <DepthChart points={series.data.points} title={`${topic}, ${span}`} span={`the ${span}`} />;
+}
+
+/** The tenant at a glance: every topic summed, over an hour, a day or a week. */
+function TenantDashboard() {
+  const [range, setRange] = useState<SeriesRange>("1h");
+  const series = useTenantSeries(range);
+  const span = SERIES_RANGES.find((r) => r.range === range)?.span ?? range;
+  const points = series.data?.points ?? [];
+  const last = [...points].reverse().find((p) => p.pending !== null);
+  const sum = (f: (p: (typeof points)[number]) => number) => points.reduce((n, p) => n + f(p), 0);
+  const seconds = points.length * (series.data?.step_seconds ?? 1);
+  return (
+    <section className="card" aria-label="All topics at a glance">
+      <div className="row between wrap">
+        <h2>All topics</h2>
+        <RangePicker value={range} onChange={setRange} />
+      </div>
+      <ErrorNote error={series.error} />
+      {series.data && (
+        <>
+          <dl className="counts">
+            <div>
+              <dt>enqueued/s</dt>
+              <dd>
+                {formatRate(sum((p) => p.enqueue_rate) * (series.data.step_seconds / Math.max(1, seconds)))}
+              </dd>
+            </div>
+            <div>
+              <dt>acked/s</dt>
+              <dd>
+                {formatRate(sum((p) => p.ack_rate) * (series.data.step_seconds / Math.max(1, seconds)))}
+              </dd>
+            </div>
+            <div>
+              <dt>dead-lettered/s</dt>
+              <dd>
+                {formatRate(
+                  sum((p) => p.dead_letter_rate ?? 0) * (series.data.step_seconds / Math.max(1, seconds)),
+                )}
+              </dd>
+            </div>
+            <div>
+              <dt>waiting now</dt>
+              <dd>{last ? formatCount((last.pending ?? 0) + (last.processing ?? 0)) : "–"}</dd>
+            </div>
+            <div>
+              <dt>oldest pending</dt>
+              <dd>{formatAge(last?.oldest_pending_age_seconds ?? 0)}</dd>
+            </div>
+          </dl>
+          <DepthChart points={points} title={`All topics, ${span}`} span={`the ${span}`} />
+          <p className="muted">
+            Rates are averages over the {span}; depths are at the end of each step (UTC).
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+/** Buttons choosing a chart's range (1 hour, 24 hours, 7 days). */
+export function RangePicker({ value, onChange }: { value: SeriesRange; onChange: (r: SeriesRange) => void }) {
+  return (
+    <fieldset className="tabs">
+      <legend className="sr-only">Chart range</legend>
+      {SERIES_RANGES.map((r) => (
+        <button
+          key={r.range}
+          type="button"
+          aria-pressed={value === r.range}
+          onClick={() => onChange(r.range)}
+        >
+          {r.label}
+        </button>
+      ))}
+    </fieldset>
+  );
 }

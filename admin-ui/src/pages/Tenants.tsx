@@ -6,6 +6,7 @@ import { keys } from "../api/keys";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatCount } from "../lib/format";
+import { readFields, wholeNumber } from "../lib/parse";
 
 type Tenant = Schemas["TenantView"];
 type Quotas = Schemas["Quotas"];
@@ -16,13 +17,13 @@ const QUOTAS: { name: keyof Quotas; label: string }[] = [
   { name: "enqueue_rate", label: "Enqueue rate (/s)" },
 ];
 
-function quotasFrom(form: FormData): Quotas {
-  const quotas: Record<string, number> = {};
-  for (const q of QUOTAS) {
-    const raw = String(form.get(q.name) ?? "").trim();
-    if (raw) quotas[q.name] = Number(raw);
-  }
-  return quotas;
+/** The quotas a form holds (an empty field: no quota), or the errors of the fields that are not whole numbers. */
+function quotasFrom(form: FormData): { quotas: Quotas; errors: Record<string, string> } {
+  const { values, errors } = readFields(
+    form,
+    Object.fromEntries(QUOTAS.map((q) => [q.name, wholeNumber])) as Record<keyof Quotas, typeof wholeNumber>,
+  );
+  return { quotas: values as Quotas, errors: errors as Record<string, string> };
 }
 
 export function TenantsPage() {
@@ -33,6 +34,7 @@ export function TenantsPage() {
   });
   const [editing, setEditing] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<Tenant | null>(null);
+  const [suspending, setSuspending] = useState<Tenant | null>(null);
   const [force, setForce] = useState(false);
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.tenants.all() });
   const create = useMutation({
@@ -56,15 +58,19 @@ export function TenantsPage() {
       invalidate();
     },
   });
+  const [createInvalid, setCreateInvalid] = useState<Record<string, string>>({});
   const submitCreate = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
+    const { quotas, errors } = quotasFrom(form);
+    setCreateInvalid(errors);
+    if (Object.keys(errors).length > 0) return create.reset();
     create.mutate(
-      { slug: String(form.get("slug")), name: String(form.get("name")), quotas: quotasFrom(form) },
+      { slug: String(form.get("slug")), name: String(form.get("name")), quotas },
       { onSuccess: () => (e.target as HTMLFormElement).reset() },
     );
   };
-  const createErrors = fieldErrors(create.error);
+  const createErrors = { ...fieldErrors(create.error), ...createInvalid };
   const notEmpty = remove.error instanceof ApiError && remove.error.code === "tenant_not_empty";
 
   return (
@@ -120,16 +126,8 @@ export function TenantsPage() {
                     <button type="button" onClick={() => setEditing(editing === t.slug ? null : t.slug)}>
                       Edit quotas
                     </button>
-                    <button
-                      type="button"
-                      onClick={() =>
-                        update.mutate({
-                          slug: t.slug,
-                          body: { status: t.status === "active" ? "suspended" : "active" },
-                        })
-                      }
-                    >
-                      {t.status === "active" ? "Suspend" : "Resume"}
+                    <button type="button" onClick={() => setSuspending(t)}>
+                      {t.status === "active" ? "Suspend…" : "Resume…"}
                     </button>
                     <button type="button" className="danger" onClick={() => setDeleting(t)}>
                       Delete…
@@ -170,6 +168,30 @@ export function TenantsPage() {
         </button>
       </form>
       <Confirm
+        open={suspending !== null}
+        title={`${suspending?.status === "active" ? "Suspend" : "Resume"} tenant ${suspending?.slug ?? ""}?`}
+        confirmLabel={suspending?.status === "active" ? "Suspend" : "Resume"}
+        danger={suspending?.status === "active"}
+        busy={update.isPending}
+        onCancel={() => setSuspending(null)}
+        onConfirm={() =>
+          suspending &&
+          update.mutate(
+            {
+              slug: suspending.slug,
+              body: { status: suspending.status === "active" ? "suspended" : "active" },
+            },
+            { onSettled: () => setSuspending(null) },
+          )
+        }
+      >
+        <p>
+          {suspending?.status === "active"
+            ? `Every user of ${suspending?.slug} gets 403 from its next request, producers and consumers included; its ${formatCount(suspending?.usage?.messages ?? 0)} messages stay.`
+            : `The users of ${suspending?.slug} may work again from their next request.`}
+        </p>
+      </Confirm>
+      <Confirm
         open={deleting !== null}
         title={`Delete tenant ${deleting?.slug ?? ""}?`}
         confirmLabel={force ? "Delete it and its messages" : "Delete"}
@@ -204,15 +226,18 @@ function QuotaForm({
   error: unknown;
   onSave: (q: Quotas) => void;
 }) {
+  const [invalid, setInvalid] = useState<Record<string, string>>({});
   if (!tenant) return null;
-  const errors = fieldErrors(error);
+  const errors = { ...fieldErrors(error), ...invalid };
   return (
     <form
       className="card"
       aria-label={`Quotas of ${tenant.slug}`}
       onSubmit={(e) => {
         e.preventDefault();
-        onSave(quotasFrom(new FormData(e.currentTarget)));
+        const { quotas, errors: bad } = quotasFrom(new FormData(e.currentTarget));
+        setInvalid(bad);
+        if (Object.keys(bad).length === 0) onSave(quotas); // nothing is saved while a field does not parse
       }}
     >
       <h2>Quotas of {tenant.name}</h2>

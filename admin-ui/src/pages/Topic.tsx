@@ -10,13 +10,14 @@ import { BulkJobProgress } from "../components/BulkJob";
 import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
 import { Confirm, Empty, ErrorNote, TableWrap } from "../components/ui";
+import { type BulkAction, describeBulk, describeFilter, jobFilter } from "../lib/bulk";
 import { formatCount, formatTime } from "../lib/format";
 import { can, isAdmin } from "../lib/grants";
 import type { TopicSearch } from "../router";
-import { TopicChart } from "./Overview";
+import { RangePicker, TopicChart } from "./Overview";
 
 type Message = Schemas["MessageView"];
-type Action = "retry" | "requeue" | "delete";
+type Action = BulkAction;
 const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
 
 export function TopicPage() {
@@ -26,14 +27,9 @@ export function TopicPage() {
   const me = useMe().data;
   const queryClient = useQueryClient();
   const summary = useTopics().data?.items.find((t) => t.topic === topic);
-  const [open, setOpen] = useState<string | null>(null);
   const [selected, setSelected] = useState<Set<string>>(new Set());
-  const [confirm, setConfirm] = useState<null | {
-    title: string;
-    body: string;
-    label: string;
-    run: () => Promise<unknown>;
-  }>(null);
+  const [confirm, setConfirm] = useState<ConfirmRequest | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
   const [jobId, setJobId] = useState<string | null>(null);
   const [showEnqueue, setShowEnqueue] = useState(false);
   const live = useLiveInterval();
@@ -79,7 +75,9 @@ export function TopicPage() {
 
   const refresh = () => queryClient.invalidateQueries({ queryKey: keys.topics.all() });
   const act = useMutation({
-    mutationFn: async (run: () => Promise<unknown>) => run(),
+    mutationFn: async (run: () => Promise<string | null>) => run(),
+    onMutate: () => setNotice(null),
+    onSuccess: (said) => setNotice(said),
     onSettled: () => {
       setConfirm(null);
       refresh();
@@ -95,34 +93,43 @@ export function TopicPage() {
     setSelected(new Set());
     navigate({ search: next });
   };
+  // A selection goes in requests of at most BULK_IDS ids (the API's limit), and what happened to each message is
+  // said afterwards: how many were done, and why the others were skipped.
   const bulkIds = (action: Action, ids: string[]) => async () => {
-    const result = await unwrap(
-      api.POST("/api/topics/{topic}/messages/bulk", { params: { path: { topic } }, body: { action, ids } }),
-    );
+    const results = [];
+    for (let start = 0; start < ids.length; start += BULK_IDS) {
+      results.push(
+        await unwrap(
+          api.POST("/api/topics/{topic}/messages/bulk", {
+            params: { path: { topic } },
+            body: { action, ids: ids.slice(start, start + BULK_IDS) },
+          }),
+        ),
+      );
+    }
     setSelected(new Set());
-    return result;
+    return describeBulk(action, results);
   };
   const bulkAll = (action: Action) => async () => {
     const job = await unwrap(
       api.POST("/api/topics/{topic}/bulk-jobs", {
         params: { path: { topic } },
-        body: {
-          action,
-          filter: Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined)),
-        },
+        body: { action, filter: jobFilter(filter) },
       }),
     );
     setJobId(job.id);
-    return job;
+    return null;
   };
   const filtered = Boolean(filter.status || filter.key || filter.metadata || search.id);
   const filterText = filtered ? "matching the current filter" : "in this topic";
-  const pause = (paused: boolean) => async () =>
-    unwrap(
+  const pause = (paused: boolean) => async () => {
+    await unwrap(
       api.POST(paused ? "/api/topics/{topic}/resume" : "/api/topics/{topic}/pause", {
         params: { path: { topic } },
       }),
     );
+    return null;
+  };
 
   const actions: { action: Action; label: string; allowed: boolean }[] = [
     { action: "retry", label: "Retry", allowed: mayConsume },
@@ -162,6 +169,14 @@ export function TopicPage() {
         </div>
       </div>
       <ErrorNote error={act.error} />
+      {notice && (
+        <p role="status" className="notice row between">
+          <span>{notice}</span>
+          <button type="button" className="link" onClick={() => setNotice(null)}>
+            Dismiss
+          </button>
+        </p>
+      )}
       {summary && (
         <dl className="counts">
           {(["pending", "processing", "delayed", "failed", "expired"] as const).map((s) => (
@@ -173,7 +188,14 @@ export function TopicPage() {
         </dl>
       )}
       {showEnqueue && <EnqueueForm topic={topic} onDone={() => refresh()} />}
-      <TopicChart topic={topic} />
+      <div className="row between wrap">
+        <h2 className="sr-only">Chart</h2>
+        <RangePicker
+          value={search.range ?? "1h"}
+          onChange={(r) => navigate({ search: { ...search, range: r === "1h" ? undefined : r } })}
+        />
+      </div>
+      <TopicChart topic={topic} range={search.range ?? "1h"} />
 
       <form
         className="filters row wrap"
@@ -245,8 +267,10 @@ export function TopicPage() {
                           run: bulkIds(a.action, [...selected]),
                         }
                       : {
-                          title: `${a.label} every message ${filterText}?`,
-                          body: `Runs on the server in batches over every message of ${topic} ${filterText}; progress shows below.`,
+                          title: `${a.label} ${filtered ? "every message matching the filter" : `all ${formatCount(topicTotal(summary))} messages of ${topic}`}?`,
+                          body: filtered
+                            ? `${a.label} every message of ${topic} with ${describeFilter(filter)}: it runs on the server in batches, and the number matched shows below as it goes.`
+                            : `${a.label} every message of ${topic} (${topicTotal(summary).toLocaleString("en-US")} now): it runs on the server in batches; progress shows below.`,
                           label: `${a.label} all`,
                           run: bulkAll(a.action),
                         },
@@ -310,7 +334,7 @@ export function TopicPage() {
                       return next;
                     })
                   }
-                  onOpen={() => setOpen(m.id)}
+                  onOpen={() => navigate({ search: { ...search, message: m.id } })}
                 />
               ))}
             </tbody>
@@ -327,13 +351,13 @@ export function TopicPage() {
           </span>
         </div>
       )}
-      {open && (
+      {search.message && (
         <MessageDrawer
-          id={open}
+          id={search.message}
           me={me}
-          onClose={() => setOpen(null)}
+          onClose={() => navigate({ search: { ...search, message: undefined } })}
           onChanged={() => {
-            setOpen(null);
+            navigate({ search: { ...search, message: undefined } });
             refresh();
           }}
         />
@@ -393,7 +417,15 @@ function MessageRow({
   );
 }
 
-type ConfirmRequest = { title: string; body: string; label: string; run: () => Promise<unknown> };
+/** An action to confirm; `run` answers what to tell the operator afterwards (null: the page shows it already). */
+type ConfirmRequest = { title: string; body: string; label: string; run: () => Promise<string | null> };
+
+/** The most ids one bulk request takes (the API's batch limit). */
+const BULK_IDS = 1000;
+
+function topicTotal(summary: Schemas["TopicSummaryView"] | undefined): number {
+  return summary ? summary.pending + summary.processing + summary.failed + summary.expired : 0;
+}
 
 function PurgeButton({
   topic,
@@ -434,13 +466,15 @@ function PurgeButton({
             title: `Purge ${formatCount(count)} ${status === "all" ? "" : `${status} `}messages?`,
             body: `This deletes ${count.toLocaleString("en-US")} ${status === "all" ? "" : `${status} `}messages of ${topic} for good.`,
             label: `Purge ${formatCount(count)}`,
-            run: () =>
-              unwrap(
+            run: async () => {
+              const { deleted } = await unwrap(
                 api.POST("/api/topics/{topic}/purge", {
                   params: { path: { topic } },
                   body: status === "all" ? {} : { statuses: [status] },
                 }),
-              ),
+              );
+              return `Purged ${deleted.toLocaleString("en-US")} ${status === "all" ? "" : `${status} `}messages of ${topic}.`;
+            },
           })
         }
       >
@@ -472,10 +506,12 @@ function DeleteByKey({ topic, onConfirm }: { topic: string; onConfirm: (c: Confi
             title: `Delete the messages with key “${key}”?`,
             body: `Every message of ${topic} with this key is deleted, whatever its status.`,
             label: "Delete by key",
-            run: () =>
-              unwrap(
+            run: async () => {
+              const { deleted } = await unwrap(
                 api.DELETE("/api/topics/{topic}/messages/by-key/{key}", { params: { path: { topic, key } } }),
-              ),
+              );
+              return `Deleted ${deleted.toLocaleString("en-US")} messages with key “${key}”.`;
+            },
           })
         }
       >

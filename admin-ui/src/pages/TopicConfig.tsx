@@ -8,6 +8,7 @@ import { useMe } from "../api/session";
 import { Confirm, ErrorNote, Field } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { isAdmin } from "../lib/grants";
+import { type Parsed, readFields, wholeNumber, wholeNumberList } from "../lib/parse";
 
 type Config = Schemas["TopicConfig"];
 type Name = keyof Config;
@@ -53,6 +54,12 @@ const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | 
   },
 ];
 
+const PARSERS: Record<"int" | "bool" | "list", (raw: string) => Parsed<unknown>> = {
+  int: wholeNumber,
+  bool: (raw) => ({ ok: true, value: raw === "true" }),
+  list: wholeNumberList,
+};
+
 /** An override as its form field holds it: "" for none (the default), lists comma-separated. */
 function formValue(value: Config[Name] | undefined): string {
   if (value === null || value === undefined) return "";
@@ -72,6 +79,7 @@ export function TopicConfigPage() {
   const me = useMe().data;
   const queryClient = useQueryClient();
   const [confirmReset, setConfirmReset] = useState(false);
+  const [invalid, setInvalid] = useState<Record<string, string>>({});
   const config = useQuery({
     queryKey: keys.topics.config(topic),
     queryFn: () => unwrap(api.GET("/api/topics/{topic}/config", { params: { path: { topic } } })),
@@ -89,21 +97,26 @@ export function TopicConfigPage() {
     },
   });
   if (!me) return null;
-  const editable = isAdmin(me);
-  const errors = fieldErrors(save.error);
+  // A dead-letter topic's messages are never enqueued, so most settings do not apply; its config is read-only.
+  const deadLetters = topic.endsWith(".dlq");
+  const editable = isAdmin(me) && !deadLetters;
+  const errors = { ...fieldErrors(save.error), ...invalid };
 
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
-    const form = new FormData(e.currentTarget);
-    const body: Record<string, unknown> = {};
-    for (const f of FIELDS) {
-      const raw = String(form.get(f.name) ?? "").trim();
-      if (raw === "") continue; // empty: the global default
-      if (f.kind === "int") body[f.name] = Number(raw);
-      else if (f.kind === "bool") body[f.name] = raw === "true";
-      else body[f.name] = raw.split(",").map((x) => Number(x.trim()));
+    const { values, errors: bad } = readFields(
+      new FormData(e.currentTarget),
+      Object.fromEntries(FIELDS.map((f) => [f.name, PARSERS[f.kind]])) as Record<
+        Name,
+        (raw: string) => Parsed<unknown>
+      >,
+    );
+    setInvalid(bad as Record<string, string>);
+    if (Object.keys(bad).length > 0) {
+      save.reset(); // nothing is saved while a field does not parse
+      return;
     }
-    save.mutate(body as Config);
+    save.mutate(values as Config);
   };
 
   return (
@@ -119,6 +132,12 @@ export function TopicConfigPage() {
       <p className="muted">
         An empty field takes the global default; a value overrides it for this topic only.
       </p>
+      {deadLetters && (
+        <p className="notice" role="note">
+          {topic} is a dead-letter topic: its messages come from {topic.slice(0, -4)} and are never enqueued
+          here, so its settings are shown, not edited. Configure {topic.slice(0, -4)} instead.
+        </p>
+      )}
       <ErrorNote error={config.error} />
       {config.isSuccess && (
         <form onSubmit={submit} className="card config" aria-label="Topic configuration">

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { api, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
+import { useMe } from "../api/session";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 
@@ -16,15 +17,23 @@ export function UsersPage() {
   });
   const [open, setOpen] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<User | null>(null);
+  const [change, setChange] = useState<PendingChange | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const me = useMe().data;
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.users.all() });
   const create = useMutation({
     mutationFn: (body: Schemas["UserCreateBody"]) => unwrap(api.POST("/api/users", { body })),
     onSuccess: invalidate,
   });
   const update = useMutation({
-    mutationFn: ({ id, body }: { id: string; body: Schemas["UserUpdateBody"] }) =>
+    mutationFn: ({ id, body }: { id: string; body: Schemas["UserUpdateBody"]; done: string }) =>
       unwrap(api.PATCH("/api/users/{user_id}", { params: { path: { user_id: id } }, body })),
-    onSuccess: invalidate,
+    onMutate: () => setNotice(null),
+    onSuccess: (_, { done }) => {
+      setChange(null);
+      setNotice(done);
+      invalidate();
+    },
   });
   const remove = useMutation({
     mutationFn: (id: string) =>
@@ -51,7 +60,12 @@ export function UsersPage() {
   return (
     <section>
       <h1>Users</h1>
-      <ErrorNote error={users.error ?? update.error} />
+      <ErrorNote error={users.error} />
+      {notice && (
+        <p role="status" className="notice">
+          {notice}
+        </p>
+      )}
       {users.data && users.data.items.length === 0 && <Empty title="No users yet">Create one below.</Empty>}
       {users.data && users.data.items.length > 0 && (
         <TableWrap label="Users">
@@ -73,8 +87,33 @@ export function UsersPage() {
                   user={u}
                   open={open === u.id}
                   onToggle={() => setOpen(open === u.id ? null : u.id)}
-                  onRole={(role) => update.mutate({ id: u.id, body: { role } })}
-                  onPassword={(password) => update.mutate({ id: u.id, body: { password } })}
+                  onRole={(role) =>
+                    setChange({
+                      title: `Make ${u.username} ${role === "tenant_admin" ? "a tenant admin" : "a member"}?`,
+                      body:
+                        role === "tenant_admin"
+                          ? `${u.username} may then do everything in this tenant, users and purges included.`
+                          : `${u.username} keeps only what its grants allow, from its next request.${
+                              me?.username === u.username
+                                ? " This is you: you lose this page and every admin action."
+                                : ""
+                            }`,
+                      label: role === "tenant_admin" ? "Make tenant admin" : "Make member",
+                      id: u.id,
+                      body_: { role },
+                      done: `${u.username} is now ${role === "tenant_admin" ? "a tenant admin" : "a member"}.`,
+                    })
+                  }
+                  onPassword={(password) =>
+                    setChange({
+                      title: `Set a new password for ${u.username}?`,
+                      body: `${u.username}'s sessions end everywhere at once; it signs in again with the new password.`,
+                      label: "Set password",
+                      id: u.id,
+                      body_: { password },
+                      done: `New password set for ${u.username}; its sessions have ended.`,
+                    })
+                  }
                   onDelete={() => setDeleting(u)}
                 />
               ))}
@@ -115,6 +154,20 @@ export function UsersPage() {
         </button>
       </form>
       <Confirm
+        open={change !== null}
+        title={change?.title ?? ""}
+        confirmLabel={change?.label ?? ""}
+        busy={update.isPending}
+        onCancel={() => {
+          setChange(null);
+          update.reset();
+        }}
+        onConfirm={() => change && update.mutate({ id: change.id, body: change.body_, done: change.done })}
+      >
+        <p>{change?.body}</p>
+        <ErrorNote error={update.error} />
+      </Confirm>
+      <Confirm
         open={deleting !== null}
         title={`Delete ${deleting?.username ?? ""}?`}
         confirmLabel="Delete"
@@ -128,6 +181,16 @@ export function UsersPage() {
     </section>
   );
 }
+
+/** A role or password change waiting for its confirmation. */
+type PendingChange = {
+  title: string;
+  body: string;
+  label: string;
+  id: string;
+  body_: Schemas["UserUpdateBody"];
+  done: string;
+};
 
 function UserRow({
   user,

@@ -1,0 +1,173 @@
+// What operators hit (issue 27): each defect as it was reproduced, now refused or shown as it should be.
+import { expect, test } from "@playwright/test";
+import { expectAccessible, screenshot, signIn } from "./helpers";
+import { admin, adminApi, PASSWORD, seed } from "./seed";
+
+const s = seed();
+
+test("a number field that does not parse is an error at the field, and nothing is saved", async ({
+  page,
+}) => {
+  const api = await adminApi(s.tenant);
+  await api.put("/api/topic-configs/orders", { data: { max_retries: 0, throughput_limit: 50 } });
+  await signIn(page, s.owner, PASSWORD);
+  await page.goto("/topics/orders/config");
+  const form = page.getByRole("form", { name: "Topic configuration" });
+  await form.getByLabel("Throughput limit (/s)").fill("fifty");
+  await form.getByLabel("Retry backoff (s)").fill("1, 5, 30,");
+  await form.getByRole("button", { name: "Save" }).click();
+  await expect(form.getByRole("alert").filter({ hasText: '"fifty" is not a whole number' })).toBeVisible();
+  await expect(form.getByRole("alert").filter({ hasText: "entry 4 is empty" })).toBeVisible();
+  await expect(form.getByRole("status")).toHaveCount(0); // no "Saved"
+  const stored = await (await api.get("/api/topic-configs/orders")).json();
+  expect(stored.throughput_limit).toBe(50);
+  expect(stored.retry_backoff_seconds).toBeNull();
+
+  await form.getByLabel("Throughput limit (/s)").fill("60");
+  await form.getByLabel("Retry backoff (s)").fill("1, 5, 30");
+  await form.getByRole("button", { name: "Save" }).click();
+  await expect(form.getByRole("status")).toContainText("Saved");
+  const saved = await (await api.get("/api/topic-configs/orders")).json();
+  expect([saved.throughput_limit, saved.retry_backoff_seconds]).toEqual([60, [1, 5, 30]]);
+  await api.put("/api/topic-configs/orders", { data: { max_retries: 0 } });
+  await api.dispose();
+});
+
+test("a quota that does not parse keeps the quota in force", async ({ page }) => {
+  const platform = await adminApi();
+  await platform.patch(`/api/tenants/${s.doomed}`, { data: { quotas: { max_topics: 7 } } });
+  await signIn(page, admin.username, admin.password);
+  await page.goto("/tenants");
+  const row = page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: s.doomed }) });
+  await row.getByRole("button", { name: "Edit quotas" }).click();
+  const quotas = page.getByRole("form", { name: `Quotas of ${s.doomed}` });
+  await quotas.getByLabel("Max topics").fill("lots");
+  await quotas.getByRole("button", { name: "Save quotas" }).click();
+  await expect(quotas.getByRole("alert")).toContainText('"lots" is not a whole number');
+  const tenant = await (await platform.get(`/api/tenants/${s.doomed}`)).json();
+  expect(tenant.quotas.max_topics).toBe(7);
+  await platform.dispose();
+});
+
+test("bulk actions: a metadata filter reaches the job as an object, and a selection says what it did", async ({
+  page,
+}) => {
+  await signIn(page, s.owner, PASSWORD);
+  await page.goto("/topics/orders");
+  const filters = page.getByRole("form", { name: "Filter messages" });
+  await filters.getByPlaceholder('{"region": "eu"}').fill('{"region":"eu"}');
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await page.getByRole("button", { name: "Retry all" }).click();
+  const confirm = page.getByRole("dialog", { name: /Retry every message matching the filter/ });
+  await expect(confirm).toContainText('metadata containing {"region":"eu"}');
+  await confirm.getByRole("button", { name: "Retry all" }).click();
+  await expect(page.getByRole("status").filter({ hasText: /retry (done|in progress)/ })).toBeVisible();
+  await expect(page.getByRole("alert")).toHaveCount(0);
+
+  await page.goto("/topics/orders?status=pending");
+  await page
+    .getByLabel(/^Select [0-9a-f]{8}/)
+    .first()
+    .check();
+  await page
+    .getByLabel(/^Select [0-9a-f]{8}/)
+    .nth(1)
+    .check();
+  await page.getByRole("button", { name: "Retry selected" }).click();
+  await page
+    .getByRole("dialog", { name: "Retry 2 messages?" })
+    .getByRole("button", { name: "Retry" })
+    .click();
+  await expect(page.getByRole("status").filter({ hasText: "Retry: 0 done, 2 skipped" })).toContainText(
+    "2 × invalid_request",
+  );
+});
+
+test("the overview chart keeps its width", async ({ page }) => {
+  await signIn(page, s.owner, PASSWORD);
+  const table = page.getByRole("table", { name: /Topics/ });
+  await page.getByLabel("Filter topics").fill("orders");
+  await table.getByRole("button", { name: "Chart" }).first().click();
+  await expect(page.getByRole("img", { name: /orders, last hour/ })).toBeVisible();
+  const before = (await table.boundingBox())?.width ?? 0;
+  await page.waitForTimeout(2000); // it grew by hundreds of pixels a second, for ever
+  const after = (await table.boundingBox())?.width ?? 0;
+  expect(Math.abs(after - before)).toBeLessThan(2);
+  expect(after).toBeLessThanOrEqual(1280);
+});
+
+test("the last tenant admin cannot demote itself; role changes are confirmed", async ({ page }) => {
+  await signIn(page, s.owner, PASSWORD);
+  await page.goto("/users");
+  const row = page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: s.owner }) });
+  await row.getByLabel(`Role of ${s.owner}`).selectOption("member");
+  const dialog = page.getByRole("dialog", { name: `Make ${s.owner} a member?` });
+  await expect(dialog).toContainText("This is you");
+  await dialog.getByRole("button", { name: "Make member" }).click();
+  await expect(dialog.getByRole("alert")).toContainText("last_admin");
+  await dialog.getByRole("button", { name: "Cancel" }).click();
+  await expect(row.getByLabel(`Role of ${s.owner}`)).toHaveValue("tenant_admin");
+});
+
+test("a dead-letter topic's configuration is shown, not edited", async ({ page }) => {
+  await signIn(page, s.owner, PASSWORD);
+  await page.goto("/topics/orders.dlq/config");
+  await expect(page.getByRole("note")).toContainText("is a dead-letter topic");
+  await expect(page.getByLabel("Max retries")).toBeDisabled();
+  await expect(page.getByRole("button", { name: "Save" })).toHaveCount(0);
+});
+
+test("the drawer: attempts, a link of its own, and no Retry for a pending message", async ({ page }) => {
+  await signIn(page, s.owner, PASSWORD);
+  await page.goto("/topics/orders.dlq");
+  await page
+    .getByRole("table", { name: "Messages of orders.dlq" })
+    .locator("tbody tr")
+    .first()
+    .getByRole("button")
+    .click();
+  const drawer = page.getByRole("dialog", { name: "Message" });
+  const attempts = drawer.getByRole("table", { name: /Deliveries of this message/ });
+  await expect(attempts.getByRole("row")).toHaveCount(2); // a header, one delivery
+  await expect(attempts).toContainText("dead lettered");
+  await expect(attempts).toContainText("card declined");
+  await expect(attempts).toContainText("admin");
+  expect(new URL(page.url()).searchParams.get("message")).toMatch(/^[0-9a-f-]{36}$/);
+  await page.reload(); // a pasted link opens the same message
+  await expect(page.getByRole("dialog", { name: "Message" })).toBeVisible();
+  await expectAccessible(page);
+  await screenshot(page, "drawer");
+
+  await page.goto("/topics/orders?status=pending");
+  await page
+    .getByRole("table", { name: "Messages of orders" })
+    .locator("tbody tr")
+    .first()
+    .getByRole("button")
+    .click();
+  const pending = page.getByRole("dialog", { name: "Message" });
+  await expect(pending.getByText("Not delivered yet.")).toBeVisible();
+  await expect(pending.getByRole("button", { name: /Retry|Deliver now/ })).toHaveCount(0);
+  await expect(pending.getByText(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/).first()).toBeVisible(); // one format, zone said
+});
+
+test("the audit trail and the tenant dashboard", async ({ page }) => {
+  await signIn(page, s.owner, PASSWORD);
+  await expect(page.getByRole("region", { name: "All topics at a glance" })).toBeVisible();
+  await page
+    .getByRole("region", { name: "All topics at a glance" })
+    .getByRole("button", { name: "24 hours" })
+    .click();
+  await expect(page.getByRole("img", { name: /All topics, last 24 hours/ })).toBeVisible();
+  await page.getByRole("link", { name: "Audit" }).click();
+  const table = page.getByRole("table", { name: /Audit entries/ });
+  await expect(table).toContainText("topic_config.update");
+  await expect(table).toContainText("user.create");
+  await page.getByLabel("Action").fill("topic_config.");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/action=topic_config/);
+  await expect(table.locator("tbody tr code").first()).toHaveText(/^topic_config\./);
+  await expect(table.getByText(/^user\./)).toHaveCount(0);
+  await expectAccessible(page);
+  await screenshot(page, "audit");
+});
