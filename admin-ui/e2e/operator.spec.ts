@@ -63,6 +63,10 @@ test("bulk actions: a metadata filter reaches the job as an object, and a select
   await confirm.getByRole("button", { name: "Retry all" }).click();
   await expect(page.getByRole("status").filter({ hasText: /retry (done|in progress)/ })).toBeVisible();
   await expect(page.getByRole("alert")).toHaveCount(0);
+  await page.goto("/"); // the job's card went with the page; its outcome stays listed
+  await page.getByRole("link", { name: "orders", exact: true }).click();
+  await page.getByText(/Recent bulk jobs on orders \(/).click();
+  await expect(page.getByRole("table", { name: "Recent bulk jobs on orders" })).toContainText("retry");
 
   await page.goto("/topics/orders?status=pending");
   await page
@@ -170,4 +174,24 @@ test("the audit trail and the tenant dashboard", async ({ page }) => {
   await expect(table.getByText(/^user\./)).toHaveCount(0);
   await expectAccessible(page);
   await screenshot(page, "audit");
+});
+
+test("deleting the tenant being looked at leaves the switcher and the pages agreeing", async ({ page }) => {
+  const slug = `gone-${Date.now().toString(36)}`;
+  const platform = await adminApi();
+  await platform.post("/api/tenants", { data: { slug, name: "Gone" } });
+  await signIn(page, admin.username, admin.password);
+  await page.getByLabel("Tenant", { exact: true }).selectOption(slug);
+  await page.goto("/tenants");
+  const row = page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: slug }) });
+  await row.getByRole("button", { name: "Delete…" }).click();
+  await page
+    .getByRole("dialog", { name: `Delete tenant ${slug}?` })
+    .getByRole("button", { name: "Delete" })
+    .click();
+  await expect(row).toBeHidden();
+  await expect(page.getByLabel("Tenant", { exact: true })).not.toHaveValue(slug);
+  await page.goto("/");
+  await expect(page.getByRole("heading", { name: "Choose a tenant" })).toBeVisible();
+  await platform.dispose();
 });

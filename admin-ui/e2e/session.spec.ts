@@ -38,6 +38,13 @@ test("an expired session returns to the login with a message, then to the page t
   await expect(page.getByRole("button", { name: "pending", pressed: true })).toBeVisible();
 });
 
+test("a first visit asks to sign in without saying a session expired", async ({ page }) => {
+  await page.goto("/topics/orders");
+  await expect(page.getByLabel("Username")).toBeVisible();
+  await expect(page.getByText("Your session has expired")).toHaveCount(0);
+  await expect(page).toHaveURL(/redirect=/);
+});
+
 test("log out ends the session", async ({ page }) => {
   await signIn(page, s.owner, PASSWORD);
   await page.getByRole("button", { name: "Log out" }).click();

@@ -1,6 +1,7 @@
 // The console's routes. Pages fetch through the query hooks; the shell handles sign-in and the tenant.
 import type { QueryClient } from "@tanstack/react-query";
 import { createRootRouteWithContext, createRoute, createRouter } from "@tanstack/react-router";
+import { platformAdmins, RequireRole, tenantAdmins } from "./components/RequireRole";
 import { Shell } from "./components/Shell";
 import { AuditPage } from "./pages/Audit";
 import { LoginPage } from "./pages/Login";
@@ -67,19 +68,43 @@ const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
 const audit = createRoute({
   getParentRoute: () => root,
   path: "/audit",
-  component: AuditPage,
+  component: () => (
+    <RequireRole role={tenantAdmins} title="Audit trail">
+      <AuditPage />
+    </RequireRole>
+  ),
   validateSearch: (s: Record<string, unknown>): AuditSearch => ({
     action: text(s.action),
     actor: text(s.actor),
     topic: text(s.topic),
   }),
 });
-const tenants = createRoute({ getParentRoute: () => root, path: "/tenants", component: TenantsPage });
-const users = createRoute({ getParentRoute: () => root, path: "/users", component: UsersPage });
+const tenants = createRoute({
+  getParentRoute: () => root,
+  path: "/tenants",
+  component: () => (
+    <RequireRole role={platformAdmins} title="Tenants">
+      <TenantsPage />
+    </RequireRole>
+  ),
+});
+const users = createRoute({
+  getParentRoute: () => root,
+  path: "/users",
+  component: () => (
+    <RequireRole role={tenantAdmins} title="Users">
+      <UsersPage />
+    </RequireRole>
+  ),
+});
 const maintenance = createRoute({
   getParentRoute: () => root,
   path: "/maintenance",
-  component: MaintenancePage,
+  component: () => (
+    <RequireRole role={platformAdmins} title="Maintenance">
+      <MaintenancePage />
+    </RequireRole>
+  ),
 });
 
 const routeTree = root.addChildren([login, overview, topic, topicConfig, audit, tenants, users, maintenance]);

@@ -1,8 +1,9 @@
-// A server-side bulk job's progress, polled until it ends.
+// A server-side bulk job's progress, polled until it ends; and the topic's recent jobs.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { api, unwrap } from "../api/client";
 import { keys } from "../api/keys";
+import { formatTime } from "../lib/format";
 import { ErrorNote } from "./ui";
 
 export function BulkJobProgress({ id, onFinished }: { id: string; onFinished: () => void }) {
@@ -36,5 +37,53 @@ export function BulkJobProgress({ id, onFinished }: { id: string; onFinished: ()
       )}
       <progress max={Math.max(1, j.matched)} value={j.done + j.skipped} aria-label="Bulk job progress" />
     </div>
+  );
+}
+
+/** The topic's recent bulk jobs (`GET /api/bulk-jobs`): they run on the server whether or not this page is open,
+ * so their outcome is shown again after navigating away and back. */
+export function BulkJobHistory({ topic, live }: { topic: string; live: number | false }) {
+  const jobs = useQuery({
+    queryKey: keys.bulkJobs.all(),
+    queryFn: () => unwrap(api.GET("/api/bulk-jobs")),
+    refetchInterval: (q) => (q.state.data?.items.some((j) => j.state === "running") ? 1000 : live),
+  });
+  const mine = (jobs.data?.items ?? []).filter((j) => j.topic === topic).slice(0, 5);
+  if (mine.length === 0) return null;
+  return (
+    <details className="card">
+      <summary>
+        Recent bulk jobs on {topic} ({mine.length})
+      </summary>
+      <table className="jobs">
+        <caption className="sr-only">Recent bulk jobs on {topic}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Started</th>
+            <th scope="col">By</th>
+            <th scope="col">Action</th>
+            <th scope="col">State</th>
+            <th scope="col">Done / skipped / matched</th>
+          </tr>
+        </thead>
+        <tbody>
+          {mine.map((j) => (
+            <tr key={j.id}>
+              <td>{formatTime(j.created_at)}</td>
+              <td className="mono">{j.created_by}</td>
+              <td>{j.action}</td>
+              <td>
+                {j.state}
+                {j.error && <span className="bad"> ({j.error})</span>}
+              </td>
+              <td className="num">
+                {j.done.toLocaleString("en-US")} / {j.skipped.toLocaleString("en-US")} /{" "}
+                {j.matched.toLocaleString("en-US")}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
   );
 }

@@ -28,8 +28,10 @@ export function Shell() {
     setSessionLostHandler(() => {
       if (window.location.pathname === "/login") return;
       const here = window.location.pathname + window.location.search;
+      // Only a session this page had can expire: a first visit has none, and is simply asked to sign in.
+      const hadSession = queryClient.getQueryData(keys.me()) !== undefined;
       queryClient.clear();
-      navigate({ to: "/login", search: { redirect: here, expired: true } });
+      navigate({ to: "/login", search: { redirect: here, expired: hadSession ? true : undefined } });
     });
     return () => setSessionLostHandler(null);
   }, [navigate, queryClient]);

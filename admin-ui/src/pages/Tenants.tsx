@@ -1,12 +1,13 @@
 // Tenants (platform admins): usage against quotas, create, edit quotas, suspend or resume, delete.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { ApiError, api, type Schemas, unwrap } from "../api/client";
+import { ApiError, api, currentTenant, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatCount } from "../lib/format";
 import { readFields, wholeNumber } from "../lib/parse";
+import { storeTenant } from "../lib/settings";
 
 type Tenant = Schemas["TenantView"];
 type Quotas = Schemas["Quotas"];
@@ -52,9 +53,15 @@ export function TenantsPage() {
   const remove = useMutation({
     mutationFn: ({ slug, force }: { slug: string; force: boolean }) =>
       unwrap(api.DELETE("/api/tenants/{slug}", { params: { path: { slug }, query: { force } } })),
-    onSuccess: () => {
+    onSuccess: (_, { slug }) => {
       setDeleting(null);
       setForce(false);
+      if (currentTenant() === slug) {
+        // The tenant being looked at is gone: start again without one, switcher and pages alike.
+        storeTenant(null);
+        window.location.assign("/tenants");
+        return;
+      }
       invalidate();
     },
   });

@@ -6,7 +6,7 @@ import { ApiError, api, type Schemas, unwrap } from "../api/client";
 import { useLiveInterval, useTopics } from "../api/hooks";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
-import { BulkJobProgress } from "../components/BulkJob";
+import { BulkJobHistory, BulkJobProgress } from "../components/BulkJob";
 import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
 import { Confirm, Empty, ErrorNote, TableWrap } from "../components/ui";
@@ -286,6 +286,7 @@ export function TopicPage() {
         </fieldset>
       )}
       {jobId && <BulkJobProgress id={jobId} onFinished={refresh} />}
+      {(mayConsume || admin) && <BulkJobHistory topic={topic} live={live} />}
 
       <ErrorNote error={pages.error ?? byId.error} />
       {loaded && messages.length === 0 && (
