@@ -195,3 +195,25 @@ test("deleting the tenant being looked at leaves the switcher and the pages agre
   await expect(page.getByRole("heading", { name: "Choose a tenant" })).toBeVisible();
   await platform.dispose();
 });
+
+test("paging: the total is shown, and live refresh does not fetch every loaded page again", async ({
+  page,
+}) => {
+  await signIn(page, s.owner, PASSWORD);
+  await page.getByLabel("Live refresh").selectOption("2");
+  await page.goto("/topics/orders");
+  const rows = page.getByRole("table", { name: "Messages of orders" }).locator("tbody tr");
+  await expect(rows).toHaveCount(50);
+  await expect(page.getByText(/50 shown of \d+ in the topic/)).toBeVisible();
+  await page.getByRole("button", { name: "Load more" }).click();
+  await expect(rows).toHaveCount(100);
+  const fetched: string[] = [];
+  page.on("request", (r) => {
+    if (r.url().includes("/api/topics/orders/messages")) fetched.push(r.url());
+  });
+  await page.waitForTimeout(5000); // two and a half refresh intervals
+  expect(fetched).toEqual([]); // it re-fetched both pages every 2 s
+  await page.getByRole("button", { name: "Back to the first page" }).click();
+  await expect(rows).toHaveCount(50);
+  await page.getByLabel("Live refresh").selectOption("5");
+});

@@ -45,9 +45,19 @@ export function TopicPage() {
       ),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next_cursor ?? undefined,
-    refetchInterval: live,
+    // A refetch of an infinite query fetches every loaded page again, one after another (31 pages: 62 requests
+    // in 11 s): live refresh covers the first page only, and pauses once more are loaded.
+    refetchInterval: (q) => ((q.state.data?.pages.length ?? 0) > 1 ? false : live),
     enabled: !search.id,
   });
+  const backToTop = () => {
+    // Keep the first page only, then refresh it: the page is live again.
+    queryClient.setQueryData(keys.topics.messages(topic, filter), (data: typeof pages.data) =>
+      data ? { pages: data.pages.slice(0, 1), pageParams: data.pageParams.slice(0, 1) } : data,
+    );
+    queryClient.invalidateQueries({ queryKey: keys.topics.messages(topic, filter) });
+    window.scrollTo(0, 0);
+  };
   // The id filter: one message by its primary key, shown when it belongs to this topic.
   const byId = useQuery({
     queryKey: keys.topics.message(search.id ?? ""),
@@ -70,6 +80,14 @@ export function TopicPage() {
       ? [byId.data]
       : []
     : (pages.data?.pages.flatMap((p) => p.items) ?? []);
+  // The total the filter can have, from the topic's live counts (a key or metadata filter: not known).
+  const total =
+    !summary || filter.key || filter.metadata
+      ? null
+      : filter.status
+        ? summary[filter.status]
+        : summary.pending + summary.processing + summary.failed + summary.expired;
+  const totalLabel = filter.status ? `${filter.status} (the topic's count)` : "in the topic (its counts)";
   const loaded = search.id ? byId.isSuccess : Boolean(pages.data) && !pages.hasNextPage;
   const scanned = pages.data?.pages.reduce((n, p) => n + p.scanned, 0) ?? 0;
 
@@ -342,14 +360,26 @@ export function TopicPage() {
           </table>
         </TableWrap>
       )}
-      {!search.id && pages.hasNextPage && (
-        <div className="row">
-          <button type="button" onClick={() => pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
-            {pages.isFetchingNextPage ? "Loading…" : "Load more"}
-          </button>
+      {!search.id && messages.length > 0 && (
+        <div className="row wrap">
+          {pages.hasNextPage && (
+            <button type="button" onClick={() => pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
+              {pages.isFetchingNextPage ? "Loading…" : "Load more"}
+            </button>
+          )}
           <span className="muted">
-            {messages.length} shown, {formatCount(scanned)} read
+            {messages.length.toLocaleString("en-US")} shown
+            {total !== null ? ` of ${total.toLocaleString("en-US")} ${totalLabel}` : ""},{" "}
+            {formatCount(scanned)} read
           </span>
+          {(pages.data?.pages.length ?? 0) > 1 && (
+            <>
+              <span className="muted">Live refresh is paused while more than one page is loaded.</span>
+              <button type="button" onClick={backToTop}>
+                Back to the first page
+              </button>
+            </>
+          )}
         </div>
       )}
       {search.message && (
