@@ -40,12 +40,14 @@ def _request_id(scope: Scope) -> str:
 
 #: On every response: no content sniffing (a JSON answer is never read as HTML or script by a browser).
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
-#: The OpenAPI page (`/schema`, Scalar from its CDN, which injects its own styles) and the document itself: only
-#: what the page loads, and never framed.
+#: The OpenAPI page (`/schema`, Scalar from its CDN, which injects its own styles and loads its fonts from
+#: fonts.scalar.com) and the document itself: only what the page loads, and never framed. Left blocked, and harmless:
+#: the page's empty inline `<script id="api-reference">` (a holder of the document's URL, read by Scalar) and
+#: Scalar's probe of whether `eval` is allowed.
 _SCHEMA_CSP = (
     b"default-src 'none'; script-src https://cdn.jsdelivr.net; style-src 'unsafe-inline' https://cdn.jsdelivr.net; "
-    b"img-src 'self' data: https://cdn.jsdelivr.net; font-src data: https://cdn.jsdelivr.net; connect-src 'self'; "
-    b"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    b"img-src 'self' data: https://cdn.jsdelivr.net; font-src data: https://cdn.jsdelivr.net https://fonts.scalar.com; "
+    b"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 _SCHEMA_HEADERS = ((b"content-security-policy", _SCHEMA_CSP), (b"x-frame-options", b"DENY"))
 
