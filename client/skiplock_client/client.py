@@ -13,6 +13,7 @@ from skiplock_client import errors
 from skiplock_client._http import Transport, tls_context
 from skiplock_client._version import __version__
 from skiplock_client.consumer import Consumer
+from skiplock_client.handling import Middleware
 from skiplock_client.models import (
     AckItem,
     AuditPage,
@@ -83,7 +84,10 @@ class AsyncClient:
     platform admin addresses (`X-Tenant`); other users belong to theirs. `verify`/`client_cert`: TLS (a CA bundle
     path, or False to skip verification; a client certificate). `retry`: how the producer retries 429s, 503s and
     requests that got no answer; the consumer runtime uses it for its own calls. `batch_size`: the server's largest
-    batch. `http`: an httpx.AsyncClient of your own (its base URL, auth and TLS are then yours to set).
+    batch. `headers`: sent with every request. `session`: an `aiohttp.ClientSession` of your own, left open by
+    `aclose`: its connector, TLS, timeouts and cookie jar are then yours (`verify`, `client_cert`, `timeout` and
+    `max_connections` do not apply), while `base_url`, `auth`, `tenant` and `headers` still do; `login()` to a
+    server addressed by IP needs its jar to be `aiohttp.CookieJar(unsafe=True)`.
     """
 
     def __init__(
@@ -255,15 +259,100 @@ class AsyncClient:
         view = await self._post(f"/api/messages/{message_id}/visibility", body, ExtendView, NO_RETRY)
         return view.visibility_deadline
 
-    def consumer(self, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], **options: Any) -> Consumer:
-        """A consumer runtime for `topic` calling `handler(message)`; see `Consumer` for the options."""
-        return Consumer(self, topic, handler, **options)
+    # The consumer runtime's parameters, spelled out (not `**options`) so that editors and type checkers show them;
+    # tests/client/test_consumer_signatures.py keeps them the same as `Consumer`'s.
+    def consumer(
+        self,
+        topic: str,
+        handler: Callable[[Message], Awaitable[Any] | Any],
+        *,
+        concurrency: int = 1,
+        prefetch: int | None = None,
+        visibility_timeout: int = 30,
+        wait_seconds: float = 20,
+        max_fetch: int = 100,
+        batch: bool = False,
+        batch_size: int = 100,
+        model: type[Any] | None = None,
+        middleware: Sequence[Middleware] = (),
+        metrics: Any = None,
+        grace_period: float = 30.0,
+        ack_batch_size: int = 100,
+        ack_interval: float = 0.05,
+        handle_signals: bool = True,
+    ) -> Consumer:
+        """A consumer runtime for `topic` calling `handler(message)`; start it with `await consumer.run()`.
+
+        `concurrency`: handler calls at once (threads for a plain function, tasks for a coroutine function).
+        `prefetch`: messages leased ahead of the running ones (default: `concurrency`, times `batch_size` for a
+        batch handler). `visibility_timeout`: each lease's length in seconds, extended while held.
+        `wait_seconds`: the long poll. `max_fetch`: messages asked for per dequeue (at most 1,000). `batch`: the
+        handler takes a list of up to `batch_size` messages. `model`: decode each payload (JSON) into this type
+        before the handler. `middleware`: hooks around each handler call. `metrics`: a Prometheus registry to
+        count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
+        `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
+        `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
+        """
+        return Consumer(
+            self,
+            topic,
+            handler,
+            concurrency=concurrency,
+            prefetch=prefetch,
+            visibility_timeout=visibility_timeout,
+            wait_seconds=wait_seconds,
+            max_fetch=max_fetch,
+            batch=batch,
+            batch_size=batch_size,
+            model=model,
+            middleware=middleware,
+            metrics=metrics,
+            grace_period=grace_period,
+            ack_batch_size=ack_batch_size,
+            ack_interval=ack_interval,
+            handle_signals=handle_signals,
+        )
 
     def batch_consumer(
-        self, topic: str, handler: Callable[[list[Message]], Awaitable[Any] | Any], **options: Any
+        self,
+        topic: str,
+        handler: Callable[[list[Message]], Awaitable[Any] | Any],
+        *,
+        concurrency: int = 1,
+        prefetch: int | None = None,
+        visibility_timeout: int = 30,
+        wait_seconds: float = 20,
+        max_fetch: int = 100,
+        batch_size: int = 100,
+        model: type[Any] | None = None,
+        middleware: Sequence[Middleware] = (),
+        metrics: Any = None,
+        grace_period: float = 30.0,
+        ack_batch_size: int = 100,
+        ack_interval: float = 0.05,
+        handle_signals: bool = True,
     ) -> Consumer:
-        """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time."""
-        return Consumer(self, topic, handler, batch=True, **options)
+        """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time; the other
+        parameters are `consumer`'s."""
+        return Consumer(
+            self,
+            topic,
+            handler,
+            concurrency=concurrency,
+            prefetch=prefetch,
+            visibility_timeout=visibility_timeout,
+            wait_seconds=wait_seconds,
+            max_fetch=max_fetch,
+            batch=True,
+            batch_size=batch_size,
+            model=model,
+            middleware=middleware,
+            metrics=metrics,
+            grace_period=grace_period,
+            ack_batch_size=ack_batch_size,
+            ack_interval=ack_interval,
+            handle_signals=handle_signals,
+        )
 
     # --- messages and topics --------------------------------------------------------------------------------------
 

@@ -88,8 +88,12 @@ class Consumer:
         """`concurrency`: handler calls at once (threads for a plain function, tasks for a coroutine function).
         `prefetch`: messages leased ahead of the running ones (default: `concurrency`, times `batch_size` for a
         batch handler). `visibility_timeout`: each lease's length in seconds, extended while held.
-        `wait_seconds`: the long poll. `max_fetch`: messages asked for per dequeue. `batch`: the handler takes a
-        list of up to `batch_size` messages. `model`: decode each payload (JSON) into this type before the handler.
+        `wait_seconds`: the long poll. `max_fetch`: messages asked for per dequeue (at most 1,000). `batch`: the
+        handler takes a list of up to `batch_size` messages. `model`: decode each payload (JSON) into this type
+        before the handler. `middleware`: hooks around each handler call. `metrics`: a Prometheus registry to
+        count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
+        `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
+        `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
         """
         if concurrency < 1 or visibility_timeout < 1:
             raise ValueError("concurrency and visibility_timeout must be at least 1")

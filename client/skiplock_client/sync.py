@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from skiplock_client.client import AsyncClient
 from skiplock_client.consumer import Consumer
+from skiplock_client.handling import Middleware
 from skiplock_client.models import Message, TopicConfig
 
 P = ParamSpec("P")
@@ -101,12 +102,98 @@ class Client:
     def batch_size(self) -> int:
         return self._client.batch_size
 
-    def consumer(self, topic: str, handler: Callable[..., Any], **options: Any) -> SyncConsumer:
-        """A consumer runtime whose handler is a plain function, run in a pool of `concurrency` threads."""
-        return SyncConsumer(self._portal, Consumer(self._client, topic, handler, **options))
+    # `AsyncClient.consumer`'s parameters, spelled out for editors and type checkers (see there).
+    def consumer(
+        self,
+        topic: str,
+        handler: Callable[..., Any],
+        *,
+        concurrency: int = 1,
+        prefetch: int | None = None,
+        visibility_timeout: int = 30,
+        wait_seconds: float = 20,
+        max_fetch: int = 100,
+        batch: bool = False,
+        batch_size: int = 100,
+        model: type[Any] | None = None,
+        middleware: Sequence[Middleware] = (),
+        metrics: Any = None,
+        grace_period: float = 30.0,
+        ack_batch_size: int = 100,
+        ack_interval: float = 0.05,
+        handle_signals: bool = True,
+    ) -> SyncConsumer:
+        """A consumer runtime whose handler is a plain function; start it with `consumer.run_forever()`.
 
-    def batch_consumer(self, topic: str, handler: Callable[[list[Message]], Any], **options: Any) -> SyncConsumer:
-        return self.consumer(topic, handler, batch=True, **options)
+        `concurrency`: handler calls at once, in a pool of threads.
+        `prefetch`: messages leased ahead of the running ones (default: `concurrency`, times `batch_size` for a
+        batch handler). `visibility_timeout`: each lease's length in seconds, extended while held.
+        `wait_seconds`: the long poll. `max_fetch`: messages asked for per dequeue (at most 1,000). `batch`: the
+        handler takes a list of up to `batch_size` messages. `model`: decode each payload (JSON) into this type
+        before the handler. `middleware`: hooks around each handler call. `metrics`: a Prometheus registry to
+        count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
+        `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
+        `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
+        """
+        consumer = self._client.consumer(
+            topic,
+            handler,
+            concurrency=concurrency,
+            prefetch=prefetch,
+            visibility_timeout=visibility_timeout,
+            wait_seconds=wait_seconds,
+            max_fetch=max_fetch,
+            batch=batch,
+            batch_size=batch_size,
+            model=model,
+            middleware=middleware,
+            metrics=metrics,
+            grace_period=grace_period,
+            ack_batch_size=ack_batch_size,
+            ack_interval=ack_interval,
+            handle_signals=handle_signals,
+        )
+        return SyncConsumer(self._portal, consumer)
+
+    def batch_consumer(
+        self,
+        topic: str,
+        handler: Callable[[list[Message]], Any],
+        *,
+        concurrency: int = 1,
+        prefetch: int | None = None,
+        visibility_timeout: int = 30,
+        wait_seconds: float = 20,
+        max_fetch: int = 100,
+        batch_size: int = 100,
+        model: type[Any] | None = None,
+        middleware: Sequence[Middleware] = (),
+        metrics: Any = None,
+        grace_period: float = 30.0,
+        ack_batch_size: int = 100,
+        ack_interval: float = 0.05,
+        handle_signals: bool = True,
+    ) -> SyncConsumer:
+        """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time; the other
+        parameters are `consumer`'s."""
+        return self.consumer(
+            topic,
+            handler,
+            concurrency=concurrency,
+            prefetch=prefetch,
+            visibility_timeout=visibility_timeout,
+            wait_seconds=wait_seconds,
+            max_fetch=max_fetch,
+            batch=True,
+            batch_size=batch_size,
+            model=model,
+            middleware=middleware,
+            metrics=metrics,
+            grace_period=grace_period,
+            ack_batch_size=ack_batch_size,
+            ack_interval=ack_interval,
+            handle_signals=handle_signals,
+        )
 
     login = _blocking(AsyncClient.login)
     logout = _blocking(AsyncClient.logout)
