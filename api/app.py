@@ -84,7 +84,7 @@ def create_app(
             "/api/auth/status needs HTTP Basic credentials.",
             render_plugins=[ScalarRenderPlugin()],
         ),
-        logging_config=None,  # the process configures logging once (api.__main__)
+        logging_config=None,  # the process configures logging once (`skiplock.cli`)
         debug=False,
     )
     finish_document(app.openapi_schema, strict_body_names())  # built once here and served as is from then on

@@ -1,5 +1,6 @@
-"""The audit trail's statements, run only by `AuditRepository`. Entries are written by control-plane and
-administrative actions only, never by the data plane."""
+"""The audit trail's statements, run by `AuditRepository` (`AUDIT_TRIM`, a batch of the audit trimmer's, by the
+job's connection: `mq.db.repository.JobConnection`). Entries are written by control-plane and administrative
+actions only, never by the data plane."""
 
 from __future__ import annotations
 

@@ -30,9 +30,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-MESSAGE_STATUSES = ("pending", "processing", "failed", "expired")
-ROLES = ("platform_admin", "tenant_admin", "member")
-
 
 class Base(DeclarativeBase):
     pass
