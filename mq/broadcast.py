@@ -14,10 +14,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-import asyncpg
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from mq.db.engine import DATABASE_ERRORS
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
 
@@ -95,7 +95,7 @@ class Broadcast:
                 return
         try:
             await self._operations.notify(_pg_channel(channel), payload.decode())
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except DATABASE_ERRORS as exc:
             log.warning("cannot publish an invalidation on %s: %s; caches catch up within their TTL", channel, exc)
 
     def _dispatch(self, channel: str, payload: bytes | None) -> None:

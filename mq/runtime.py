@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import asyncpg
 import redis.asyncio as aioredis
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from mq.audit.repository import AuditRepository
 from mq.audit.service import AuditTrail
@@ -15,7 +12,7 @@ from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
 from mq.console.repository import ConsoleRepository
 from mq.console.service import Console
-from mq.db.engine import create_engine, create_pool
+from mq.db.engine import Engine, Pool, create_engine, create_pool
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
 from mq.jobs import SCHEDULE_CHANNEL, Jobs
@@ -40,9 +37,9 @@ from mq.tenancy.service import TenancyService
 @dataclass
 class Runtime:
     settings: Settings
-    pool: asyncpg.Pool[Any]
+    pool: Pool
     operations: OperationsRepository
-    engine: AsyncEngine
+    engine: Engine
     redis: aioredis.Redis | None
     listener: PostgresListener
     wakeups: WakeupHub

@@ -19,11 +19,10 @@ import logging
 import os
 import sys
 
-import asyncpg
 import uvloop
 
 from api.server import serve, serve_processes
-from mq.db.engine import migrate, schema_problem, schema_revision
+from mq.db.engine import DATABASE_ERRORS, migrate, schema_problem, schema_revision
 from mq.logs import configure_logging
 from mq.settings import DEFAULT_ADMIN_PASSWORD, Settings, get_settings
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, EmbeddedServerError
@@ -87,7 +86,7 @@ def _refuse_an_unmigrated_database(url: str) -> None:
     schema. An unreachable database is left to the server's own start, which reports it."""
     try:
         revision = asyncio.run(schema_revision(url))
-    except (TimeoutError, OSError, asyncpg.PostgresError):
+    except DATABASE_ERRORS:  # a timeout is an OSError
         return
     if problem := schema_problem(url, revision):
         log.error("%s", problem)

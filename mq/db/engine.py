@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
 from alembic import command
@@ -14,6 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 #: The Alembic scripts ship inside the package (the checkout's `migrations/` folder, installed as
 #: `mq.db.migrations`), so an installed wheel or image migrates without the checkout.
 MIGRATIONS_PACKAGE = "mq.db.migrations"
+
+#: What the process holds, named here so that the code wiring it together (`mq.runtime`) imports no driver.
+Pool: TypeAlias = "asyncpg.Pool[Any]"
+Engine: TypeAlias = AsyncEngine
+#: What a statement raises when Postgres refuses it or the connection to it fails: what a loop that must outlive a
+#: database outage (a flush, a publish, a start-up probe) catches, logs and retries, without importing the driver.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 
 
 def asyncpg_dsn(url: str) -> str:
@@ -39,9 +46,7 @@ async def _no_reset(conn: asyncpg.Connection[Any]) -> None:
     so asyncpg's default reset on release (RESET ALL; UNLISTEN *; ...) would only add a round trip per request."""
 
 
-async def create_pool(
-    url: str, min_size: int, max_size: int, statement_timeout_seconds: float = 15
-) -> asyncpg.Pool[Any]:
+async def create_pool(url: str, min_size: int, max_size: int, statement_timeout_seconds: float = 15) -> Pool:
     """The hot-path pool. Statements are prepared once per connection and cached by asyncpg. Postgres cancels a
     statement past `statement_timeout_seconds` (a lock held elsewhere, an overloaded server); the client gives up
     a little later, should the cancel itself not get through."""
@@ -61,7 +66,7 @@ async def create_pool(
     return pool
 
 
-def create_engine(url: str, pool_size: int = 3) -> AsyncEngine:
+def create_engine(url: str, pool_size: int = 3) -> Engine:
     """The control-plane engine (users, tenants, configs): low traffic, a small pool."""
     return create_async_engine(
         sqlalchemy_url(url),
