@@ -19,12 +19,11 @@ from api.observability import ObservabilityMiddleware, stamp_response
 from api.openapi import finish_document
 from api.routes.admin import AdminController
 from api.routes.audit import AuditController
-from api.routes.console import ConsoleController
 from api.routes.messages import MessageController
 from api.routes.session import change_password, login, logout, me
 from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
-from api.routes.topics import TopicConfigController, TopicController
+from api.routes.topics import TopicConfigController, TopicConsoleController, TopicController
 from api.schemas import strict_body_names
 from api.ui import ConsoleFiles, console_routes
 from mq import __version__
@@ -54,7 +53,7 @@ def create_app(
             TenantController,
             UserController,
             AdminController,
-            ConsoleController,
+            TopicConsoleController,
             AuditController,
             healthz,
             readyz,

@@ -14,14 +14,6 @@ import msgspec
 from litestar.params import KwargDefinition
 from msgspec import Meta
 
-from mq.console.service import (
-    BulkAction,
-    BulkJobView,
-    MessageFilter,
-    MessagePageView,
-    SeriesPointView,
-    SeriesView,
-)
 from mq.names import ADDRESSABLE_TOPIC_PATTERN, SLUG_PATTERN, TOPIC_PATTERN
 from mq.queue.types import (
     MAX_BACKOFF_SECONDS,
@@ -49,6 +41,14 @@ from mq.schedule import MAX_SCHEDULE_LENGTH
 from mq.tenancy.grants import MAX_PATTERN_LENGTH, Action, AssignableRole, Role, TenantStatus
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH
 from mq.tenancy.service import MAX_PASSWORD_LENGTH, MAX_TENANT_NAME_LENGTH
+from mq.topics.views import (
+    BulkAction,
+    BulkJobView,
+    MessageFilter,
+    MessagePageView,
+    SeriesPointView,
+    SeriesView,
+)
 
 __all__ = [
     "AckFailureView",

@@ -29,9 +29,9 @@ from typing import Any
 import asyncpg
 import httpx
 
-from mq.console import sql as console_sql
-from mq.console.service import _encode_cursor
 from mq.db.engine import asyncpg_dsn
+from mq.topics import sql as console_sql
+from mq.topics.service import _encode_cursor
 from tests.support.servers import (
     ADMIN,
     ROOT,

@@ -10,8 +10,6 @@ from mq.audit.repository import AuditRepository
 from mq.audit.service import AuditTrail
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
-from mq.console.repository import ConsoleRepository
-from mq.console.service import Console
 from mq.db.engine import Engine, Pool, create_engine, create_pool
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
@@ -32,6 +30,8 @@ from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository
 from mq.tenancy.service import TenancyService
+from mq.topics.repository import TopicRepository
+from mq.topics.service import TopicAdmin
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Runtime:
     tenants: TenancyService
     metrics: Metrics
     jobs: Jobs
-    console: Console
+    topics: TopicAdmin
     audit: AuditTrail
 
     @classmethod
@@ -135,12 +135,12 @@ class Runtime:
             tenants=tenants,
             metrics=metrics,
             jobs=jobs,
-            console=Console(ConsoleRepository(pool), queue),
+            topics=TopicAdmin(TopicRepository(pool), queue),
             audit=AuditTrail(AuditRepository(pool)),
         )
 
     async def close(self) -> None:
-        await self.console.close()
+        await self.topics.close()
         await self.queue.activity.close()
         await self.broadcast.close()
         await self.wakeups.close()

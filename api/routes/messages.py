@@ -36,6 +36,7 @@ from mq.queue.types import BatchAckView, MessageDetailView, MessageStatus
 from mq.queue.validation import build_item, build_items
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
+from mq.topics.service import TopicAdmin
 
 AnyRequest = Request[Principal, Any, Any]
 
@@ -232,7 +233,8 @@ class MessageController(Controller):
         tenant = tenant_for(principal, action="read", topic=topic)
         if topic is None and principal.is_member and not grants.allows_every_topic(principal.grants, "read"):
             raise errors.Forbidden("name a topic you may read (a read grant on '*' lists every topic)")
-        items, total = await _queue(request).browse(tenant, topic, status, key, limit, offset)
+        topics: TopicAdmin = request.app.state.runtime.topics
+        items, total = await topics.browse(tenant, topic, status, key, limit, offset)
         return Page(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{message_id:str}", summary="One message", operation_id="getMessage")

@@ -31,11 +31,11 @@ from api.schemas import (
     UserUpdateBody,
     UserView,
 )
-from mq.console.service import Console
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
 from mq.tenancy.repository import GrantRecord, TenantRecord, UserRow
 from mq.tenancy.service import TenancyService
+from mq.topics.service import TopicAdmin
 
 AnyRequest = Request[Principal, Any, Any]
 Limit = Annotated[int, Parameter(ge=1, le=MAX_PAGE_LIMIT)]
@@ -61,8 +61,8 @@ def _tenant_view(tenant: TenantRecord, usage: dict[str, tuple[int, int]] | None 
 
 async def _usage(request: AnyRequest) -> dict[str, tuple[int, int]]:
     """Every tenant's topics and messages as the gauge job last counted them (one read of a small table)."""
-    console: Console = request.app.state.runtime.console
-    return await console.usage()
+    topics: TopicAdmin = request.app.state.runtime.topics
+    return await topics.usage()
 
 
 def _user_view(user: UserRow) -> UserView:

@@ -313,7 +313,7 @@ class QueueSample(Base):
 
 
 class BulkJob(Base):
-    """A bulk action on the messages of a topic that match a filter (`mq.console.bulk`)."""
+    """A bulk action on the messages of a topic that match a filter (`mq.topics.service`)."""
 
     __tablename__ = "bulk_jobs"
 

@@ -25,7 +25,6 @@ from mq.queue.repository import MessageRepository
 from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
 from mq.queue.types import (
     MAX_ERROR_LENGTH,
-    STATUSES,
     AckFailureCode,
     AckFailureView,
     BatchAckView,
@@ -35,8 +34,6 @@ from mq.queue.types import (
     MessageDetailView,
     MessageView,
     NackOutcome,
-    TopicConfig,
-    TopicSummaryView,
     parse_uuid,
     parse_uuids,
 )
@@ -389,7 +386,7 @@ class QueueService:
 
     # --- dead letters ------------------------------------------------------------------------------------------
 
-    def _depth_cap_of(self, tenant_id: int) -> Callable[[str], Awaitable[int | None]]:
+    def depth_cap_of(self, tenant_id: int) -> Callable[[str], Awaitable[int | None]]:
         async def depth_cap(topic: str) -> int | None:
             return (await self.configs.effective(tenant_id, topic)).max_depth
 
@@ -400,7 +397,7 @@ class QueueService:
         mid, _ = _ids(message_id, None)
         if mid is None:
             raise errors.MessageNotFound()
-        topic = await self.repository.requeue(tenant_id, mid, self._depth_cap_of(tenant_id))
+        topic = await self.repository.requeue(tenant_id, mid, self.depth_cap_of(tenant_id))
         if topic is not None:
             self.metrics.count(self.metrics.requeued, tenant_id, topic)
             self.wakeups.published(tenant_id, {topic: 1})
@@ -419,7 +416,7 @@ class QueueService:
         mid, _ = _ids(message_id, None)
         if mid is None:
             raise errors.MessageNotFound()
-        topic = await self.repository.retry(tenant_id, mid, self._depth_cap_of(tenant_id))
+        topic = await self.repository.retry(tenant_id, mid, self.depth_cap_of(tenant_id))
         if topic is not None:
             self.wakeups.published(tenant_id, {topic: 1})
             return topic
@@ -432,16 +429,6 @@ class QueueService:
         """Delete the messages of `topic` among `message_ids` (any status); returns how many there were."""
         ids = [mid for mid in parse_uuids(list(message_ids)) if mid is not None]
         return await self.repository.delete_many(tenant_id, topic, ids) if ids else 0
-
-    async def requeue_topic(self, tenant_id: int, topic: str) -> int:
-        """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted."""
-        check_topic(topic, for_enqueue=False)
-        base = topic[: -len(DLQ_SUFFIX)] if topic.endswith(DLQ_SUFFIX) else topic
-        count = await self.repository.requeue_topic(tenant_id, base + DLQ_SUFFIX, base, self._depth_cap_of(tenant_id))
-        if count:
-            self.metrics.count(self.metrics.requeued, tenant_id, base, count)
-            self.wakeups.published(tenant_id, {base: count})
-        return count
 
     # --- browse and admin --------------------------------------------------------------------------------------
 
@@ -459,80 +446,6 @@ class QueueService:
         if topic is None:
             raise errors.MessageNotFound()
         return topic
-
-    async def browse(
-        self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int
-    ) -> tuple[list[MessageView], int]:
-        if topic is not None:
-            check_topic(topic, for_enqueue=False)
-        if status is not None and status not in STATUSES:
-            raise errors.InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        if key is not None:
-            check_text(key, "key")
-        rows, total = await self.repository.browse(tenant_id, topic, status, key, limit, offset)
-        return MessageView.from_rows(rows, with_lease=False), total
-
-    async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
-        check_topic(topic, for_enqueue=False)
-        for status in statuses or ():
-            if status not in STATUSES:
-                raise errors.InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
-        return await self.repository.purge(tenant_id, topic, statuses)
-
-    async def delete_by_key(self, tenant_id: int, topic: str, key: str) -> int:
-        check_topic(topic, for_enqueue=False)
-        check_text(key, "key")
-        return await self.repository.delete_by_key(tenant_id, topic, key)
-
-    async def stats(self, tenant_id: int) -> list[dict[str, Any]]:
-        return [dict(r) for r in await self.repository.stats(tenant_id)]
-
-    async def topic_configs(self, tenant_id: int) -> list[tuple[str, TopicConfig]]:
-        """Every topic config of the tenant, by topic name."""
-        rows = await self.repository.topic_configs(tenant_id)
-        return [(r["topic"], TopicConfig(**{k: v for k, v in dict(r).items() if k != "topic"})) for r in rows]
-
-    async def topic_config(self, tenant_id: int, topic: str) -> TopicConfig:
-        check_topic(topic, for_enqueue=False)
-        config = await self.configs.get(tenant_id, topic)
-        if config is None:
-            raise errors.NotFound(f"topic {topic!r} has no config")
-        return config
-
-    async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig) -> TopicConfig:
-        """Create or replace a topic's config; every instance uses it from its next operation on. A topic new to
-        the tenant must fit its max_topics quota. Dead-letter topics take their topic's config."""
-        check_topic(topic, for_enqueue=True)
-        quotas = await self.quotas.of(tenant_id) if self.quotas is not None else NO_QUOTAS
-        row = await self.repository.put_topic_config(tenant_id, topic, config, quotas.max_topics)
-        await self.configs.changed(tenant_id, topic)
-        return TopicConfig(**dict(row))
-
-    async def delete_topic_config(self, tenant_id: int, topic: str) -> None:
-        check_topic(topic, for_enqueue=False)
-        if not await self.repository.delete_topic_config(tenant_id, topic):
-            raise errors.NotFound(f"topic {topic!r} has no config")
-        await self.configs.changed(tenant_id, topic)
-
-    async def topics(self, tenant_id: int) -> list[TopicSummaryView]:
-        """Every topic with messages, a config, a pause or recent activity; one statement whatever their number."""
-        fields = TopicConfig.__struct_fields__
-        return [
-            TopicSummaryView(
-                topic=row["topic"],
-                pending=row["pending"],
-                processing=row["processing"],
-                failed=row["failed"],
-                expired=row["expired"],
-                delayed=row["delayed"],
-                oldest_pending_age_seconds=row["oldest_pending_age_seconds"],
-                config=TopicConfig(**{f: row[f] for f in fields}) if row["configured"] else None,
-                paused=row["paused"],
-                enqueue_rate=row["enqueue_rate"],
-                ack_rate=row["ack_rate"],
-            )
-            for row in await self.repository.topic_summaries(tenant_id)
-        ]
 
 
 def _check_payloads(items: Sequence[EnqueueItem], limit: int) -> None:

@@ -29,7 +29,7 @@ def _message_columns(status: str) -> str:
 # whose visibility deadline passed (a lapsed lease) is `pending`, available exactly as a pending one is. The
 # stored status changes when the message is next taken, or by the expiry reaper.
 _ALIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
-ALIVE = _ALIVE  # for the console's statements (`mq.console.sql`)
+ALIVE = _ALIVE  # for topic administration's statements (`mq.topics.sql`)
 VIEW_STATUS = f"""CASE WHEN m.status IN ('pending', 'processing') AND NOT {_ALIVE} THEN 'expired'
     WHEN m.status = 'processing' AND m.available_at <= now() THEN 'pending' ELSE m.status END"""
 

@@ -1,4 +1,5 @@
-"""The admin console's SQL, run only by `ConsoleRepository`. `$1` is always the tenant id.
+"""Topic administration's SQL (the console's pages, series, pauses and bulk jobs), run only by `TopicRepository`.
+`$1` is always the tenant id.
 
 Paging never adds an index to the hot path (each one is written on every enqueue and dequeue; a full
 (tenant, topic, id) index cost 19% of batch-insert throughput). A topic's messages are read through the two

@@ -1,4 +1,5 @@
-"""`ConsoleRepository`: the admin console's statements (`mq.console.sql`). Every method takes the tenant id first."""
+"""`TopicRepository`: the topic administration's own statements (`mq.topics.sql`: pauses, keyset pages, series,
+bulk jobs). Every method takes the tenant id first."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from typing import Any
 
 import asyncpg
 
-from mq.console import sql
+from mq.topics import sql
 
 Record = asyncpg.Record
 
 
-class ConsoleRepository:
+class TopicRepository:
     def __init__(self, pool: asyncpg.Pool[Any]) -> None:
         self.pool = pool
 

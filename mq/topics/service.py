@@ -1,6 +1,9 @@
-"""`Console`: pausing topics, keyset pages of a topic's messages, bulk actions and each topic's recent series.
+"""`TopicAdmin`: everything about administering a tenant's topics, in one place: summaries and stats, configs,
+pause and resume, browsing (by offset, and the console's keyset pages), purge, delete by key, requeueing a DLQ,
+bulk actions and jobs, and the series the charts draw. The data plane (enqueue, dequeue, ack, nack, extend, and
+one message by id) is `mq.queue.service.QueueService`.
 
-Raises only `mq.errors`. Who may do what is the API's business (`api.routes.console`).
+Raises only `mq.errors`. Who may do what is the API's business (`api.routes.topics`).
 """
 
 from __future__ import annotations
@@ -13,23 +16,34 @@ import logging
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-import asyncpg
 import msgspec
 
 from mq import errors
-from mq.console import sql
-from mq.console.repository import ConsoleRepository, Record
-from mq.names import check_text
+from mq.db.engine import DATABASE_ERRORS
+from mq.names import DLQ_SUFFIX, check_text
 from mq.queue.service import QueueService
-from mq.queue.types import EffectiveConfig, MessageView, TopicConfig, parse_uuid
+from mq.queue.types import STATUSES, MessageView, TopicConfig, TopicSummaryView, parse_uuid
 from mq.queue.validation import check_topic
+from mq.quotas import NO_QUOTAS
+from mq.topics import sql
+from mq.topics.repository import Record, TopicRepository
+from mq.topics.views import (
+    SERIES_RANGES,
+    BulkAction,
+    BulkJobView,
+    ConfigValuesView,
+    MessageFilter,
+    MessagePageView,
+    SeriesPointView,
+    SeriesRange,
+    SeriesView,
+    TopicSettingsView,
+)
 
 log = logging.getLogger(__name__)
 
-FilterStatus = Literal["pending", "delayed", "processing", "failed", "expired"]
-BulkAction = Literal["delete", "retry", "requeue"]
 
 #: Rows a filtered page reads at most (its window): a page costs about the same whatever the topic's size.
 PAGE_SCAN = 2000
@@ -37,6 +51,8 @@ PAGE_SCAN = 2000
 _PAGE_ROUNDS = 4
 #: A bulk job's batch: one page of ids, then one action on them.
 _JOB_BATCH = 500
+#: What ends a bulk job as failed (a refusal, or the database away), rather than the process.
+_JOB_FAILURES: tuple[type[Exception], ...] = (errors.SkiplockError, *DATABASE_ERRORS)
 #: A running job not heard of for this long died with its instance.
 _JOB_IDLE_SECONDS = 60.0
 #: The series' step: one sample mark of the gauge job (`mq.db.sql.SAMPLES_RECORD`).
@@ -46,106 +62,99 @@ _FIRST_LIVE = (10, datetime.min.replace(tzinfo=UTC), uuid.UUID(int=0))  # before
 _FIRST_DONE = uuid.UUID(int=(1 << 128) - 1)  # after any id, for newest first
 
 
-class MessageFilter(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """Which messages of a topic: a status as readers see it, a key, and metadata containing an object."""
-
-    status: FilterStatus | None = None
-    key: str | None = None
-    metadata: dict[str, Any] | None = None
-
-    def check(self) -> None:
-        if self.key is not None:
-            check_text(self.key, "key")
-        if self.metadata is not None:
-            check_text(json.dumps(self.metadata), "metadata")
-
-
-class MessagePageView(msgspec.Struct):
-    items: list[MessageView]
-    #: Give it back as `cursor` for the next page; null at the end.
-    next_cursor: str | None
-    #: Rows read to answer (a filter that matches little reads a bounded window and answers a short page).
-    scanned: int
-
-
-class SeriesPointView(msgspec.Struct):
-    """One step: the depth at its end (null: no sample), the oldest pending age, and messages per second enqueued,
-    acked and moved to the dead-letter topic during it."""
-
-    at: str
-    pending: int | None
-    processing: int | None
-    failed: int | None
-    expired: int | None
-    oldest_pending_age_seconds: float | None
-    enqueue_rate: float
-    ack_rate: float
-    dead_letter_rate: float = 0.0
-
-
-class SeriesView(msgspec.Struct):
-    """`topic` null: the whole tenant."""
-
-    topic: str | None
-    step_seconds: int
-    points: list[SeriesPointView]
-    range: SeriesRange = "1h"
-
-
-SeriesRange = Literal["1h", "24h", "7d"]
-#: Each range's span and step: the last hour from the 30-second samples, a day and a week from 5-minute rollups.
-SERIES_RANGES: dict[str, tuple[int, int]] = {"1h": (3600, 30), "24h": (86400, 300), "7d": (7 * 86400, 3600)}
-
-
-class ConfigValuesView(msgspec.Struct):
-    """Every setting of a topic with its value (`max_depth`, `throughput_limit`: null = unlimited)."""
-
-    max_retries: int
-    message_ttl_seconds: int
-    max_depth: int | None
-    throughput_limit: int | None
-    visibility_timeout_seconds: int
-    retry_backoff_seconds: list[int]
-    dlq_enabled: bool
-    expire_to_dlq: bool
-
-    @classmethod
-    def of(cls, config: EffectiveConfig) -> ConfigValuesView:
-        return cls(**{name: getattr(config, name) for name in cls.__struct_fields__})
-
-
-class TopicSettingsView(msgspec.Struct):
-    """A topic's configuration as it stands: its own overrides (null: none), the global defaults, and the values
-    in force (each override, else its default)."""
-
-    topic: str
-    paused: bool
-    overrides: TopicConfig | None
-    defaults: ConfigValuesView
-    effective: ConfigValuesView
-
-
-class BulkJobView(msgspec.Struct):
-    id: str
-    topic: str
-    action: BulkAction
-    filter: MessageFilter
-    #: `interrupted`: its instance stopped before it finished; start it again to go on.
-    state: Literal["running", "done", "failed", "cancelled", "interrupted"]
-    matched: int
-    done: int
-    skipped: int
-    error: str | None
-    created_by: str
-    created_at: str
-    updated_at: str
-
-
-class Console:
-    def __init__(self, repository: ConsoleRepository, queue: QueueService) -> None:
+class TopicAdmin:
+    def __init__(self, repository: TopicRepository, queue: QueueService) -> None:
         self.repository = repository
         self.queue = queue
+        self.messages = queue.repository  # the message table's statements (purge, delete by key, summaries...)
         self._jobs: set[asyncio.Task[None]] = set()
+
+    # --- summaries, stats, configs ------------------------------------------------------------------------------
+
+    async def requeue_topic(self, tenant_id: int, topic: str) -> int:
+        """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted."""
+        check_topic(topic, for_enqueue=False)
+        base = topic[: -len(DLQ_SUFFIX)] if topic.endswith(DLQ_SUFFIX) else topic
+        cap = self.queue.depth_cap_of(tenant_id)
+        count = await self.messages.requeue_topic(tenant_id, base + DLQ_SUFFIX, base, cap)
+        if count:
+            self.queue.metrics.count(self.queue.metrics.requeued, tenant_id, base, count)
+            self.queue.wakeups.published(tenant_id, {base: count})
+        return count
+
+    async def browse(
+        self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int
+    ) -> tuple[list[MessageView], int]:
+        if topic is not None:
+            check_topic(topic, for_enqueue=False)
+        if status is not None and status not in STATUSES:
+            raise errors.InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        if key is not None:
+            check_text(key, "key")
+        rows, total = await self.messages.browse(tenant_id, topic, status, key, limit, offset)
+        return MessageView.from_rows(rows, with_lease=False), total
+
+    async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
+        check_topic(topic, for_enqueue=False)
+        for status in statuses or ():
+            if status not in STATUSES:
+                raise errors.InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
+        return await self.messages.purge(tenant_id, topic, statuses)
+
+    async def delete_by_key(self, tenant_id: int, topic: str, key: str) -> int:
+        check_topic(topic, for_enqueue=False)
+        check_text(key, "key")
+        return await self.messages.delete_by_key(tenant_id, topic, key)
+
+    async def stats(self, tenant_id: int) -> list[dict[str, Any]]:
+        return [dict(r) for r in await self.messages.stats(tenant_id)]
+
+    async def topic_configs(self, tenant_id: int) -> list[tuple[str, TopicConfig]]:
+        """Every topic config of the tenant, by topic name."""
+        rows = await self.messages.topic_configs(tenant_id)
+        return [(r["topic"], TopicConfig(**{k: v for k, v in dict(r).items() if k != "topic"})) for r in rows]
+
+    async def topic_config(self, tenant_id: int, topic: str) -> TopicConfig:
+        check_topic(topic, for_enqueue=False)
+        config = await self.queue.configs.get(tenant_id, topic)
+        if config is None:
+            raise errors.NotFound(f"topic {topic!r} has no config")
+        return config
+
+    async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig) -> TopicConfig:
+        """Create or replace a topic's config; every instance uses it from its next operation on. A topic new to
+        the tenant must fit its max_topics quota. Dead-letter topics take their topic's config."""
+        check_topic(topic, for_enqueue=True)
+        quotas = await self.queue.quotas.of(tenant_id) if self.queue.quotas is not None else NO_QUOTAS
+        row = await self.messages.put_topic_config(tenant_id, topic, config, quotas.max_topics)
+        await self.queue.configs.changed(tenant_id, topic)
+        return TopicConfig(**dict(row))
+
+    async def delete_topic_config(self, tenant_id: int, topic: str) -> None:
+        check_topic(topic, for_enqueue=False)
+        if not await self.messages.delete_topic_config(tenant_id, topic):
+            raise errors.NotFound(f"topic {topic!r} has no config")
+        await self.queue.configs.changed(tenant_id, topic)
+
+    async def topics(self, tenant_id: int) -> list[TopicSummaryView]:
+        """Every topic with messages, a config, a pause or recent activity; one statement whatever their number."""
+        fields = TopicConfig.__struct_fields__
+        return [
+            TopicSummaryView(
+                topic=row["topic"],
+                pending=row["pending"],
+                processing=row["processing"],
+                failed=row["failed"],
+                expired=row["expired"],
+                delayed=row["delayed"],
+                oldest_pending_age_seconds=row["oldest_pending_age_seconds"],
+                config=TopicConfig(**{f: row[f] for f in fields}) if row["configured"] else None,
+                paused=row["paused"],
+                enqueue_rate=row["enqueue_rate"],
+                ack_rate=row["ack_rate"],
+            )
+            for row in await self.messages.topic_summaries(tenant_id)
+        ]
 
     # --- pause and resume ---------------------------------------------------------------------------------------
 
@@ -343,7 +352,7 @@ class Console:
                 cursor = page.next_cursor
         except asyncio.CancelledError:
             raise
-        except (errors.SkiplockError, asyncpg.PostgresError, OSError) as exc:
+        except _JOB_FAILURES as exc:
             log.warning("bulk job %s failed: %s", job_id, exc)
             await self.repository.finish_bulk_job(tenant_id, job_id, "failed", str(exc))
 
