@@ -1,4 +1,5 @@
-"""Every hot-path SQL statement, named `<entity>_<verb>`, run only by `MessageRepository`.
+"""Every hot-path SQL statement, named `<entity>_<verb>`, run by `MessageRepository`; the maintenance jobs' batches
+at the end run through `mq.db.repository.JobConnection`, and `WAKEUP_NOTIFY` on the LISTEN connection.
 
 Conventions: `$1` is always the tenant id, so no statement can touch another tenant's rows. A state change is one
 statement. `available_at` is when a dequeue may next take a message: the end of a pending message's delay, or a
