@@ -124,6 +124,12 @@ test("a dead-letter topic's configuration is shown, not edited", async ({ page }
 test("the drawer: attempts, a link of its own, and no Retry for a pending message", async ({ page }) => {
   await signIn(page, s.owner, PASSWORD);
   await page.goto("/topics/orders.dlq");
+  const table = page.getByRole("table", { name: "Messages of orders.dlq" });
+  await expect(table.locator("tbody tr").first()).toContainText("card declined"); // the last error, previewed
+  await expect(table.locator("tbody tr").first()).toContainText('{ "order":'); // the payload, previewed
+  await page.getByLabel("Dense rows").check();
+  await expect(table).toHaveClass(/dense/);
+  await page.getByLabel("Dense rows").uncheck();
   await page
     .getByRole("table", { name: "Messages of orders.dlq" })
     .locator("tbody tr")

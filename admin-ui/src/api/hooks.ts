@@ -1,22 +1,18 @@
-// Queries shared by several pages.
+// Queries shared by several pages, refreshed at the viewer's live interval.
 import { useQuery } from "@tanstack/react-query";
 import { refreshInterval, useRefreshSeconds } from "../lib/settings";
-import { api, unwrap } from "./client";
-import { keys } from "./keys";
+import { type SeriesRange, seriesQuery, tenantSeriesQuery, topicsQuery } from "./topics";
+
+export type { SeriesRange };
 
 export function useLiveInterval(): number | false {
   return refreshInterval(useRefreshSeconds()[0]);
 }
 
 export function useTopics() {
-  return useQuery({
-    queryKey: keys.topics.list(),
-    queryFn: () => unwrap(api.GET("/api/topics")),
-    refetchInterval: useLiveInterval(),
-  });
+  return useQuery({ ...topicsQuery(), refetchInterval: useLiveInterval() });
 }
 
-export type SeriesRange = "1h" | "24h" | "7d";
 /** Each range: its button's label, and how a title names it ("orders, last hour"). */
 export const SERIES_RANGES: { range: SeriesRange; label: string; span: string }[] = [
   { range: "1h", label: "1 hour", span: "last hour" },
@@ -25,20 +21,10 @@ export const SERIES_RANGES: { range: SeriesRange; label: string; span: string }[
 ];
 
 export function useSeries(topic: string, enabled = true, range: SeriesRange = "1h") {
-  return useQuery({
-    queryKey: keys.topics.series(topic, range),
-    queryFn: () =>
-      unwrap(api.GET("/api/topics/{topic}/series", { params: { path: { topic }, query: { range } } })),
-    refetchInterval: useLiveInterval(),
-    enabled,
-  });
+  return useQuery({ ...seriesQuery(topic, range), refetchInterval: useLiveInterval(), enabled });
 }
 
 /** The tenant's figures, every topic summed (its dashboard). */
 export function useTenantSeries(range: SeriesRange) {
-  return useQuery({
-    queryKey: keys.tenantSeries(range),
-    queryFn: () => unwrap(api.GET("/api/series", { params: { query: { range } } })),
-    refetchInterval: useLiveInterval(),
-  });
+  return useQuery({ ...tenantSeriesQuery(range), refetchInterval: useLiveInterval() });
 }

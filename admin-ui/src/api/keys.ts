@@ -16,10 +16,13 @@ export const keys = {
   tenantSeries: (range: string) => [t(), "series", range] as const,
   audit: (filter: object) => [t(), "audit", filter] as const,
   bulkJobs: { all: () => [t(), "bulk-jobs"] as const, one: (id: string) => [t(), "bulk-jobs", id] as const },
-  tenants: { all: () => ["tenants"] as const },
+  tenants: { all: () => ["tenants"] as const, switcher: () => ["tenants", "switcher"] as const },
   users: {
     all: () => [t(), "users"] as const,
     grants: (userId: string) => [t(), "users", userId, "grants"] as const,
   },
-  maintenance: { all: () => ["maintenance"] as const },
+  maintenance: {
+    all: () => ["maintenance"] as const,
+    preview: (schedule: string) => ["maintenance", "preview", schedule] as const,
+  },
 };

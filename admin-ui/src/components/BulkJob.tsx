@@ -2,14 +2,13 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { api, unwrap } from "../api/client";
-import { keys } from "../api/keys";
+import { bulkJobQuery, bulkJobsQuery } from "../api/topics";
 import { formatTime } from "../lib/format";
 import { ErrorNote } from "./ui";
 
 export function BulkJobProgress({ id, onFinished }: { id: string; onFinished: () => void }) {
   const job = useQuery({
-    queryKey: keys.bulkJobs.one(id),
-    queryFn: () => unwrap(api.GET("/api/bulk-jobs/{job_id}", { params: { path: { job_id: id } } })),
+    ...bulkJobQuery(id),
     refetchInterval: (q) => (q.state.data?.state === "running" ? 500 : false),
   });
   const cancel = useMutation({
@@ -44,8 +43,7 @@ export function BulkJobProgress({ id, onFinished }: { id: string; onFinished: ()
  * so their outcome is shown again after navigating away and back. */
 export function BulkJobHistory({ topic, live }: { topic: string; live: number | false }) {
   const jobs = useQuery({
-    queryKey: keys.bulkJobs.all(),
-    queryFn: () => unwrap(api.GET("/api/bulk-jobs")),
+    ...bulkJobsQuery(),
     refetchInterval: (q) => (q.state.data?.items.some((j) => j.state === "running") ? 1000 : live),
   });
   const mine = (jobs.data?.items ?? []).filter((j) => j.topic === topic).slice(0, 5);

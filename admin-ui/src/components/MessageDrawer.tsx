@@ -3,7 +3,7 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, unwrap } from "../api/client";
-import { keys } from "../api/keys";
+import { messageQuery } from "../api/messages";
 import { formatTime, showPayload } from "../lib/format";
 import { can, isAdmin, type Me } from "../lib/grants";
 import { ErrorNote } from "./ui";
@@ -21,10 +21,7 @@ export function MessageDrawer({
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const [copied, setCopied] = useState<"payload" | "link" | null>(null);
-  const message = useQuery({
-    queryKey: keys.topics.message(id),
-    queryFn: () => unwrap(api.GET("/api/messages/{message_id}", { params: { path: { message_id: id } } })),
-  });
+  const message = useQuery(messageQuery(id));
   const act = useMutation({
     mutationFn: async (action: "retry" | "requeue" | "delete") => {
       const path = { params: { path: { message_id: id } } };

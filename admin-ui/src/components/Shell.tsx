@@ -2,17 +2,10 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, Outlet, useLocation, useNavigate } from "@tanstack/react-router";
 import { useEffect, useRef, useState } from "react";
-import {
-  ApiError,
-  api,
-  currentTenant,
-  logout,
-  setSessionLostHandler,
-  setTenant,
-  unwrap,
-} from "../api/client";
+import { ApiError, currentTenant, logout, setSessionLostHandler, setTenant } from "../api/client";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
+import { tenantSwitcherQuery } from "../api/tenants";
 import { isAdmin } from "../lib/grants";
 import { REFRESH_CHOICES, storedTenant, storeTenant, useRefreshSeconds } from "../lib/settings";
 import { ErrorNote } from "./ui";
@@ -152,10 +145,7 @@ function TenantSwitcher({
   value: string | null;
   onChange: (slug: string | null) => void;
 }) {
-  const tenants = useQuery({
-    queryKey: [...keys.tenants.all(), "switcher"],
-    queryFn: () => unwrap(api.GET("/api/tenants", { params: { query: { limit: 200 } } })),
-  });
+  const tenants = useQuery(tenantSwitcherQuery());
   return (
     <label className="inline">
       <span className="sr-only">Tenant</span>

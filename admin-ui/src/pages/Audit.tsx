@@ -2,25 +2,14 @@
 // who did what to which object, newest first, with the request id that leads to the server's log lines.
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useNavigate, useSearch } from "@tanstack/react-router";
-import { api, unwrap } from "../api/client";
-import { keys } from "../api/keys";
+import { auditQuery } from "../api/audit";
 import { Empty, ErrorNote, TableWrap } from "../components/ui";
 import { formatTime } from "../lib/format";
 
 export function AuditPage() {
   const search = useSearch({ from: "/audit" });
   const navigate = useNavigate({ from: "/audit" });
-  const pages = useInfiniteQuery({
-    queryKey: keys.audit(search),
-    queryFn: ({ pageParam }) =>
-      unwrap(
-        api.GET("/api/audit", {
-          params: { query: { ...search, cursor: pageParam ?? undefined, limit: 50 } },
-        }),
-      ),
-    initialPageParam: null as string | null,
-    getNextPageParam: (last) => last.next_cursor ?? undefined,
-  });
+  const pages = useInfiniteQuery(auditQuery(search));
   const entries = pages.data?.pages.flatMap((p) => p.items) ?? [];
   const filtered = Boolean(search.action || search.actor || search.topic);
   return (

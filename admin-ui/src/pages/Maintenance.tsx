@@ -4,6 +4,7 @@ import { useState } from "react";
 import { api, unwrap } from "../api/client";
 import { useLiveInterval } from "../api/hooks";
 import { keys } from "../api/keys";
+import { jobsQuery, schedulePreviewQuery } from "../api/maintenance";
 import { ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatTime } from "../lib/format";
@@ -11,19 +12,15 @@ import { formatTime } from "../lib/format";
 export function MaintenancePage() {
   const queryClient = useQueryClient();
   const jobs = useQuery({
-    queryKey: keys.maintenance.all(),
-    queryFn: () => unwrap(api.GET("/api/admin/jobs")),
+    ...jobsQuery(),
     refetchInterval: useLiveInterval(),
   });
   const [draft, setDraft] = useState<string | null>(null);
   const [ran, setRan] = useState<string | null>(null);
   const schedule = draft ?? jobs.data?.delete_reaper.schedule ?? "";
   const preview = useQuery({
-    queryKey: [...keys.maintenance.all(), "preview", schedule],
-    queryFn: () =>
-      unwrap(api.GET("/api/admin/delete-reaper/schedule/preview", { params: { query: { schedule } } })),
+    ...schedulePreviewQuery(schedule),
     enabled: draft !== null,
-    retry: false,
   });
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.maintenance.all() });
   const run = useMutation({

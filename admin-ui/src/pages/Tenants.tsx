@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { ApiError, api, currentTenant, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
+import { tenantsQuery } from "../api/tenants";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatCount } from "../lib/format";
@@ -30,8 +31,7 @@ function quotasFrom(form: FormData): { quotas: Quotas; errors: Record<string, st
 export function TenantsPage() {
   const queryClient = useQueryClient();
   const tenants = useQuery({
-    queryKey: keys.tenants.all(),
-    queryFn: () => unwrap(api.GET("/api/tenants", { params: { query: { limit: 200 } } })),
+    ...tenantsQuery(),
   });
   const [editing, setEditing] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<Tenant | null>(null);

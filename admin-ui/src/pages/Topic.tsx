@@ -2,21 +2,25 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
 import { useState } from "react";
-import { ApiError, api, type Schemas, unwrap } from "../api/client";
+import { ApiError, api, unwrap } from "../api/client";
 import { useLiveInterval, useTopics } from "../api/hooks";
 import { keys } from "../api/keys";
+import { messageQuery } from "../api/messages";
 import { useMe } from "../api/session";
+import { topicMessagesQuery } from "../api/topics";
 import { BulkJobHistory, BulkJobProgress } from "../components/BulkJob";
 import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
-import { Confirm, Empty, ErrorNote, TableWrap } from "../components/ui";
+import { Confirm, Empty, ErrorNote } from "../components/ui";
 import { type BulkAction, describeBulk, describeFilter, jobFilter } from "../lib/bulk";
-import { formatCount, formatTime } from "../lib/format";
+import { formatCount } from "../lib/format";
 import { can, isAdmin } from "../lib/grants";
+import { useDenseTables } from "../lib/settings";
 import type { TopicSearch } from "../router";
 import { RangePicker, TopicChart } from "./Overview";
+import { MessageTable } from "./topic/MessageTable";
+import { BULK_IDS, type ConfirmRequest, DeleteByKey, PurgeButton, topicTotal } from "./topic/TopicActions";
 
-type Message = Schemas["MessageView"];
 type Action = BulkAction;
 const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
 
@@ -30,21 +34,14 @@ export function TopicPage() {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [confirm, setConfirm] = useState<ConfirmRequest | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const [dense, setDense] = useDenseTables();
   const [jobId, setJobId] = useState<string | null>(null);
   const [showEnqueue, setShowEnqueue] = useState(false);
   const live = useLiveInterval();
 
   const filter = { status: search.status, key: search.key, metadata: search.metadata };
   const pages = useInfiniteQuery({
-    queryKey: keys.topics.messages(topic, filter),
-    queryFn: ({ pageParam }) =>
-      unwrap(
-        api.GET("/api/topics/{topic}/messages", {
-          params: { path: { topic }, query: { ...filter, cursor: pageParam ?? undefined, limit: 50 } },
-        }),
-      ),
-    initialPageParam: null as string | null,
-    getNextPageParam: (last) => last.next_cursor ?? undefined,
+    ...topicMessagesQuery(topic, filter),
     // A refetch of an infinite query fetches every loaded page again, one after another (31 pages: 62 requests
     // in 11 s): live refresh covers the first page only, and pauses once more are loaded.
     refetchInterval: (q) => ((q.state.data?.pages.length ?? 0) > 1 ? false : live),
@@ -60,7 +57,7 @@ export function TopicPage() {
   };
   // The id filter: one message by its primary key, shown when it belongs to this topic.
   const byId = useQuery({
-    queryKey: keys.topics.message(search.id ?? ""),
+    queryKey: messageQuery(search.id ?? "").queryKey,
     queryFn: async () => {
       try {
         const m = await unwrap(
@@ -260,6 +257,9 @@ export function TopicPage() {
           <input name="metadata" defaultValue={search.metadata ?? ""} placeholder='{"region": "eu"}' />
         </label>
         <button type="submit">Apply</button>
+        <label className="inline">
+          <input type="checkbox" checked={dense} onChange={(e) => setDense(e.target.checked)} /> Dense rows
+        </label>
       </form>
 
       {(mayConsume || admin) && !search.id && (
@@ -315,50 +315,14 @@ export function TopicPage() {
         </Empty>
       )}
       {messages.length > 0 && (
-        <TableWrap label={`Messages of ${topic}`}>
-          <table className="messages">
-            <caption className="sr-only">Messages of {topic}</caption>
-            <thead>
-              <tr>
-                <th scope="col">
-                  <input
-                    type="checkbox"
-                    aria-label="Select all shown"
-                    checked={selected.size > 0 && selected.size === messages.length}
-                    onChange={(e) =>
-                      setSelected(e.target.checked ? new Set(messages.map((m) => m.id)) : new Set())
-                    }
-                  />
-                </th>
-                <th scope="col">Id</th>
-                <th scope="col">Status</th>
-                <th scope="col">Key</th>
-                <th scope="col">Priority</th>
-                <th scope="col">Retries</th>
-                <th scope="col">Created</th>
-                <th scope="col">Available</th>
-              </tr>
-            </thead>
-            <tbody>
-              {messages.map((m) => (
-                <MessageRow
-                  key={m.id}
-                  message={m}
-                  selected={selected.has(m.id)}
-                  onSelect={(on) =>
-                    setSelected((s) => {
-                      const next = new Set(s);
-                      if (on) next.add(m.id);
-                      else next.delete(m.id);
-                      return next;
-                    })
-                  }
-                  onOpen={() => navigate({ search: { ...search, message: m.id } })}
-                />
-              ))}
-            </tbody>
-          </table>
-        </TableWrap>
+        <MessageTable
+          dense={dense}
+          topic={topic}
+          messages={messages}
+          selected={selected}
+          onSelected={setSelected}
+          onOpen={(id) => navigate({ search: { ...search, message: id } })}
+        />
       )}
       {!search.id && messages.length > 0 && (
         <div className="row wrap">
@@ -405,149 +369,5 @@ export function TopicPage() {
         <p>{confirm?.body}</p>
       </Confirm>
     </section>
-  );
-}
-
-function MessageRow({
-  message: m,
-  selected,
-  onSelect,
-  onOpen,
-}: {
-  message: Message;
-  selected: boolean;
-  onSelect: (on: boolean) => void;
-  onOpen: () => void;
-}) {
-  return (
-    <tr className={selected ? "selected" : undefined}>
-      <td>
-        <input
-          type="checkbox"
-          aria-label={`Select ${m.id}`}
-          checked={selected}
-          onChange={(e) => onSelect(e.target.checked)}
-        />
-      </td>
-      <td>
-        <button type="button" className="link mono" onClick={onOpen}>
-          {m.id.slice(0, 8)}…{m.id.slice(-4)}
-        </button>
-      </td>
-      <td>
-        <span className={`badge ${m.status}`}>{m.status}</span>
-      </td>
-      <td className="mono">{m.key ?? "–"}</td>
-      <td className="num">{m.priority}</td>
-      <td className="num">
-        {m.retry_count} / {m.max_retries}
-      </td>
-      <td>{formatTime(m.created_at)}</td>
-      <td>{formatTime(m.available_at)}</td>
-    </tr>
-  );
-}
-
-/** An action to confirm; `run` answers what to tell the operator afterwards (null: the page shows it already). */
-type ConfirmRequest = { title: string; body: string; label: string; run: () => Promise<string | null> };
-
-/** The most ids one bulk request takes (the API's batch limit). */
-const BULK_IDS = 1000;
-
-function topicTotal(summary: Schemas["TopicSummaryView"] | undefined): number {
-  return summary ? summary.pending + summary.processing + summary.failed + summary.expired : 0;
-}
-
-function PurgeButton({
-  topic,
-  summary,
-  onConfirm,
-}: {
-  topic: string;
-  summary: Schemas["TopicSummaryView"] | undefined;
-  onConfirm: (c: ConfirmRequest) => void;
-}) {
-  const [status, setStatus] = useState<"failed" | "expired" | "pending" | "processing" | "all">("failed");
-  const count = !summary
-    ? 0
-    : status === "all"
-      ? summary.pending + summary.processing + summary.failed + summary.expired
-      : summary[status];
-  return (
-    <span className="row">
-      <label className="inline">
-        <span className="sr-only">Purge status</span>
-        <select
-          aria-label="Purge status"
-          value={status}
-          onChange={(e) => setStatus(e.target.value as typeof status)}
-        >
-          {(["failed", "expired", "pending", "processing", "all"] as const).map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-      </label>
-      <button
-        type="button"
-        className="danger"
-        onClick={() =>
-          onConfirm({
-            title: `Purge ${formatCount(count)} ${status === "all" ? "" : `${status} `}messages?`,
-            body: `This deletes ${count.toLocaleString("en-US")} ${status === "all" ? "" : `${status} `}messages of ${topic} for good.`,
-            label: `Purge ${formatCount(count)}`,
-            run: async () => {
-              const { deleted } = await unwrap(
-                api.POST("/api/topics/{topic}/purge", {
-                  params: { path: { topic } },
-                  body: status === "all" ? {} : { statuses: [status] },
-                }),
-              );
-              return `Purged ${deleted.toLocaleString("en-US")} ${status === "all" ? "" : `${status} `}messages of ${topic}.`;
-            },
-          })
-        }
-      >
-        Purge…
-      </button>
-    </span>
-  );
-}
-
-function DeleteByKey({ topic, onConfirm }: { topic: string; onConfirm: (c: ConfirmRequest) => void }) {
-  const [key, setKey] = useState("");
-  return (
-    <span className="row">
-      <label className="inline">
-        <span className="sr-only">Key to delete</span>
-        <input
-          aria-label="Key to delete"
-          placeholder="key"
-          value={key}
-          onChange={(e) => setKey(e.target.value)}
-        />
-      </label>
-      <button
-        type="button"
-        className="danger"
-        disabled={!key}
-        onClick={() =>
-          onConfirm({
-            title: `Delete the messages with key “${key}”?`,
-            body: `Every message of ${topic} with this key is deleted, whatever its status.`,
-            label: "Delete by key",
-            run: async () => {
-              const { deleted } = await unwrap(
-                api.DELETE("/api/topics/{topic}/messages/by-key/{key}", { params: { path: { topic, key } } }),
-              );
-              return `Deleted ${deleted.toLocaleString("en-US")} messages with key “${key}”.`;
-            },
-          })
-        }
-      >
-        Delete by key
-      </button>
-    </span>
   );
 }

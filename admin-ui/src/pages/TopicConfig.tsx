@@ -5,6 +5,7 @@ import { type FormEvent, useState } from "react";
 import { api, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
+import { topicConfigQuery } from "../api/topics";
 import { Confirm, ErrorNote, Field } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { isAdmin } from "../lib/grants";
@@ -80,10 +81,7 @@ export function TopicConfigPage() {
   const queryClient = useQueryClient();
   const [confirmReset, setConfirmReset] = useState(false);
   const [invalid, setInvalid] = useState<Record<string, string>>({});
-  const config = useQuery({
-    queryKey: keys.topics.config(topic),
-    queryFn: () => unwrap(api.GET("/api/topics/{topic}/config", { params: { path: { topic } } })),
-  });
+  const config = useQuery(topicConfigQuery(topic));
   const save = useMutation({
     mutationFn: (body: Config) =>
       unwrap(api.PUT("/api/topic-configs/{topic}", { params: { path: { topic } }, body })),

@@ -4,6 +4,7 @@ import { type FormEvent, useState } from "react";
 import { api, type Schemas, unwrap } from "../api/client";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
+import { grantsQuery, usersQuery } from "../api/users";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 
@@ -12,8 +13,7 @@ type User = Schemas["UserView"];
 export function UsersPage() {
   const queryClient = useQueryClient();
   const users = useQuery({
-    queryKey: keys.users.all(),
-    queryFn: () => unwrap(api.GET("/api/users", { params: { query: { limit: 200 } } })),
+    ...usersQuery(),
   });
   const [open, setOpen] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<User | null>(null);
@@ -267,10 +267,7 @@ function UserRow({
 function Grants({ user }: { user: User }) {
   const queryClient = useQueryClient();
   const path = { params: { path: { user_id: user.id } } };
-  const grants = useQuery({
-    queryKey: keys.users.grants(user.id),
-    queryFn: () => unwrap(api.GET("/api/users/{user_id}/grants", path)),
-  });
+  const grants = useQuery(grantsQuery(user.id));
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.users.grants(user.id) });
   const add = useMutation({
     mutationFn: (body: Schemas["GrantBody"]) =>

@@ -1,0 +1,16 @@
+// The scheduled jobs (platform admins): their calls and cache keys.
+import { queryOptions } from "@tanstack/react-query";
+import { api, unwrap } from "./client";
+import { keys } from "./keys";
+
+export const jobsQuery = () =>
+  queryOptions({ queryKey: keys.maintenance.all(), queryFn: () => unwrap(api.GET("/api/admin/jobs")) });
+
+/** The API's check of a cron schedule as it is typed, with its next runs. */
+export const schedulePreviewQuery = (schedule: string) =>
+  queryOptions({
+    queryKey: keys.maintenance.preview(schedule),
+    queryFn: () =>
+      unwrap(api.GET("/api/admin/delete-reaper/schedule/preview", { params: { query: { schedule } } })),
+    retry: false,
+  });

@@ -1,0 +1,58 @@
+// Topics: the calls and cache keys of everything about a tenant's topics, in one place. Components use these
+// options (`useQuery(topicConfigQuery(topic))`) and never write a key or a call themselves.
+import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
+import { api, unwrap } from "./client";
+import { keys } from "./keys";
+
+export type SeriesRange = "1h" | "24h" | "7d";
+
+export const topicsQuery = () =>
+  queryOptions({ queryKey: keys.topics.list(), queryFn: () => unwrap(api.GET("/api/topics")) });
+
+export const seriesQuery = (topic: string, range: SeriesRange) =>
+  queryOptions({
+    queryKey: keys.topics.series(topic, range),
+    queryFn: () =>
+      unwrap(api.GET("/api/topics/{topic}/series", { params: { path: { topic }, query: { range } } })),
+  });
+
+export const tenantSeriesQuery = (range: SeriesRange) =>
+  queryOptions({
+    queryKey: keys.tenantSeries(range),
+    queryFn: () => unwrap(api.GET("/api/series", { params: { query: { range } } })),
+  });
+
+export type MessageFilter = {
+  status?: "pending" | "delayed" | "processing" | "failed" | "expired";
+  key?: string;
+  metadata?: string;
+};
+
+/** A topic's messages by keyset, 50 a page, as the console pages them. */
+export const topicMessagesQuery = (topic: string, filter: MessageFilter) =>
+  infiniteQueryOptions({
+    queryKey: keys.topics.messages(topic, filter),
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET("/api/topics/{topic}/messages", {
+          params: { path: { topic }, query: { ...filter, cursor: pageParam ?? undefined, limit: 50 } },
+        }),
+      ),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+  });
+
+export const topicConfigQuery = (topic: string) =>
+  queryOptions({
+    queryKey: keys.topics.config(topic),
+    queryFn: () => unwrap(api.GET("/api/topics/{topic}/config", { params: { path: { topic } } })),
+  });
+
+export const bulkJobsQuery = () =>
+  queryOptions({ queryKey: keys.bulkJobs.all(), queryFn: () => unwrap(api.GET("/api/bulk-jobs")) });
+
+export const bulkJobQuery = (id: string) =>
+  queryOptions({
+    queryKey: keys.bulkJobs.one(id),
+    queryFn: () => unwrap(api.GET("/api/bulk-jobs/{job_id}", { params: { path: { job_id: id } } })),
+  });
