@@ -11,8 +11,7 @@ import asyncio
 import contextlib
 import logging
 
-import asyncpg
-
+from mq.db.engine import DATABASE_ERRORS
 from mq.queue.repository import MessageRepository
 
 log = logging.getLogger(__name__)
@@ -57,7 +56,7 @@ class Activity:
                 [counts[k][1] for k in keys],
                 [counts[k][2] for k in keys],
             )
-        except (asyncpg.PostgresError, OSError) as exc:
+        except DATABASE_ERRORS as exc:
             if len(self._counts) < _MAX_TOPICS:
                 for key, kept in counts.items():
                     counter = self._counter(*key)

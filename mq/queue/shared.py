@@ -55,6 +55,16 @@ class _Dequeue(NamedTuple):
     consumer: str | None
 
 
+def split(results: Sequence[Outcome], sizes: Sequence[int]) -> list[list[Outcome]]:
+    """A shared statement's results dealt back to its requests, in order: the first `sizes[0]` to the first, and so
+    on (a dequeue's part may come up short when fewer rows were found)."""
+    parts, start = [], 0
+    for size in sizes:
+        parts.append(list(results[start : start + size]))
+        start += size
+    return parts
+
+
 def in_queue_order(rows: Sequence[Any]) -> list[Any]:
     """UPDATE ... RETURNING gives rows in no particular order: highest priority first, then oldest."""
     return sorted(rows, key=lambda r: (-r["priority"], r["id"]))
@@ -171,11 +181,7 @@ class SharedStatements:
                 [t for c in chosen for t in c.ttls],
                 caps,
             )
-            parts, start = [], 0
-            for insert in chosen:
-                parts.append(stored[start : start + len(insert.items)])
-                start += len(insert.items)
-            return parts
+            return split(stored, [len(insert.items) for insert in chosen])
 
         return await _per_group(inserts, lambda i: i.tenant_id, write)
 
@@ -262,11 +268,7 @@ class SharedStatements:
             if dead:
                 self._dead_lettered(tenant_id, dead)
             rows = in_queue_order(delivered)
-            parts, start = [], 0
-            for d in chosen:
-                parts.append(rows[start : start + d.limit])
-                start += d.limit
-            return parts
+            return split(rows, [d.limit for d in chosen])
 
         return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility, d.consumer), lease)
 
@@ -278,11 +280,7 @@ class SharedStatements:
             ids = [m for a in chosen for m in a.ids]
             receipts = [r for a in chosen for r in a.receipts]
             outcomes = credit(ids, receipts, await self.repository.ack_batch(tenant_id, ids, receipts))
-            parts, start = [], 0
-            for ack in chosen:
-                parts.append(outcomes[start : start + len(ack.ids)])
-                start += len(ack.ids)
-            return parts
+            return split(outcomes, [len(ack.ids) for ack in chosen])
 
         return await _per_group(acks, lambda a: a.tenant_id, delete)
 

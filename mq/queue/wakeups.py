@@ -19,8 +19,7 @@ import contextlib
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 
-import asyncpg
-
+from mq.db.engine import DATABASE_ERRORS
 from mq.db.listener import PostgresListener
 from mq.queue import sql
 
@@ -144,7 +143,7 @@ class WakeupHub:
                 # Under load this loop would send a NOTIFY statement per turn; pacing it bounds that work while
                 # keys arriving meanwhile gather in the outbox. Local waiters were woken already.
                 await asyncio.sleep(_MIN_NOTIFY_INTERVAL_SECONDS)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except DATABASE_ERRORS as exc:
                 log.warning("long-poll notification failed, retrying: %s", exc)
                 for key, n in counts.items():
                     self._outbox[key] = min(EVERYONE, self._outbox.get(key, 0) + n)

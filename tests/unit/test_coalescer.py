@@ -96,3 +96,10 @@ async def test_weight_bounds_a_flush_and_a_heavy_item_goes_alone() -> None:
     await asyncio.gather(*(coalescer.submit(i) for i in [4, 4, 4, 50, 1, 1]))
     assert all(sum(b) <= 10 or len(b) == 1 for b in recorder.batches)
     assert [50] in recorder.batches
+
+
+def test_a_shared_statements_results_are_dealt_back_in_order() -> None:
+    from mq.queue.shared import split
+
+    assert split([1, 2, 3, 4, 5], [2, 1, 2]) == [[1, 2], [3], [4, 5]]
+    assert split([1, 2], [2, 3]) == [[1, 2], []]  # a dequeue that found fewer rows than asked
