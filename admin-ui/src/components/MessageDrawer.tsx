@@ -6,7 +6,7 @@ import { api, unwrap } from "../api/client";
 import { messageQuery } from "../api/messages";
 import { formatTime, showPayload } from "../lib/format";
 import { can, isAdmin, type Me } from "../lib/grants";
-import { ErrorNote } from "./ui";
+import { ErrorNote, TableWrap } from "./ui";
 
 export function MessageDrawer({
   id,
@@ -133,33 +133,35 @@ export function MessageDrawer({
           {attempts.length === 0 ? (
             <p className="muted">Not delivered yet.</p>
           ) : (
-            <table className="attempts">
-              <caption className="sr-only">Deliveries of this message, oldest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">#</th>
-                  <th scope="col">Leased</th>
-                  <th scope="col">By</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Ended</th>
-                  <th scope="col">Error</th>
-                </tr>
-              </thead>
-              <tbody>
-                {attempts.map((a) => (
-                  <tr key={a.attempt}>
-                    <td className="num">{a.attempt}</td>
-                    <td>{formatTime(a.leased_at)}</td>
-                    <td className="mono">{a.leased_by ?? "–"}</td>
-                    <td>
-                      <span className={`badge ${a.outcome}`}>{a.outcome.replace("_", " ")}</span>
-                    </td>
-                    <td>{a.ended_at ? formatTime(a.ended_at) : "–"}</td>
-                    <td className={a.error ? "bad" : undefined}>{a.error ?? "–"}</td>
+            <TableWrap label="Attempts">
+              <table className="attempts">
+                <caption className="sr-only">Deliveries of this message, oldest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">#</th>
+                    <th scope="col">Leased</th>
+                    <th scope="col">By</th>
+                    <th scope="col">Outcome</th>
+                    <th scope="col">Ended</th>
+                    <th scope="col">Error</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {attempts.map((a) => (
+                    <tr key={a.attempt}>
+                      <td className="num">{a.attempt}</td>
+                      <td>{formatTime(a.leased_at)}</td>
+                      <td className="mono">{a.leased_by ?? "–"}</td>
+                      <td>
+                        <span className={`badge ${a.outcome}`}>{a.outcome.replace("_", " ")}</span>
+                      </td>
+                      <td>{a.ended_at ? formatTime(a.ended_at) : "–"}</td>
+                      <td className={a.error ? "bad" : undefined}>{a.error ?? "–"}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableWrap>
           )}
           <div className="row">
             {can(me, "consume", m.topic) && (["failed", "expired"].includes(m.status) || delayed) && (
