@@ -223,3 +223,34 @@ test("paging: the total is shown, and live refresh does not fetch every loaded p
   await expect(rows).toHaveCount(50);
   await page.getByLabel("Live refresh").selectOption("5");
 });
+
+test("a long tenant name fits a phone and leaves the Tenants table's actions in view", async ({ page }) => {
+  const slug = `long-${Date.now().toString(36)}-for-the-switcher-that-goes-on-and-on`;
+  const platform = await adminApi();
+  await platform.post("/api/tenants", {
+    data: { slug, name: "A tenant with a very long name indeed, longer than any phone is wide" },
+  });
+  for (const width of [390, 1280]) {
+    await page.setViewportSize({ width, height: 800 });
+    await signIn(page, admin.username, admin.password);
+    await page.getByLabel("Tenant", { exact: true }).selectOption(slug);
+    await expect(page.getByRole("heading", { name: "Topics", exact: true })).toBeVisible();
+    for (const path of ["/", "/tenants"]) {
+      await page.goto(path);
+      await expect(page.getByRole("heading").first()).toBeVisible();
+      const overflow = await page.evaluate(() => document.scrollingElement?.scrollWidth ?? 0);
+      expect(overflow, `${path} at ${width} px`).toBeLessThanOrEqual(width);
+    }
+    if (width === 1280) {
+      const row = page
+        .getByRole("row")
+        .filter({ has: page.getByRole("rowheader", { name: new RegExp(slug) }) });
+      const button = row.getByRole("button", { name: "Delete…" });
+      const box = await button.boundingBox();
+      expect((box?.x ?? 9999) + (box?.width ?? 0)).toBeLessThanOrEqual(1280); // it was scrolled out of view
+    }
+    await page.getByLabel("Tenant", { exact: true }).selectOption("");
+  }
+  await platform.delete(`/api/tenants/${slug}`);
+  await platform.dispose();
+});

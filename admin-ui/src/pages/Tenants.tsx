@@ -106,7 +106,7 @@ export function TenantsPage() {
             <tbody>
               {tenants.data.items.map((t) => (
                 <tr key={t.slug}>
-                  <th scope="row">
+                  <th scope="row" className="tenant-name" title={`${t.name} (${t.slug})`}>
                     {t.name} <span className="muted mono">{t.slug}</span>
                   </th>
                   <td>
@@ -129,7 +129,7 @@ export function TenantsPage() {
                       .map((q) => `${q.label}: ${t.quotas[q.name]}`)
                       .join(", ") || "none"}
                   </td>
-                  <td className="row">
+                  <td className="row wrap actions">
                     <button type="button" onClick={() => setEditing(editing === t.slug ? null : t.slug)}>
                       Edit quotas
                     </button>
