@@ -2,18 +2,14 @@
 
 The counting happens in Postgres, in the statement that inserts the rows (`skiplock_admit`, migration
 `2026_11_22_admission`; docs/semantics.md "Quotas and max_depth"). This module builds that function's arguments
-from the caps in force and turns its refusals into domain errors. A refusal is never answered from memory: it is
-true when it is answered (each one recounts the scope, index-only, then without expired messages).
+from the caps in force; `MessageRepository` turns its refusals into domain errors. A refusal is never answered from
+memory: it is true when it is answered (each one recounts the scope, index-only, then without expired messages).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import NamedTuple
-
-import asyncpg
-
-from mq import errors
 
 #: Seconds a refused producer is told to wait (Retry-After).
 RETRY_AFTER_SECONDS = 1
@@ -66,29 +62,3 @@ NO_CAPS = Caps()
 
 def _tighter(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
-
-
-def refusal(exc: asyncpg.PostgresError) -> errors.SkiplockError | None:
-    """The domain error for a refusal raised by `skiplock_admit`, or None for any other database error."""
-    code = getattr(exc, "sqlstate", None)
-    if code not in ("SKQ01", "SKQ02", "SKQ03"):
-        return None
-    scope = getattr(exc, "detail", None) or ""
-    used_text, _, cap_text = (getattr(exc, "hint", None) or "0/0").partition("/")
-    used, cap = int(used_text), int(cap_text)
-    if code == "SKQ01":
-        return errors.QueueFull(
-            f"topic {scope!r} holds {used} messages and its max_depth is {cap}; retry when consumers made room",
-            details={"topic": scope, "max_depth": cap, "depth": used},
-            retry_after=RETRY_AFTER_SECONDS,
-        )
-    if code == "SKQ02":
-        return errors.QuotaExceeded(
-            f"the tenant holds {used} pending and processing messages and its max_messages quota is {cap}",
-            details={"quota": "max_messages", "limit": cap, "used": used},
-            retry_after=RETRY_AFTER_SECONDS,
-        )
-    return errors.QuotaExceeded(
-        f"the tenant has {used} topics, its max_topics quota; this would create another",
-        details={"quota": "max_topics", "limit": cap, "used": used},
-    )

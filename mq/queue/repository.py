@@ -11,9 +11,9 @@ from typing import Any
 import asyncpg
 
 from mq import errors
-from mq.queue import admission, sql
-from mq.queue.admission import AdmitArguments
-from mq.queue.types import DeadLettered, EnqueueItem, NackOutcome, QueueDefaults, TopicConfig
+from mq.queue import sql
+from mq.queue.admission import RETRY_AFTER_SECONDS, AdmitArguments
+from mq.queue.types import DeadLettered, NackOutcome, NewRow, QueueDefaults, TopicConfig
 
 Record = asyncpg.Record
 
@@ -29,15 +29,13 @@ class MessageRepository:
         self,
         tenant_id: int,
         ids: Sequence[uuid.UUID],
-        items: Sequence[EnqueueItem],
-        max_retries: Sequence[int],
-        ttls: Sequence[int],
+        rows: Sequence[NewRow],
         admit: AdmitArguments | None = None,
     ) -> list[Record]:
         """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error.
         Keyed rows first expire twins past their TTL (`sql.MESSAGE_INSERT_KEYED`)."""
         extra: tuple[Any, ...] = ()
-        if any(i.key is not None for i in items):
+        if any(r.key is not None for r in rows):
             statement = sql.MESSAGE_INSERT_KEYED if admit is None else sql.MESSAGE_INSERT_KEYED_ADMITTED
             extra = (self.defaults.expire_to_dlq, self.defaults.dlq_enabled)
         else:
@@ -49,14 +47,14 @@ class MessageRepository:
                 statement,
                 tenant_id,
                 ids,
-                [i.topic for i in items],
-                [i.key for i in items],
-                [i.payload for i in items],
-                [i.metadata_json for i in items],
-                [i.priority for i in items],
-                max_retries,
-                [float(i.delay_seconds) for i in items],
-                ttls,
+                [r.topic for r in rows],
+                [r.key for r in rows],
+                [r.payload for r in rows],
+                [r.metadata_json for r in rows],
+                [r.priority for r in rows],
+                [r.max_retries for r in rows],
+                [float(r.delay_seconds) for r in rows],
+                [r.ttl_seconds for r in rows],
                 *extra,
             )
         except asyncpg.PostgresError as exc:
@@ -67,13 +65,11 @@ class MessageRepository:
         self,
         tenant_id: int,
         ids: Sequence[uuid.UUID],
-        items: Sequence[EnqueueItem],
-        max_retries: int,
-        ttl_seconds: int,
+        rows: Sequence[NewRow],
         admit: AdmitArguments | None = None,
     ) -> None:
-        """Insert keyless messages that share topic, priority, delay, max_retries and TTL (items[0] gives them)."""
-        first = items[0]
+        """Insert keyless messages that share topic, priority, delay, max_retries and TTL (rows[0] gives them)."""
+        first = rows[0]
         statement, extra = (
             (sql.MESSAGE_INSERT_UNIFORM, ()) if admit is None else (sql.MESSAGE_INSERT_UNIFORM_ADMITTED, admit)
         )
@@ -83,12 +79,12 @@ class MessageRepository:
                 tenant_id,
                 first.topic,
                 first.priority,
-                max_retries,
+                first.max_retries,
                 float(first.delay_seconds),
-                ttl_seconds,
+                first.ttl_seconds,
                 ids,
-                [i.payload for i in items],
-                [i.metadata_json for i in items],
+                [r.payload for r in rows],
+                [r.metadata_json for r in rows],
                 *extra,
             )
         except asyncpg.PostgresError as exc:
@@ -99,16 +95,15 @@ class MessageRepository:
         self,
         tenant_id: int,
         ids: Sequence[uuid.UUID],
-        items: Sequence[EnqueueItem],
-        max_retries: Sequence[int],
+        rows: Sequence[NewRow],
         admit: AdmitArguments | None = None,
     ) -> None:
         """Insert keyless, undelayed messages without TTL by binary COPY: the fastest way into the table.
         `available_at`, `created_at` and `updated_at` take their defaults, now() on the database's clock. With
         `admit`, the COPY passes the gates first, in its own statement (see `sql.copy_admission`)."""
         records = [
-            (message_id, tenant_id, item.topic, item.payload, item.metadata_json, item.priority, retries)
-            for message_id, item, retries in zip(ids, items, max_retries, strict=True)
+            (message_id, tenant_id, row.topic, row.payload, row.metadata_json, row.priority, row.max_retries)
+            for message_id, row in zip(ids, rows, strict=True)
         ]
         where = None if admit is None else sql.copy_admission(tenant_id, admit)
         try:
@@ -372,9 +367,35 @@ async def _admit_moved(
 
 def _raise_refusal(exc: asyncpg.PostgresError) -> None:
     """Raise the domain error of a refusal by `skiplock_admit`; return for any other database error."""
-    error = admission.refusal(exc)
+    error = refusal(exc)
     if error is not None:
         raise error from None
+
+
+def refusal(exc: asyncpg.PostgresError) -> errors.SkiplockError | None:
+    """The domain error for a refusal raised by `skiplock_admit`, or None for any other database error."""
+    code = getattr(exc, "sqlstate", None)
+    if code not in ("SKQ01", "SKQ02", "SKQ03"):
+        return None
+    scope = getattr(exc, "detail", None) or ""
+    used_text, _, cap_text = (getattr(exc, "hint", None) or "0/0").partition("/")
+    used, cap = int(used_text), int(cap_text)
+    if code == "SKQ01":
+        return errors.QueueFull(
+            f"topic {scope!r} holds {used} messages and its max_depth is {cap}; retry when consumers made room",
+            details={"topic": scope, "max_depth": cap, "depth": used},
+            retry_after=RETRY_AFTER_SECONDS,
+        )
+    if code == "SKQ02":
+        return errors.QuotaExceeded(
+            f"the tenant holds {used} pending and processing messages and its max_messages quota is {cap}",
+            details={"quota": "max_messages", "limit": cap, "used": used},
+            retry_after=RETRY_AFTER_SECONDS,
+        )
+    return errors.QuotaExceeded(
+        f"the tenant has {used} topics, its max_topics quota; this would create another",
+        details={"quota": "max_topics", "limit": cap, "used": used},
+    )
 
 
 def _id_list(ids: Sequence[uuid.UUID | None]) -> str:

@@ -34,6 +34,7 @@ from mq.queue.types import (
     MessageDetailView,
     MessageView,
     NackOutcome,
+    NewRow,
     parse_uuid,
     parse_uuids,
 )
@@ -76,9 +77,8 @@ class QueueService:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
         Concurrent enqueues share one statement (see `Coalescer`); this returns once the row is committed."""
         config = await self.configs.effective(tenant_id, item.topic)
-        [(message_id, inserted)] = await self._store(
-            tenant_id, [item], [config.max_retries], [config.message_ttl_seconds], {item.topic: config}
-        )
+        row = item.resolved(config.max_retries, config.message_ttl_seconds)
+        [(message_id, inserted)] = await self._store(tenant_id, [row], {item.topic: config})
         metrics = self.metrics
         metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, item.topic)
         self.activity.enqueued(tenant_id, item.topic)
@@ -93,11 +93,11 @@ class QueueService:
         configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
         if len(configs) == 1:
             [config] = configs.values()
-            max_retries, ttls = [config.max_retries] * len(items), [config.message_ttl_seconds] * len(items)
+            retries, ttl = config.max_retries, config.message_ttl_seconds
+            rows = [i.resolved(retries, ttl) for i in items]
         else:
-            max_retries = [configs[i.topic].max_retries for i in items]
-            ttls = [configs[i.topic].message_ttl_seconds for i in items]
-        stored = await self._store(tenant_id, items, max_retries, ttls, configs)
+            rows = [i.resolved(configs[i.topic].max_retries, configs[i.topic].message_ttl_seconds) for i in items]
+        stored = await self._store(tenant_id, rows, configs)
         self.wakeups.published(tenant_id, Counter(i.topic for i in items if i.delay_seconds <= 0))
         metrics = self.metrics
         if len(configs) == 1:
@@ -114,30 +114,20 @@ class QueueService:
         return [message_id for message_id, _ in stored]
 
     async def _store(
-        self,
-        tenant_id: int,
-        items: Sequence[EnqueueItem],
-        max_retries: Sequence[int],
-        ttls: Sequence[int],
-        configs: dict[str, EffectiveConfig],
+        self, tenant_id: int, rows: Sequence[NewRow], configs: dict[str, EffectiveConfig]
     ) -> list[tuple[uuid.UUID, bool]]:
         """Store; a refusal (cap, rate, quota, size) is counted in `skiplock_enqueue_rejected_total`."""
         try:
-            return await self._admitted_store(tenant_id, items, max_retries, ttls, configs)
+            return await self._admitted_store(tenant_id, rows, configs)
         except errors.SkiplockError as refused:
             reason = _REJECTIONS.get(type(refused))
             if reason is not None:
-                for topic, n in Counter(i.topic for i in items).items():
+                for topic, n in Counter(r.topic for r in rows).items():
                     self.metrics.count(self.metrics.rejected, tenant_id, topic, n, reason)
             raise
 
     async def _admitted_store(
-        self,
-        tenant_id: int,
-        items: Sequence[EnqueueItem],
-        max_retries: Sequence[int],
-        ttls: Sequence[int],
-        configs: dict[str, EffectiveConfig],
+        self, tenant_id: int, rows: Sequence[NewRow], configs: dict[str, EffectiveConfig]
     ) -> list[tuple[uuid.UUID, bool]]:
         """Store after the tenant's quotas and the topics' max_depth (docs/semantics.md, "Quotas and
         max_depth"); a tenant without quotas writing to uncapped topics goes straight to the shared statement."""
@@ -145,7 +135,7 @@ class QueueService:
         if self.quotas is not None:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
         if quotas.enqueue_rate is None:
-            wait = self.shared.enqueue_wait(tenant_id, len(items))
+            wait = self.shared.enqueue_wait(tenant_id, len(rows))
             if wait:
                 fair = self.settings.tenant_enqueue_rate
                 raise errors.RateLimited(
@@ -155,14 +145,14 @@ class QueueService:
                     retry_after=max(1, math.ceil(wait)),
                 )
         if quotas is NO_QUOTAS and all(c.max_depth is None for c in configs.values()):
-            return await self.shared.insert(tenant_id, items, max_retries, ttls)
+            return await self.shared.insert(tenant_id, rows)
         depths = tuple(sorted((t, c.max_depth) for t, c in configs.items() if c.max_depth is not None))
         if quotas.max_payload_bytes is not None:
-            _check_payloads(items, quotas.max_payload_bytes)
+            _check_payloads(rows, quotas.max_payload_bytes)
         caps = Caps(quotas.max_messages, quotas.max_topics, depths)
         rate, bucket = quotas.enqueue_rate, redis_keys.enqueue_bucket(tenant_id)
         if rate is not None:
-            granted, wait = await self.buckets.take(bucket, rate, len(items), whole=True)
+            granted, wait = await self.buckets.take(bucket, rate, len(rows), whole=True)
             if not granted:
                 raise errors.RateLimited(
                     f"the tenant's enqueue_rate quota is {rate} messages per second",
@@ -170,10 +160,10 @@ class QueueService:
                     retry_after=max(1, math.ceil(wait)),
                 )
         try:
-            return await self.shared.insert(tenant_id, items, max_retries, ttls, caps)
+            return await self.shared.insert(tenant_id, rows, caps)
         except (errors.QueueFull, errors.QuotaExceeded):
             if rate is not None:
-                await self.buckets.give_back(bucket, rate, len(items))
+                await self.buckets.give_back(bucket, rate, len(rows))
             raise
 
     # --- consume -----------------------------------------------------------------------------------------------
@@ -448,12 +438,12 @@ class QueueService:
         return topic
 
 
-def _check_payloads(items: Sequence[EnqueueItem], limit: int) -> None:
+def _check_payloads(rows: Sequence[NewRow], limit: int) -> None:
     """The tenant's max_payload_bytes quota (the global maximum was checked with the request)."""
-    too_large = [(n, len(item.payload)) for n, item in enumerate(items) if len(item.payload) > limit]
+    too_large = [(n, len(row.payload)) for n, row in enumerate(rows) if len(row.payload) > limit]
     if not too_large:
         return
-    if len(items) == 1:
+    if len(rows) == 1:
         raise errors.PayloadTooLarge(
             f"payload is {too_large[0][1]} bytes; this tenant's max_payload_bytes quota is {limit}",
             details={"quota": "max_payload_bytes", "limit": limit},

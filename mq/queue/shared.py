@@ -20,7 +20,7 @@ from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
 from mq.queue.fairness import TenantGate
 from mq.queue.repository import MessageRepository
-from mq.queue.types import DeadLettered, EnqueueItem
+from mq.queue.types import DeadLettered, NewRow
 from mq.settings import Settings
 
 Request = TypeVar("Request")
@@ -31,9 +31,7 @@ class _Insert(NamedTuple):
     """An enqueue request (one message or a batch) waiting to be written with others."""
 
     tenant_id: int
-    items: Sequence[EnqueueItem]
-    max_retries: Sequence[int]
-    ttls: Sequence[int]
+    rows: Sequence[NewRow]
     caps: Caps
 
 
@@ -108,7 +106,7 @@ class SharedStatements:
         # A flush holds at most max_batch_size rows; coalesce_max_in_flight flushes of a kind run at once.
         in_flight, rows = settings.coalesce_max_in_flight, settings.max_batch_size
         self._inserts = Coalescer(
-            self._insert_many, max_batch=rows, max_in_flight=in_flight, weight=lambda i: len(i.items)
+            self._insert_many, max_batch=rows, max_in_flight=in_flight, weight=lambda i: len(i.rows)
         )
         self._acks = Coalescer(self._ack_many, max_batch=rows, max_in_flight=in_flight, weight=lambda a: len(a.ids))
         self._dequeues = Coalescer(
@@ -118,18 +116,13 @@ class SharedStatements:
         self._gate = TenantGate(settings.tenant_max_statements, enqueue_rate=settings.tenant_enqueue_rate)
 
     async def insert(
-        self,
-        tenant_id: int,
-        items: Sequence[EnqueueItem],
-        max_retries: Sequence[int],
-        ttls: Sequence[int],
-        caps: Caps = NO_CAPS,
+        self, tenant_id: int, rows: Sequence[NewRow], caps: Caps = NO_CAPS
     ) -> list[tuple[uuid.UUID, bool]]:
         """Store messages, all or none; per item its id and whether its row is new (False: a pending twin with
         the same key was updated). Returns once the rows are committed. `caps` the rows must pass (a refusal
         raises QueueFull or QuotaExceeded and stores nothing of this request)."""
-        request = _Insert(tenant_id, items, max_retries, ttls, caps)
-        if len(items) < _ALONE_MIN_ROWS:
+        request = _Insert(tenant_id, rows, caps)
+        if len(rows) < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._inserts.submit(request)
         async with self._gate.slot(tenant_id):
@@ -174,85 +167,62 @@ class SharedStatements:
             for other in chosen[1:]:
                 if other.caps:
                     caps = caps.merge(other.caps)
-            stored = await self._store(
-                tenant_id,
-                [item for c in chosen for item in c.items],
-                [m for c in chosen for m in c.max_retries],
-                [t for c in chosen for t in c.ttls],
-                caps,
-            )
-            return split(stored, [len(insert.items) for insert in chosen])
+            stored = await self._store(tenant_id, [row for c in chosen for row in c.rows], caps)
+            return split(stored, [len(insert.rows) for insert in chosen])
 
         return await _per_group(inserts, lambda i: i.tenant_id, write)
 
-    async def _store(
-        self,
-        tenant_id: int,
-        items: Sequence[EnqueueItem],
-        max_retries: Sequence[int],
-        ttls: Sequence[int],
-        caps: Caps,
-    ) -> list[tuple[uuid.UUID, bool]]:
-        """Insert in one statement; per input item, its message id and whether the row is new. Items sharing a
-        (topic, key) fold into one row with the last one's content (ON CONFLICT cannot touch a row twice)."""
+    async def _store(self, tenant_id: int, rows: Sequence[NewRow], caps: Caps) -> list[tuple[uuid.UUID, bool]]:
+        """Insert in one statement; per input row, its message id and whether it is new. Rows sharing a
+        (topic, key) fold into one with the last one's content (ON CONFLICT cannot touch a row twice)."""
         if (
-            len(items) >= _COPY_MIN_ROWS
-            and not any(ttls)
-            and all(item.key is None and item.delay_seconds <= 0 for item in items)
+            len(rows) >= _COPY_MIN_ROWS
+            and not any(row.ttl_seconds for row in rows)
+            and all(row.key is None and row.delay_seconds <= 0 for row in rows)
         ):
-            ids = uuid7_batch(len(items))
-            admit = caps.arguments(Counter(item.topic for item in items)) if caps else None
-            await self.repository.copy_batch(tenant_id, ids, items, max_retries, admit)
+            ids = uuid7_batch(len(rows))
+            admit = caps.arguments(Counter(row.topic for row in rows)) if caps else None
+            await self.repository.copy_batch(tenant_id, ids, rows, admit)
             return [(message_id, True) for message_id in ids]
-        if _uniform(items, max_retries, ttls):
-            ids = uuid7_batch(len(items))
-            admit = caps.arguments(Counter({items[0].topic: len(items)})) if caps else None
-            await self.repository.insert_uniform(tenant_id, ids, items, max_retries[0], ttls[0], admit)
+        if _uniform(rows):
+            ids = uuid7_batch(len(rows))
+            admit = caps.arguments(Counter({rows[0].topic: len(rows)})) if caps else None
+            await self.repository.insert_uniform(tenant_id, ids, rows, admit)
             return [(message_id, True) for message_id in ids]
-        rows: list[int] = []  # input positions that become rows
+        kept: list[NewRow] = []  # the rows written: one per (topic, key), holding the last content given for it
         row_of_key: dict[tuple[str, str], int] = {}
-        slot: list[int] = []  # input position -> index in rows
-        folded = list(items)
-        for position, item in enumerate(items):
-            if item.key is not None:
-                seen = row_of_key.get((item.topic, item.key))
+        slot: list[int] = []  # input position -> index in kept
+        for row in rows:
+            if row.key is not None:
+                seen = row_of_key.get((row.topic, row.key))
                 if seen is not None:
-                    first = rows[seen]
-                    folded[first] = msgspec.structs.replace(
-                        folded[first], payload=item.payload, metadata_json=item.metadata_json
+                    kept[seen] = msgspec.structs.replace(
+                        kept[seen], payload=row.payload, metadata_json=row.metadata_json
                     )
                     slot.append(seen)
                     continue
-                row_of_key[(item.topic, item.key)] = len(rows)
-            slot.append(len(rows))
-            rows.append(position)
-        ids = uuid7_batch(len(rows))
+                row_of_key[(row.topic, row.key)] = len(kept)
+            slot.append(len(kept))
+            kept.append(row)
+        ids = uuid7_batch(len(kept))
         # Statements upsert keys in one global order, (topic, key), so that two of them racing over the same keys
         # wait for each other instead of deadlocking.
-        order = sorted(range(len(rows)), key=lambda n: (items[rows[n]].topic, items[rows[n]].key or ""))
+        order = sorted(range(len(kept)), key=lambda n: (kept[n].topic, kept[n].key or ""))
         # Every row counts against the caps, even one that will update a pending twin: which rows are new is known
         # only once they are written, after the gates.
-        admit = caps.arguments(Counter(items[p].topic for p in rows)) if caps else None
-        result = await self.repository.insert_batch(
-            tenant_id,
-            [ids[n] for n in order],
-            [folded[rows[n]] for n in order],
-            [max_retries[rows[n]] for n in order],
-            [ttls[rows[n]] for n in order],
-            admit,
-        )
+        admit = caps.arguments(Counter(row.topic for row in kept)) if caps else None
+        result = await self.repository.insert_batch(tenant_id, [ids[n] for n in order], [kept[n] for n in order], admit)
         # A keyed row may have been upserted into an existing message: its id is the stored one.
         by_key = {(r["topic"], r["key"]): (r["id"], r["inserted"]) for r in result if r["key"] is not None}
         per_row = [
-            by_key[(items[p].topic, items[p].key)] if items[p].key is not None else (ids[n], True)
-            for n, p in enumerate(rows)
+            by_key[(row.topic, row.key)] if row.key is not None else (ids[n], True) for n, row in enumerate(kept)
         ]
         first_slot: set[int] = set()
         outcomes: list[tuple[uuid.UUID, bool]] = []
-        for row in slot:
-            message_id, inserted = per_row[row]
-            outcomes.append((message_id, inserted and row not in first_slot))
-            first_slot.add(row)
+        for n in slot:
+            message_id, inserted = per_row[n]
+            outcomes.append((message_id, inserted and n not in first_slot))
+            first_slot.add(n)
         return outcomes
 
     async def _dequeue_many(self, dequeues: Sequence[_Dequeue]) -> list[list[Any] | BaseException]:
@@ -356,17 +326,15 @@ def credit(
 _UNSET = RuntimeError("no outcome")  # replaced for every request before _per_group returns
 
 
-def _uniform(items: Sequence[EnqueueItem], max_retries: Sequence[int], ttls: Sequence[int]) -> bool:
-    """Whether the items are keyless and share topic, priority, delay, max_retries and TTL."""
-    first = items[0]
-    return (
-        len(set(max_retries)) == 1
-        and len(set(ttls)) == 1
-        and all(
-            i.key is None
-            and i.topic == first.topic
-            and i.priority == first.priority
-            and i.delay_seconds == first.delay_seconds
-            for i in items
-        )
+def _uniform(rows: Sequence[NewRow]) -> bool:
+    """Whether the rows are keyless and share topic, priority, delay, max_retries and TTL."""
+    first = rows[0]
+    return all(
+        r.key is None
+        and r.topic == first.topic
+        and r.priority == first.priority
+        and r.delay_seconds == first.delay_seconds
+        and r.max_retries == first.max_retries
+        and r.ttl_seconds == first.ttl_seconds
+        for r in rows
     )

@@ -51,6 +51,32 @@ class EnqueueItem(msgspec.Struct, frozen=True, gc=False):
     delay_seconds: float = 0
     priority: int = 0
 
+    def resolved(self, max_retries: int, ttl_seconds: int) -> NewRow:
+        """This message as the row to insert, with its topic's max_retries and TTL."""
+        return NewRow(
+            self.topic,
+            self.payload,
+            self.metadata_json,
+            self.key,
+            self.delay_seconds,
+            self.priority,
+            max_retries,
+            ttl_seconds,
+        )
+
+
+class NewRow(msgspec.Struct, frozen=True, gc=False):
+    """A message resolved against its topic's configuration: one row to insert (`EnqueueItem.resolved`)."""
+
+    topic: str
+    payload: bytes
+    metadata_json: str | None
+    key: str | None
+    delay_seconds: float
+    priority: int
+    max_retries: int
+    ttl_seconds: int
+
 
 class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
     """A message as the API returns it; `receipt` and `visibility_deadline` are set on processing messages."""

@@ -7,7 +7,8 @@ from collections import Counter
 import asyncpg
 
 from mq import errors
-from mq.queue.admission import NO_CAPS, Caps, refusal
+from mq.queue.admission import NO_CAPS, Caps
+from mq.queue.repository import refusal
 
 
 def test_uncapped_writes_pass_no_gate() -> None:
