@@ -254,3 +254,41 @@ test("a long tenant name fits a phone and leaves the Tenants table's actions in 
   await platform.delete(`/api/tenants/${slug}`);
   await platform.dispose();
 });
+
+test("jump to newest / oldest: a backlog read from its other end, kept in the URL", async ({ page }) => {
+  const api = await adminApi(s.tenant);
+  const topic = `backlog-${Date.now().toString(36)}`;
+  const messages = Array.from({ length: 60 }, (_, n) => ({
+    payload: Buffer.from(`m${n}`).toString("base64"),
+  }));
+  await api.post("/api/messages/batch", { data: { topic, messages } });
+  await api.post("/api/messages", { data: { topic, payload: Buffer.from("the-newest").toString("base64") } });
+  await signIn(page, s.owner, PASSWORD);
+  await page.goto(`/topics/${topic}?status=pending`);
+  const rows = page.getByRole("table", { name: `Messages of ${topic}` }).locator("tbody tr");
+  await expect(rows.first()).toContainText("m0");
+  await page.getByRole("button", { name: "Newest", exact: true }).click();
+  await expect(rows.first()).toContainText("the-newest"); // 61 messages: it was on the second page
+  await expect(page).toHaveURL(/from=end/);
+  await expect(page.getByText("The last to be delivered first")).toBeVisible();
+  await page.reload();
+  await expect(rows.first()).toContainText("the-newest");
+  await page.getByRole("button", { name: "Next to deliver" }).click();
+  await expect(rows.first()).toContainText("m0");
+  await api.post(`/api/topics/${topic}/purge`);
+  await api.dispose();
+});
+
+test("route loaders: pointing at a topic loads its messages before the click", async ({ page }) => {
+  await signIn(page, s.owner, PASSWORD);
+  await expect(page.getByRole("heading", { name: "Topics", exact: true })).toBeVisible();
+  const link = page.getByRole("link", { name: "orders", exact: true });
+  await expect(link).toBeVisible();
+  const loaded = page.waitForRequest((r) => r.url().includes("/api/topics/orders/messages"));
+  await link.hover();
+  await loaded; // the route's loader, on intent: before, the page fetched only once it rendered
+  await link.click();
+  await expect(
+    page.getByRole("table", { name: "Messages of orders" }).locator("tbody tr").first(),
+  ).toBeVisible();
+});

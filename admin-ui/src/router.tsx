@@ -1,6 +1,21 @@
-// The console's routes. Pages fetch through the query hooks; the shell handles sign-in and the tenant.
+// The console's routes. Each route's loader warms the cache with what its page shows (api/preload.ts); pages read
+// the same query options. The shell handles sign-in and the tenant.
 import type { QueryClient } from "@tanstack/react-query";
 import { createRootRouteWithContext, createRoute, createRouter } from "@tanstack/react-router";
+import { auditQuery } from "./api/audit";
+import { jobsQuery } from "./api/maintenance";
+import { preload } from "./api/preload";
+import { tenantsQuery } from "./api/tenants";
+import {
+  messageFilter,
+  seriesQuery,
+  tenantSeriesQuery,
+  topicConfigQuery,
+  topicMessageQuery,
+  topicMessagesQuery,
+  topicsQuery,
+} from "./api/topics";
+import { usersQuery } from "./api/users";
 import { platformAdmins, RequireRole, tenantAdmins } from "./components/RequireRole";
 import { Shell } from "./components/Shell";
 import { AuditPage } from "./pages/Audit";
@@ -28,6 +43,8 @@ export interface TopicSearch {
   message?: string;
   /** The chart's range (the last hour when absent). */
   range?: "24h" | "7d";
+  /** "end": the list from its other end (newest pending, oldest failed); the start when absent. */
+  from?: "end";
 }
 
 const login = createRoute({
@@ -39,7 +56,13 @@ const login = createRoute({
     expired: s.expired === true || s.expired === "true" ? true : undefined,
   }),
 });
-const overview = createRoute({ getParentRoute: () => root, path: "/", component: OverviewPage });
+const overview = createRoute({
+  getParentRoute: () => root,
+  path: "/",
+  component: OverviewPage,
+  loader: ({ context }) =>
+    preload(context.queryClient, "tenant", (q) => [q.query(topicsQuery()), q.query(tenantSeriesQuery("1h"))]),
+});
 const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
 const topic = createRoute({
   getParentRoute: () => root,
@@ -52,12 +75,32 @@ const topic = createRoute({
     id: typeof s.id === "string" && s.id ? s.id : undefined,
     message: typeof s.message === "string" && s.message ? s.message : undefined,
     range: s.range === "24h" || s.range === "7d" ? s.range : undefined,
+    from: s.from === "end" ? "end" : undefined,
   }),
+  // The drawer (`message`) is not a dependency: opening one loads nothing again.
+  loaderDeps: ({ search: { status, key, metadata, id, range, from } }) => ({
+    status,
+    key,
+    metadata,
+    id,
+    range,
+    from,
+  }),
+  loader: ({ context, params: { topic }, deps }) =>
+    preload(context.queryClient, "tenant", (q) => [
+      q.query(topicsQuery()),
+      q.query(seriesQuery(topic, deps.range ?? "1h")),
+      deps.id
+        ? q.query(topicMessageQuery(topic, deps.id))
+        : q.pages(topicMessagesQuery(topic, messageFilter(deps))),
+    ]),
 });
 const topicConfig = createRoute({
   getParentRoute: () => root,
   path: "/topics/$topic/config",
   component: TopicConfigPage,
+  loader: ({ context, params: { topic } }) =>
+    preload(context.queryClient, "tenant", (q) => [q.query(topicConfigQuery(topic))]),
 });
 export interface AuditSearch {
   action?: string;
@@ -78,10 +121,13 @@ const audit = createRoute({
     actor: text(s.actor),
     topic: text(s.topic),
   }),
+  loaderDeps: ({ search }) => search,
+  loader: ({ context, deps }) => preload(context.queryClient, "tenant", (q) => [q.pages(auditQuery(deps))]),
 });
 const tenants = createRoute({
   getParentRoute: () => root,
   path: "/tenants",
+  loader: ({ context }) => preload(context.queryClient, "platform", (q) => [q.query(tenantsQuery())]),
   component: () => (
     <RequireRole role={platformAdmins} title="Tenants">
       <TenantsPage />
@@ -91,6 +137,7 @@ const tenants = createRoute({
 const users = createRoute({
   getParentRoute: () => root,
   path: "/users",
+  loader: ({ context }) => preload(context.queryClient, "tenant", (q) => [q.query(usersQuery())]),
   component: () => (
     <RequireRole role={tenantAdmins} title="Users">
       <UsersPage />
@@ -100,6 +147,7 @@ const users = createRoute({
 const maintenance = createRoute({
   getParentRoute: () => root,
   path: "/maintenance",
+  loader: ({ context }) => preload(context.queryClient, "platform", (q) => [q.query(jobsQuery())]),
   component: () => (
     <RequireRole role={platformAdmins} title="Maintenance">
       <MaintenancePage />

@@ -234,13 +234,21 @@ class TopicConsoleController(Controller):
         ] = None,
         cursor: Annotated[str | None, Parameter(description="`next_cursor` of the previous page")] = None,
         limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_LIMIT)] = 50,
+        reverse: Annotated[
+            bool,
+            Parameter(
+                description="Walk the list from its end: finished messages oldest first, then live ones from the "
+                "last to be delivered (a cursor keeps the direction it was given for)"
+            ),
+        ] = False,
     ) -> MessagePageView:
         """Live messages (pending, delayed, processing) in the order dequeues take them, then finished ones
-        (failed, expired) newest first. Each page reads a bounded window of the topic's index: a filter that
-        matches little answers a short page, and `next_cursor` goes on from where it stopped."""
+        (failed, expired) newest first; `reverse` walks the same list from its end. Each page reads a bounded
+        window of the topic's index: a filter that matches little answers a short page, and `next_cursor` goes on
+        from where it stopped."""
         tenant = tenant_for(request.user, action="read", topic=topic)
         where = MessageFilter(status=status, key=key, metadata=_metadata_filter(metadata))
-        return await _topics(request).page(tenant, topic, where, cursor, limit)
+        return await _topics(request).page(tenant, topic, where, cursor, limit, reverse=reverse)
 
     @get("/topics/{topic:str}/series", summary="A topic's depth and rates", operation_id="getTopicSeries")
     async def series(

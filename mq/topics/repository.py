@@ -29,9 +29,10 @@ class TopicRepository:
         conditions: list[str],
         key: str | None,
         metadata: str | None,
+        reverse: bool = False,
     ) -> list[Record]:
         extra, key_at, metadata_at = _extra(8, key, metadata)
-        statement = sql.live_page(conditions, key_at=key_at, metadata_at=metadata_at)
+        statement = sql.live_page(conditions, key_at=key_at, metadata_at=metadata_at, reverse=reverse)
         return await self.pool.fetch(statement, tenant_id, topic, *after, scan, limit, *extra)
 
     async def done_page(
@@ -44,9 +45,10 @@ class TopicRepository:
         conditions: list[str],
         key: str | None,
         metadata: str | None,
+        reverse: bool = False,
     ) -> list[Record]:
         extra, key_at, metadata_at = _extra(6, key, metadata)
-        statement = sql.done_page(conditions, key_at=key_at, metadata_at=metadata_at)
+        statement = sql.done_page(conditions, key_at=key_at, metadata_at=metadata_at, reverse=reverse)
         return await self.pool.fetch(statement, tenant_id, topic, after, scan, limit, *extra)
 
     async def pause(self, tenant_id: int, topic: str, by: str) -> None:

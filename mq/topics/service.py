@@ -60,6 +60,9 @@ SERIES_STEP_SECONDS = 30
 _PHASES = ("live", "done")
 _FIRST_LIVE = (10, datetime.min.replace(tzinfo=UTC), uuid.UUID(int=0))  # before any message in queue order
 _FIRST_DONE = uuid.UUID(int=(1 << 128) - 1)  # after any id, for newest first
+# The same for a list walked from its end (`reverse`)
+_LAST_LIVE = (-1, datetime.max.replace(tzinfo=UTC), uuid.UUID(int=(1 << 128) - 1))
+_LAST_DONE = uuid.UUID(int=0)
 
 
 class TopicAdmin:
@@ -188,15 +191,26 @@ class TopicAdmin:
     # --- pages --------------------------------------------------------------------------------------------------
 
     async def page(
-        self, tenant_id: int, topic: str, where: MessageFilter, cursor: str | None, limit: int
+        self,
+        tenant_id: int,
+        topic: str,
+        where: MessageFilter,
+        cursor: str | None,
+        limit: int,
+        *,
+        reverse: bool = False,
     ) -> MessagePageView:
-        """Up to `limit` messages matching `where`: live ones in queue order, then finished ones newest first."""
+        """Up to `limit` messages matching `where`: live ones in queue order, then finished ones newest first; or,
+        `reverse`, the same list from its end: finished ones oldest first, then live ones from the last to be
+        delivered (an operator's "jump to newest" on a backlog, "oldest" on dead letters)."""
         check_topic(topic, for_enqueue=False)
         where.check()
         phases = [p for p in _PHASES if where.status is None or sql.STATUS_FILTERS[where.status][p] is not None]
         if where.status == "expired":  # marked ones first: the live index holds few unmarked ones, far down
             phases.reverse()
-        phase, position = _decode_cursor(cursor) if cursor else (phases[0], None)
+        if reverse:
+            phases.reverse()
+        phase, position = _decode_cursor(cursor, reverse) if cursor else (phases[0], None)
         if phase not in phases:
             raise errors.InvalidRequest("cursor: not one of this filter's")
         filtered = where.status is not None or where.key is not None or where.metadata is not None
@@ -209,25 +223,27 @@ class TopicAdmin:
             window = PAGE_SCAN if filtered else wanted
             conditions = [c for c in [sql.STATUS_FILTERS[where.status][phase]] if c] if where.status else []
             if phase == "live":
-                after_live = position if isinstance(position, tuple) else _FIRST_LIVE
+                start_live = _LAST_LIVE if reverse else _FIRST_LIVE
+                after_live = position if isinstance(position, tuple) else start_live
                 rows = await self.repository.live_page(
-                    tenant_id, topic, after_live, window, wanted, conditions, where.key, metadata
+                    tenant_id, topic, after_live, window, wanted, conditions, where.key, metadata, reverse
                 )
             else:
-                after_done = position if isinstance(position, uuid.UUID) else _FIRST_DONE
+                start_done = _LAST_DONE if reverse else _FIRST_DONE
+                after_done = position if isinstance(position, uuid.UUID) else start_done
                 rows = await self.repository.done_page(
-                    tenant_id, topic, after_done, window, wanted, conditions, where.key, metadata
+                    tenant_id, topic, after_done, window, wanted, conditions, where.key, metadata, reverse
                 )
             hits = [r for r in rows if r["hit"] is not None]
             items += hits
             read = rows[0]["scanned"] if rows else 0
             scanned += read
             if len(items) >= limit:  # go on after the last one shown
-                next_cursor = _encode_cursor(phase, _position(phase, hits[-1], last=False))
+                next_cursor = _encode_cursor(phase, _position(phase, hits[-1], last=False), reverse)
                 break
             if read == window:  # the window was full: more rows in this phase
                 position = _position(phase, rows[0], last=True)
-                next_cursor = _encode_cursor(phase, position)
+                next_cursor = _encode_cursor(phase, position, reverse)
                 if scanned >= PAGE_SCAN:
                     break
                 continue
@@ -236,7 +252,7 @@ class TopicAdmin:
                 next_cursor = None
                 break
             phase, position = later[0], None
-            next_cursor = _encode_cursor(phase, None)
+            next_cursor = _encode_cursor(phase, None, reverse)
         return MessagePageView(
             items=MessageView.from_rows(items, with_lease=False), next_cursor=next_cursor, scanned=scanned
         )
@@ -431,7 +447,7 @@ def _iso(epoch: float) -> str:
 
 # --- cursors --------------------------------------------------------------------------------------------------------
 # Opaque to clients: base64url of JSON. Live: ["live", priority, available_at (ISO, microseconds), id]; finished:
-# ["done", id]; a phase's start: [phase].
+# ["done", id]; a phase's start: [phase]. A reversed walk's phases are "-live" and "-done".
 
 Position = tuple[int, datetime, uuid.UUID] | uuid.UUID | None
 
@@ -446,7 +462,9 @@ def _position(phase: str, row: Record, *, last: bool) -> Position:
     return mid
 
 
-def _encode_cursor(phase: str, position: Position) -> str:
+def _encode_cursor(phase: str, position: Position, reverse: bool) -> str:
+    if reverse:
+        phase = "-" + phase
     if position is None:
         parts: list[Any] = [phase]
     elif isinstance(position, tuple):
@@ -457,10 +475,14 @@ def _encode_cursor(phase: str, position: Position) -> str:
     return base64.urlsafe_b64encode(json.dumps(parts, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[str, Position]:
+def _decode_cursor(cursor: str, reverse: bool) -> tuple[str, Position]:
+    """The phase and position of a cursor given for a walk in this direction."""
     try:
         parts = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         phase = parts[0]
+        if phase.startswith("-") != reverse:
+            raise errors.InvalidRequest("cursor: not one of this direction's (reverse)")
+        phase = phase.removeprefix("-")
         if phase == "live" and len(parts) == 4:
             return phase, (int(parts[1]), datetime.fromisoformat(parts[2]), uuid.UUID(parts[3]))
         if phase == "done" and len(parts) == 2:

@@ -7,7 +7,9 @@ indexes it has: live ones (pending, processing) in queue order over `messages_de
 `available_at`, `id` breaking ties), finished ones (failed, expired) newest first over `messages_done_idx`. A page
 reads a window of at most `scan` rows of its index from the cursor on and keeps those that match the filter, so a
 page costs the same on a topic of 1,000,000 messages as on one of 100, and a filter that matches little answers a
-short page with a cursor to go on from instead of scanning the topic.
+short page with a cursor to go on from instead of scanning the topic. The same list can be walked from its end
+(`reverse`): finished messages oldest first, then live ones from the last to be delivered, each index read
+backwards.
 """
 
 from __future__ import annotations
@@ -39,11 +41,28 @@ _LIVE_WINDOW = """
 _LIVE_ORDER = "m.priority DESC, m.available_at, m.id"
 _LIVE_LAST = "m.priority, m.available_at DESC, m.id DESC"
 
+# The same walked from the end of the queue (`reverse`): from the cursor backwards, the rest of its priority, then
+# every higher one; the index read backwards. The first page passes priority -1 (below any).
+_LIVE_WINDOW_REVERSED = """
+    (SELECT * FROM messages AS m
+     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND m.priority = $3
+       AND m.available_at <= $4::timestamptz AND (m.available_at, m.id) < ($4::timestamptz, $5::uuid)
+     ORDER BY m.available_at DESC, m.id DESC LIMIT $6)
+    UNION ALL
+    (SELECT * FROM messages AS m
+     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND m.priority > $3
+     ORDER BY m.priority, m.available_at DESC, m.id DESC LIMIT $6)"""
+
 # The window of a finished page: newest first from the cursor $3 (an id; the first page passes the largest).
 _DONE_WINDOW = """
     SELECT * FROM messages AS m
     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('failed', 'expired') AND m.id < $3
     ORDER BY m.id DESC LIMIT $4"""
+# Oldest first, from the cursor $3 (the first page passes the smallest id).
+_DONE_WINDOW_REVERSED = """
+    SELECT * FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('failed', 'expired') AND m.id > $3
+    ORDER BY m.id LIMIT $4"""
 
 
 def _page(window: str, order: str, last: str, conditions: list[str], size: str, limit: str) -> str:
@@ -63,15 +82,22 @@ FROM last AS l LEFT JOIN hits AS m ON true
 ORDER BY {order}"""
 
 
-def live_page(conditions: list[str], *, key_at: int, metadata_at: int) -> str:
+def live_page(conditions: list[str], *, key_at: int, metadata_at: int, reverse: bool = False) -> str:
     """$1 tenant, $2 topic, $3..$5 cursor, $6 window, $7 limit, then the key ($8) and metadata ($8 or $9) when
-    the filter has them (their positions given: 0 = none)."""
-    return _page(_LIVE_WINDOW, _LIVE_ORDER, _LIVE_LAST, _filters(conditions, key_at, metadata_at), "$6", "$7")
+    the filter has them (their positions given: 0 = none). `reverse`: from the end of the queue."""
+    filters = _filters(conditions, key_at, metadata_at)
+    if reverse:
+        return _page(_LIVE_WINDOW_REVERSED, _LIVE_LAST, _LIVE_ORDER, filters, "$6", "$7")
+    return _page(_LIVE_WINDOW, _LIVE_ORDER, _LIVE_LAST, filters, "$6", "$7")
 
 
-def done_page(conditions: list[str], *, key_at: int, metadata_at: int) -> str:
-    """$1 tenant, $2 topic, $3 cursor id, $4 window, $5 limit, then the key and metadata as for `live_page`."""
-    return _page(_DONE_WINDOW, "m.id DESC", "m.id", _filters(conditions, key_at, metadata_at), "$4", "$5")
+def done_page(conditions: list[str], *, key_at: int, metadata_at: int, reverse: bool = False) -> str:
+    """$1 tenant, $2 topic, $3 cursor id, $4 window, $5 limit, then the key and metadata as for `live_page`.
+    `reverse`: oldest first."""
+    filters = _filters(conditions, key_at, metadata_at)
+    if reverse:
+        return _page(_DONE_WINDOW_REVERSED, "m.id", "m.id DESC", filters, "$4", "$5")
+    return _page(_DONE_WINDOW, "m.id DESC", "m.id", filters, "$4", "$5")
 
 
 def _filters(conditions: list[str], key_at: int, metadata_at: int) -> list[str]:

@@ -165,6 +165,46 @@ async def test_a_filtered_walk_crosses_priorities_without_losing_messages(client
     assert [m["id"] for m in found] == [needle]
 
 
+async def test_a_reversed_walk_gives_the_same_list_from_its_end(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """Jump to newest / oldest: `reverse` walks the list backwards, finished messages oldest first, then live ones
+    from the last to be delivered, across priorities and filters; a cursor keeps its direction."""
+    low = [await enqueue(client, "back", f"low{i}") for i in range(3)]
+    high = [await enqueue(client, "back", f"high{i}", priority=7) for i in range(2)]
+    delayed = await enqueue(client, "back", "later", delay_seconds=3600, metadata={"tag": "x"})
+    failed = [await enqueue(client, "back", f"f{i}", metadata={"tag": "x"}) for i in range(3)]
+    await _fail(db, tenant, failed)
+    forward, _ = await _all_pages(client, "back", limit=2)
+    backward, requests = await _all_pages(client, "back", limit=2, reverse="true")
+    assert [m["id"] for m in backward] == [m["id"] for m in reversed(forward)]
+    assert [m["id"] for m in backward] == [*failed, delayed, *reversed(low), *reversed(high)]
+    assert requests == 5
+    newest_pending, _ = await _all_pages(client, "back", status="pending", reverse="true", limit=1)
+    assert [m["id"] for m in newest_pending] == [delayed, *reversed(low), *reversed(high)]
+    tagged, _ = await _all_pages(client, "back", metadata='{"tag": "x"}', reverse="true")
+    assert [m["id"] for m in tagged] == [*failed, delayed]
+
+    r = await client.get("/api/topics/back/messages", params={"limit": 1})
+    forward_cursor = r.json()["next_cursor"]
+    r = await client.get("/api/topics/back/messages", params={"cursor": forward_cursor, "reverse": "true"})
+    assert_error(r, 400, "invalid_request")
+
+
+async def test_a_reversed_filtered_walk_crosses_priorities_without_losing_messages(client: httpx.AsyncClient) -> None:
+    """The needle is the first message of the highest priority, the last of a reversed walk: windows of PAGE_SCAN
+    rows reach it through the lower priority's rows."""
+    needle = await enqueue(client, "tiers-back", "needle", metadata={"find": "me"}, priority=5)
+    for priority in (5, 0):
+        for _ in range(PAGE_SCAN // 1000 + 1):
+            batch = [{"payload": b64("x"), "priority": priority} for _ in range(1000)]
+            assert (
+                await client.post("/api/messages/batch", json={"topic": "tiers-back", "messages": batch})
+            ).status_code == 201
+    found, requests = await _all_pages(client, "tiers-back", metadata='{"find": "me"}', reverse="true")
+    assert [m["id"] for m in found] == [needle] and requests > 1
+
+
 async def test_bulk_actions_on_chosen_messages(
     client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
 ) -> None:

@@ -1,7 +1,7 @@
 // Topics: the calls and cache keys of everything about a tenant's topics, in one place. Components use these
 // options (`useQuery(topicConfigQuery(topic))`) and never write a key or a call themselves.
 import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
-import { api, unwrap } from "./client";
+import { ApiError, api, unwrap } from "./client";
 import { keys } from "./keys";
 
 export type SeriesRange = "1h" | "24h" | "7d";
@@ -26,7 +26,19 @@ export type MessageFilter = {
   status?: "pending" | "delayed" | "processing" | "failed" | "expired";
   key?: string;
   metadata?: string;
+  /** The list from its end: finished messages oldest first, then live ones from the last to be delivered. */
+  reverse?: boolean;
 };
+
+/** The filter of a topic page's URL (`from=end`: the list from its other end). */
+export function messageFilter(search: MessageFilter & { from?: "end" }): MessageFilter {
+  return {
+    status: search.status,
+    key: search.key,
+    metadata: search.metadata,
+    reverse: search.from === "end" || undefined,
+  };
+}
 
 /** A topic's messages by keyset, 50 a page, as the console pages them. */
 export const topicMessagesQuery = (topic: string, filter: MessageFilter) =>
@@ -35,11 +47,36 @@ export const topicMessagesQuery = (topic: string, filter: MessageFilter) =>
     queryFn: ({ pageParam }) =>
       unwrap(
         api.GET("/api/topics/{topic}/messages", {
-          params: { path: { topic }, query: { ...filter, cursor: pageParam ?? undefined, limit: 50 } },
+          params: {
+            path: { topic },
+            query: {
+              ...filter,
+              reverse: filter.reverse || undefined,
+              cursor: pageParam ?? undefined,
+              limit: 50,
+            },
+          },
         }),
       ),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next_cursor ?? undefined,
+  });
+
+/** The id filter of a topic's page: one message by its id, or null when there is none in this topic. */
+export const topicMessageQuery = (topic: string, id: string) =>
+  queryOptions({
+    queryKey: keys.topics.messageIn(topic, id),
+    queryFn: async () => {
+      try {
+        const m = await unwrap(
+          api.GET("/api/messages/{message_id}", { params: { path: { message_id: id } } }),
+        );
+        return m.topic === topic ? m : null;
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) return null;
+        throw e;
+      }
+    },
   });
 
 export const topicConfigQuery = (topic: string) =>

@@ -2,12 +2,11 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
 import { useState } from "react";
-import { ApiError, api, unwrap } from "../api/client";
+import { api, unwrap } from "../api/client";
 import { useLiveInterval, useTopics } from "../api/hooks";
 import { keys } from "../api/keys";
-import { messageQuery } from "../api/messages";
 import { useMe } from "../api/session";
-import { topicMessagesQuery } from "../api/topics";
+import { messageFilter, topicMessageQuery, topicMessagesQuery } from "../api/topics";
 import { BulkJobHistory, BulkJobProgress } from "../components/BulkJob";
 import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
@@ -15,6 +14,7 @@ import { Confirm, Empty, ErrorNote } from "../components/ui";
 import { type BulkAction, describeBulk, describeFilter, jobFilter } from "../lib/bulk";
 import { formatCount } from "../lib/format";
 import { can, isAdmin } from "../lib/grants";
+import { listEnds } from "../lib/order";
 import { useDenseTables } from "../lib/settings";
 import type { TopicSearch } from "../router";
 import { RangePicker, TopicChart } from "./Overview";
@@ -39,7 +39,7 @@ export function TopicPage() {
   const [showEnqueue, setShowEnqueue] = useState(false);
   const live = useLiveInterval();
 
-  const filter = { status: search.status, key: search.key, metadata: search.metadata };
+  const filter = messageFilter(search);
   const pages = useInfiniteQuery({
     ...topicMessagesQuery(topic, filter),
     // A refetch of an infinite query fetches every loaded page again, one after another (31 pages: 62 requests
@@ -57,18 +57,7 @@ export function TopicPage() {
   };
   // The id filter: one message by its primary key, shown when it belongs to this topic.
   const byId = useQuery({
-    queryKey: messageQuery(search.id ?? "").queryKey,
-    queryFn: async () => {
-      try {
-        const m = await unwrap(
-          api.GET("/api/messages/{message_id}", { params: { path: { message_id: search.id ?? "" } } }),
-        );
-        return m.topic === topic ? m : null;
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 404) return null;
-        throw e;
-      }
-    },
+    ...topicMessageQuery(topic, search.id ?? ""),
     enabled: Boolean(search.id),
     refetchInterval: live,
   });
@@ -135,6 +124,7 @@ export function TopicPage() {
     setJobId(job.id);
     return null;
   };
+  const ends = listEnds(search.status);
   const filtered = Boolean(filter.status || filter.key || filter.metadata || search.id);
   const filterText = filtered ? "matching the current filter" : "in this topic";
   const pause = (paused: boolean) => async () => {
@@ -262,6 +252,30 @@ export function TopicPage() {
         </label>
       </form>
 
+      {!search.id && (
+        <div className="row wrap">
+          <fieldset className="tabs" aria-describedby="list-order">
+            <legend className="sr-only">Show from</legend>
+            <button
+              type="button"
+              aria-pressed={search.from !== "end"}
+              onClick={() => setFilter({ ...search, from: undefined })}
+            >
+              {ends.start}
+            </button>
+            <button
+              type="button"
+              aria-pressed={search.from === "end"}
+              onClick={() => setFilter({ ...search, from: "end" })}
+            >
+              {ends.end}
+            </button>
+          </fieldset>
+          <span id="list-order" className="muted">
+            {search.from === "end" ? ends.backward : ends.forward}
+          </span>
+        </div>
+      )}
       {(mayConsume || admin) && !search.id && (
         <fieldset className="bulk row wrap">
           <legend className="sr-only">Bulk actions</legend>
