@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
 
 from mq.ids import uuid7
 from mq.queue import sql
+from mq.topics import sql as topics_sql
 from tests.support.servers import migrated_database, postgres_server
 
+ZERO, ALL_ONES = uuid.UUID(int=0), uuid.UUID(int=(1 << 128) - 1)
 ROWS = int(os.environ.get("SKIPLOCK_EXPLAIN_ROWS", "1000000"))
 
 FILL = """
@@ -130,6 +134,15 @@ async def explain_all(url: str) -> None:
         await explain(conn, "message_delete_by_key", sql.message_delete_by_key(everything), 1, "topic-3", "key-40")
         await explain(conn, "message_get", sql.MESSAGE_GET, 1, pending)
         await explain(conn, "topic_summary", sql.TOPIC_SUMMARY, 1)
+        # The console's pages, from each end of the list (mq/topics/sql.py): windows of one index range each.
+        first, last = (10, datetime.min.replace(tzinfo=UTC), ZERO), (-1, datetime.max.replace(tzinfo=UTC), ALL_ONES)
+        no_filter = {"conditions": [], "key_at": 0, "metadata_at": 0}
+        await explain(conn, "live_page", topics_sql.live_page(**no_filter), 1, "topic-3", *first, 50, 50)
+        reverse = topics_sql.live_page(**no_filter, reverse=True)
+        await explain(conn, "live_page reversed", reverse, 1, "topic-3", *last, 50, 50)
+        await explain(conn, "done_page", topics_sql.done_page(**no_filter), 1, "topic-3", ALL_ONES, 50, 50)
+        reverse = topics_sql.done_page(**no_filter, reverse=True)
+        await explain(conn, "done_page reversed", reverse, 1, "topic-3", ZERO, 50, 50)
     finally:
         await conn.close()
 
