@@ -14,10 +14,13 @@ from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from skiplock_client.client import AsyncClient
+import aiohttp
+
+from skiplock_client.client import DEFAULT_BATCH_SIZE, AsyncClient
 from skiplock_client.consumer import Consumer
 from skiplock_client.handling import Middleware
 from skiplock_client.models import Message, TopicConfig
+from skiplock_client.retry import RetryPolicy
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,11 +83,39 @@ class SyncConsumer:
 class Client:
     """Skiplock's REST API, blocking. Takes `AsyncClient`'s arguments; use as `with Client(...) as client:`."""
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8080", **options: Any) -> None:
+    # `AsyncClient`'s parameters, spelled out for editors and type checkers (tests/client/test_consumer_signatures.py
+    # keeps them the same).
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8080",
+        *,
+        auth: tuple[str, str] | None = None,
+        tenant: str | None = None,
+        timeout: float = 30.0,
+        verify: bool | str = True,
+        client_cert: str | tuple[str, str] | None = None,
+        max_connections: int = 100,
+        retry: RetryPolicy | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        headers: dict[str, str] | None = None,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
         self._portal = _Portal()
 
         async def make() -> AsyncClient:  # created on the portal's loop, where its connections will live
-            return AsyncClient(base_url, **options)
+            return AsyncClient(
+                base_url,
+                auth=auth,
+                tenant=tenant,
+                timeout=timeout,
+                verify=verify,
+                client_cert=client_cert,
+                max_connections=max_connections,
+                retry=retry,
+                batch_size=batch_size,
+                headers=headers,
+                session=session,
+            )
 
         self._client = self._portal.call(make())
 

@@ -1,5 +1,6 @@
 """`consumer()` and `batch_consumer()`, on both clients, take the consumer runtime's parameters by name, with its
-defaults, types and docs, so that an editor or a type checker sees them (they were `**options`)."""
+defaults, types and docs, so that an editor or a type checker sees them (they were `**options`); so does the
+blocking `Client` take `AsyncClient`'s."""
 
 from __future__ import annotations
 
@@ -44,3 +45,8 @@ def test_batch_consumer_takes_the_runtimes_parameters_but_batch(method: Callable
 def test_every_parameter_is_documented(function: Callable[..., Any]) -> None:
     documented = set(re.findall(r"`(\w+)`", inspect.getdoc(function) or ""))
     assert set(RUNTIME) - documented == set()
+
+
+def test_the_blocking_client_takes_the_async_clients_parameters() -> None:
+    assert _options(Client.__init__) == _options(AsyncClient.__init__)
+    assert set(_options(Client.__init__)) >= {"auth", "tenant", "timeout", "retry", "batch_size"}
