@@ -1,7 +1,8 @@
 """`make bench-versus REV=<commit>`: the server at another commit against this checkout's, head to head.
 
 Both servers run on one database (migrated by this checkout: the other commit must share its schema), each with
-CLIENTS connections; rounds of single enqueues alternate which server goes first; the report gives the per-round
+CLIENTS connections; rounds of single enqueues (or batches of SKIPLOCK_VERSUS_BATCH messages) alternate which server
+goes first; the report gives the per-round
 throughput ratio (this / other) and each server's CPU per request (psutil), the steadier measure on a noisy machine.
 The other commit is checked out in a temporary git worktree and removed afterwards.
 """
@@ -27,6 +28,7 @@ from tests.support import servers
 
 ROUNDS = int(os.environ.get("SKIPLOCK_BENCH_ROUNDS", "10"))
 SECONDS = float(os.environ.get("SKIPLOCK_BENCH_SECONDS", "5"))
+BATCH = int(os.environ.get("SKIPLOCK_VERSUS_BATCH", "1"))
 
 
 def _start_from(checkout: Path, database_url: str, redis_url: str, data: Path) -> servers.Server:
@@ -41,12 +43,15 @@ def _start_from(checkout: Path, database_url: str, redis_url: str, data: Path) -
 
 async def versus(other: Path) -> None:
     scratch = servers.scratch_dir("skiplock-versus-")
-    single = msgspec.json.encode({"topic": "versus", "payload": run.PAYLOAD_B64})
+    path, body = "/api/messages", msgspec.json.encode({"topic": "versus", "payload": run.PAYLOAD_B64})
+    if BATCH > 1:
+        items = [{"payload": run.PAYLOAD_B64}] * BATCH
+        path, body = "/api/messages/batch", msgspec.json.encode({"topic": "versus", "messages": items})
 
     async def enqueue(c: HttpConnection) -> int:
-        status, _ = await c.request("POST", "/api/messages", single)
+        status, _ = await c.request("POST", path, body)
         assert status == 201, status
-        return 1
+        return BATCH
 
     with servers.postgres_server("SKIPLOCK_BENCH_DATABASE_URL") as url, servers.redis_server() as redis_url:
         async with servers.migrated_database(url, "skiplock_versus") as database_url:
@@ -82,7 +87,8 @@ async def versus(other: Path) -> None:
                 await pool.close()
                 for server in started:
                     servers.stop_server(server)
-    print(f"single enqueue, this / other: per round {[round(r, 3) for r in ratios]}")
+    workload = "single enqueue" if BATCH == 1 else f"batch enqueue of {BATCH}"
+    print(f"{workload}, this / other: per round {[round(r, 3) for r in ratios]}")
     print(f"median {statistics.median(ratios):.3f}")
     print(
         f"server CPU per request: other {cpu[0] / requests[0] * 1e6:.1f} us, this {cpu[1] / requests[1] * 1e6:.1f} us"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get, post
@@ -33,7 +34,7 @@ from api.schemas import (
 from mq import errors
 from mq.queue.service import QueueService
 from mq.queue.types import BatchAckView, MessageDetailView, MessageStatus
-from mq.queue.validation import build_item, build_items
+from mq.queue.validation import build_item, build_rows
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 from mq.topics.service import TopicAdmin
@@ -106,7 +107,7 @@ class MessageController(Controller):
         _batch_limit(request, len(data.messages), "messages")
         invalid = [(i, e) for i, e in enumerate(data.messages) if isinstance(e, InvalidItem)]
         entries = [e for e in data.messages if not isinstance(e, InvalidItem)] if invalid else data.messages
-        items, bad = build_items(queue.settings, data.topic, entries)
+        items, bad = await build_rows(queue.settings, data.topic, entries, functools.partial(queue.limits, tenant))
         problems: list[dict[str, Any]] = [
             {"index": index, "code": "invalid_request", "error": entry.error} for index, entry in invalid
         ]

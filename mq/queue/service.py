@@ -86,29 +86,29 @@ class QueueService:
             self.wakeups.published(tenant_id, {item.topic: 1})
         return message_id, inserted
 
-    async def enqueue_batch(self, tenant_id: int, items: Sequence[EnqueueItem]) -> list[uuid.UUID]:
-        """Store all or none, in one statement; ids in input order. Items sharing a (topic, key) fold into one
-        message holding the last one's content, as consecutive single enqueues would."""
-        topics = {i.topic for i in items}
+    async def limits(self, tenant_id: int, topic: str) -> tuple[int, int]:
+        """The topic's max_retries and message TTL in force: what each of its rows carries (see `build_rows`)."""
+        config = await self.configs.effective(tenant_id, topic)
+        return config.max_retries, config.message_ttl_seconds
+
+    async def enqueue_batch(self, tenant_id: int, rows: Sequence[NewRow]) -> list[uuid.UUID]:
+        """Store all or none, in one statement; ids in input order. Rows sharing a (topic, key) fold into one
+        message holding the last one's content, as consecutive single enqueues would. The rows come from
+        `mq.queue.validation.build_rows`, resolved against their topics' settings."""
+        topics = {r.topic for r in rows}
         configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
-        if len(configs) == 1:
-            [config] = configs.values()
-            retries, ttl = config.max_retries, config.message_ttl_seconds
-            rows = [i.resolved(retries, ttl) for i in items]
-        else:
-            rows = [i.resolved(configs[i.topic].max_retries, configs[i.topic].message_ttl_seconds) for i in items]
         stored = await self._store(tenant_id, rows, configs)
-        self.wakeups.published(tenant_id, Counter(i.topic for i in items if i.delay_seconds <= 0))
+        self.wakeups.published(tenant_id, Counter(r.topic for r in rows if r.delay_seconds <= 0))
         metrics = self.metrics
         if len(configs) == 1:
-            self.activity.enqueued(tenant_id, items[0].topic, len(items))
+            self.activity.enqueued(tenant_id, rows[0].topic, len(rows))
         else:
-            for topic, n in Counter(i.topic for i in items).items():
+            for topic, n in Counter(r.topic for r in rows).items():
                 self.activity.enqueued(tenant_id, topic, n)
         if len(configs) == 1 and all(inserted for _, inserted in stored):
-            metrics.count(metrics.enqueued, tenant_id, items[0].topic, len(items))
+            metrics.count(metrics.enqueued, tenant_id, rows[0].topic, len(rows))
         else:
-            outcomes = Counter((i.topic, new) for i, (_, new) in zip(items, stored, strict=True))
+            outcomes = Counter((r.topic, new) for r, (_, new) in zip(rows, stored, strict=True))
             for (topic, inserted), n in outcomes.items():
                 metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, topic, n)
         return [message_id for message_id, _ in stored]

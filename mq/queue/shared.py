@@ -175,10 +175,8 @@ class SharedStatements:
     async def _store(self, tenant_id: int, rows: Sequence[NewRow], caps: Caps) -> list[tuple[uuid.UUID, bool]]:
         """Insert in one statement; per input row, its message id and whether it is new. Rows sharing a
         (topic, key) fold into one with the last one's content (ON CONFLICT cannot touch a row twice)."""
-        if (
-            len(rows) >= _COPY_MIN_ROWS
-            and not any(row.ttl_seconds for row in rows)
-            and all(row.key is None and row.delay_seconds <= 0 for row in rows)
+        if len(rows) >= _COPY_MIN_ROWS and all(
+            row.key is None and row.delay_seconds <= 0 and not row.ttl_seconds for row in rows
         ):
             ids = uuid7_batch(len(rows))
             admit = caps.arguments(Counter(row.topic for row in rows)) if caps else None

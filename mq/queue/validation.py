@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import msgspec
 
 from mq import errors
 from mq.names import ADDRESSABLE_TOPIC_RE, DLQ_SUFFIX, TOPIC_RE, check_text
-from mq.queue.types import MAX_KEY_LENGTH, MAX_METADATA_DEPTH, EnqueueItem
+from mq.queue.types import MAX_KEY_LENGTH, MAX_METADATA_DEPTH, EnqueueItem, NewRow
 from mq.settings import Settings
 
 
@@ -98,34 +98,43 @@ class BatchEntry(Protocol):
     priority: int
 
 
-def build_items(
-    settings: Settings, default_topic: str | None, entries: Sequence[BatchEntry]
-) -> tuple[list[EnqueueItem], list[tuple[int, errors.InvalidRequest | errors.PayloadTooLarge]]]:
-    """Validate a batch's items: the valid ones, and (index, error) for every bad one.
+#: A topic's (max_retries, message_ttl_seconds) in force, the two settings an enqueued row carries.
+Limits = Callable[[str], Awaitable[tuple[int, int]]]
+
+
+async def build_rows(
+    settings: Settings, default_topic: str | None, entries: Sequence[BatchEntry], limits: Limits
+) -> tuple[list[NewRow], list[tuple[int, errors.InvalidRequest | errors.PayloadTooLarge]]]:
+    """Validate a batch's items into the rows to insert (`limits` gives each topic's settings, asked once per
+    topic): the rows of the valid items, and (index, error) for every bad one.
 
     Same rules as `build_item`. Items without key or metadata whose topic was already checked take a short path:
-    a batch of a thousand plain messages costs little more than building them (one `build_item` per item costs
+    a batch of a thousand plain messages costs little more than building its rows (one `build_item` per item costs
     about 1 µs).
     """
-    items: list[EnqueueItem] = []
+    rows: list[NewRow] = []
     problems: list[tuple[int, errors.InvalidRequest | errors.PayloadTooLarge]] = []
     limit = settings.max_payload_bytes
-    valid_topics: set[str] = set()
+    checked: dict[str | None, tuple[int, int]] = {}  # valid topics -> their limits
     for index, entry in enumerate(entries):
         topic = entry.topic if entry.topic is not None else default_topic
-        if topic in valid_topics and entry.metadata is None and entry.key is None and len(entry.payload) <= limit:
-            items.append(EnqueueItem(topic, entry.payload, None, None, entry.delay_seconds, entry.priority))
+        known = checked.get(topic)
+        if known is not None and entry.metadata is None and entry.key is None and len(entry.payload) <= limit:
+            rows.append(
+                NewRow(topic, entry.payload, None, None, entry.delay_seconds, entry.priority, known[0], known[1])  # type: ignore[arg-type]
+            )
             continue
         if topic is None:
             problems.append((index, errors.InvalidRequest("topic is required (on the item or at the top level)")))
             continue
         try:
-            items.append(
-                build_item(
-                    settings, topic, entry.payload, entry.metadata, entry.key, entry.delay_seconds, entry.priority
-                )
+            item = build_item(
+                settings, topic, entry.payload, entry.metadata, entry.key, entry.delay_seconds, entry.priority
             )
-            valid_topics.add(topic)
         except (errors.InvalidRequest, errors.PayloadTooLarge) as exc:
             problems.append((index, exc))
-    return items, problems
+            continue
+        if known is None:
+            known = checked[topic] = await limits(topic)
+        rows.append(item.resolved(*known))
+    return rows, problems

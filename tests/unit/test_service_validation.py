@@ -1,10 +1,15 @@
 """Pure validation rules of the queue service (no database needed)."""
 
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 
 from mq import errors
 from mq.names import check_text
-from mq.queue.validation import build_item, check_topic
+from mq.queue.types import NewRow
+from mq.queue.validation import build_item, build_rows, check_topic
 from mq.settings import Settings
 
 SETTINGS = Settings()
@@ -38,3 +43,32 @@ def test_build_item_limits() -> None:
         build_item(SETTINGS, "t", b"x", {"a": "\x00"})
     with pytest.raises(errors.InvalidRequest):
         build_item(SETTINGS, "t", b"x", key="")
+
+
+@dataclass
+class _Entry:
+    payload: bytes
+    topic: str | None = None
+    metadata: dict[str, Any] | None = None
+    key: str | None = None
+    delay_seconds: float = 0
+    priority: int = 0
+
+
+def test_a_batch_becomes_rows_with_their_topics_limits_asked_once_per_topic() -> None:
+    asked: list[str] = []
+
+    async def limits(topic: str) -> tuple[int, int]:
+        asked.append(topic)
+        return (5, 60) if topic == "a" else (0, 0)
+
+    entries = [_Entry(b"1"), _Entry(b"2", key="k"), _Entry(b"3", topic="b"), _Entry(b"4"), _Entry(b"5", topic="a.dlq")]
+    rows, problems = asyncio.run(build_rows(SETTINGS, "a", entries, limits))
+    assert asked == ["a", "b"]
+    assert rows[0] == NewRow("a", b"1", None, None, 0, 0, 5, 60)
+    assert [(r.topic, r.key, r.max_retries, r.ttl_seconds) for r in rows[1:]] == [
+        ("a", "k", 5, 60),
+        ("b", None, 0, 0),
+        ("a", None, 5, 60),
+    ]
+    assert [(index, type(error)) for index, error in problems] == [(4, errors.ReservedTopic)]

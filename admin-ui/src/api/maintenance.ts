@@ -14,3 +14,10 @@ export const schedulePreviewQuery = (schedule: string) =>
       unwrap(api.GET("/api/admin/delete-reaper/schedule/preview", { params: { query: { schedule } } })),
     retry: false,
   });
+
+export const runExpiryReaper = () => unwrap(api.POST("/api/admin/expiry-reaper/run"));
+
+export const runDeleteReaper = () => unwrap(api.POST("/api/admin/delete-reaper/run"));
+
+export const setDeleteSchedule = (schedule: string) =>
+  unwrap(api.PUT("/api/admin/delete-reaper/schedule", { body: { schedule } }));

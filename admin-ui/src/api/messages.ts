@@ -1,6 +1,6 @@
 // One message: its calls and cache key.
 import { queryOptions } from "@tanstack/react-query";
-import { api, unwrap } from "./client";
+import { api, type Schemas, unwrap } from "./client";
 import { keys } from "./keys";
 
 export const messageQuery = (id: string) =>
@@ -8,3 +8,17 @@ export const messageQuery = (id: string) =>
     queryKey: keys.topics.message(id),
     queryFn: () => unwrap(api.GET("/api/messages/{message_id}", { params: { path: { message_id: id } } })),
   });
+
+export type EnqueueBody = Schemas["EnqueueBody"];
+
+export const enqueue = (body: EnqueueBody) => unwrap(api.POST("/api/messages", { body }));
+
+/** What the drawer may do to one message. */
+export type MessageAction = "retry" | "requeue" | "delete";
+
+export function actOnMessage(id: string, action: MessageAction) {
+  const path = { params: { path: { message_id: id } } };
+  if (action === "delete") return unwrap(api.DELETE("/api/messages/{message_id}", path));
+  if (action === "retry") return unwrap(api.POST("/api/messages/{message_id}/retry", path));
+  return unwrap(api.POST("/api/messages/{message_id}/requeue", path));
+}

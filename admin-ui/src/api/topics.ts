@@ -1,7 +1,7 @@
 // Topics: the calls and cache keys of everything about a tenant's topics, in one place. Components use these
 // options (`useQuery(topicConfigQuery(topic))`) and never write a key or a call themselves.
 import { infiniteQueryOptions, queryOptions } from "@tanstack/react-query";
-import { ApiError, api, unwrap } from "./client";
+import { ApiError, api, type Schemas, unwrap } from "./client";
 import { keys } from "./keys";
 
 export type SeriesRange = "1h" | "24h" | "7d";
@@ -93,3 +93,47 @@ export const bulkJobQuery = (id: string) =>
     queryKey: keys.bulkJobs.one(id),
     queryFn: () => unwrap(api.GET("/api/bulk-jobs/{job_id}", { params: { path: { job_id: id } } })),
   });
+
+// --- changes ------------------------------------------------------------------------------------------------------
+
+export const putTopicConfig = (topic: string, body: Schemas["TopicConfig"]) =>
+  unwrap(api.PUT("/api/topic-configs/{topic}", { params: { path: { topic } }, body }));
+
+export const resetTopicConfig = (topic: string) =>
+  unwrap(api.DELETE("/api/topic-configs/{topic}", { params: { path: { topic } } }));
+
+export const setPaused = (topic: string, paused: boolean) =>
+  unwrap(
+    api.POST(paused ? "/api/topics/{topic}/pause" : "/api/topics/{topic}/resume", {
+      params: { path: { topic } },
+    }),
+  );
+
+export type BulkAction = "retry" | "requeue" | "delete";
+
+/** One bulk action on chosen messages (at most the API's limit of ids). */
+export const bulkOnIds = (topic: string, action: BulkAction, ids: string[]) =>
+  unwrap(
+    api.POST("/api/topics/{topic}/messages/bulk", { params: { path: { topic } }, body: { action, ids } }),
+  );
+
+/** A bulk action on every message a filter matches, run by the server as a job. */
+export const startBulkJob = (topic: string, action: BulkAction, filter: Schemas["BulkJobBody"]["filter"]) =>
+  unwrap(
+    api.POST("/api/topics/{topic}/bulk-jobs", { params: { path: { topic } }, body: { action, filter } }),
+  );
+
+export const cancelBulkJob = (id: string) =>
+  unwrap(api.DELETE("/api/bulk-jobs/{job_id}", { params: { path: { job_id: id } } }));
+
+/** Purge a topic's messages of one status, or all (`statuses` absent). */
+export const purgeTopic = (topic: string, statuses?: Schemas["PurgeBody"]["statuses"]) =>
+  unwrap(
+    api.POST("/api/topics/{topic}/purge", {
+      params: { path: { topic } },
+      body: statuses ? { statuses } : {},
+    }),
+  );
+
+export const deleteByKey = (topic: string, key: string) =>
+  unwrap(api.DELETE("/api/topics/{topic}/messages/by-key/{key}", { params: { path: { topic, key } } }));

@@ -1,8 +1,7 @@
 // A server-side bulk job's progress, polled until it ends; and the topic's recent jobs.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect } from "react";
-import { api, unwrap } from "../api/client";
-import { bulkJobQuery, bulkJobsQuery } from "../api/topics";
+import { bulkJobQuery, bulkJobsQuery, cancelBulkJob } from "../api/topics";
 import { formatTime } from "../lib/format";
 import { ErrorNote } from "./ui";
 
@@ -12,7 +11,7 @@ export function BulkJobProgress({ id, onFinished }: { id: string; onFinished: ()
     refetchInterval: (q) => (q.state.data?.state === "running" ? 500 : false),
   });
   const cancel = useMutation({
-    mutationFn: () => unwrap(api.DELETE("/api/bulk-jobs/{job_id}", { params: { path: { job_id: id } } })),
+    mutationFn: () => cancelBulkJob(id),
   });
   const state = job.data?.state;
   useEffect(() => {

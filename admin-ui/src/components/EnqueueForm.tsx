@@ -1,7 +1,7 @@
 // Enqueue one message: payload as JSON or text, key, metadata rows, delay, priority.
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, unwrap } from "../api/client";
+import { enqueue } from "../api/messages";
 import { fieldErrors } from "../lib/fieldErrors";
 import { toBase64 } from "../lib/format";
 import { ErrorNote, Field } from "./ui";
@@ -11,14 +11,7 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
   const [sent, setSent] = useState<string | null>(null);
   const [formatError, setFormatError] = useState<string | null>(null);
   const send = useMutation({
-    mutationFn: (body: {
-      topic: string;
-      payload: string;
-      key?: string;
-      metadata?: Record<string, string>;
-      delay_seconds?: number;
-      priority?: number;
-    }) => unwrap(api.POST("/api/messages", { body })),
+    mutationFn: enqueue,
     onSuccess: (r) => {
       setSent(r.id);
       onDone();

@@ -2,8 +2,7 @@
 // delivery (who leased it, how it ended), and a link to itself.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { api, unwrap } from "../api/client";
-import { messageQuery } from "../api/messages";
+import { actOnMessage, type MessageAction, messageQuery } from "../api/messages";
 import { formatTime, showPayload } from "../lib/format";
 import { can, isAdmin, type Me } from "../lib/grants";
 import { ErrorNote, TableWrap } from "./ui";
@@ -23,12 +22,7 @@ export function MessageDrawer({
   const [copied, setCopied] = useState<"payload" | "link" | null>(null);
   const message = useQuery(messageQuery(id));
   const act = useMutation({
-    mutationFn: async (action: "retry" | "requeue" | "delete") => {
-      const path = { params: { path: { message_id: id } } };
-      if (action === "delete") return unwrap(api.DELETE("/api/messages/{message_id}", path));
-      if (action === "retry") return unwrap(api.POST("/api/messages/{message_id}/retry", path));
-      return unwrap(api.POST("/api/messages/{message_id}/requeue", path));
-    },
+    mutationFn: (action: MessageAction) => actOnMessage(id, action),
     onSuccess: onChanged,
   });
   useEffect(() => {

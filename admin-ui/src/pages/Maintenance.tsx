@@ -1,10 +1,15 @@
 // Maintenance (platform admins): the jobs' last runs, run now, and the delete reaper's schedule with its next runs.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, unwrap } from "../api/client";
 import { useLiveInterval } from "../api/hooks";
 import { keys } from "../api/keys";
-import { jobsQuery, schedulePreviewQuery } from "../api/maintenance";
+import {
+  jobsQuery,
+  runDeleteReaper,
+  runExpiryReaper,
+  schedulePreviewQuery,
+  setDeleteSchedule,
+} from "../api/maintenance";
 import { ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatTime } from "../lib/format";
@@ -26,10 +31,10 @@ export function MaintenancePage() {
   const run = useMutation({
     mutationFn: async (job: "expiry" | "delete") => {
       if (job === "expiry") {
-        const r = await unwrap(api.POST("/api/admin/expiry-reaper/run"));
+        const r = await runExpiryReaper();
         return `The expiry reaper expired ${r.expired} messages.`;
       }
-      const r = await unwrap(api.POST("/api/admin/delete-reaper/run"));
+      const r = await runDeleteReaper();
       return `The delete reaper deleted ${r.deleted} messages.`;
     },
     onSuccess: (text) => {
@@ -38,7 +43,7 @@ export function MaintenancePage() {
     },
   });
   const save = useMutation({
-    mutationFn: () => unwrap(api.PUT("/api/admin/delete-reaper/schedule", { body: { schedule } })),
+    mutationFn: () => setDeleteSchedule(schedule),
     onSuccess: () => {
       setDraft(null);
       invalidate();

@@ -1,9 +1,9 @@
 // Tenants (platform admins): usage against quotas, create, edit quotas, suspend or resume, delete.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { ApiError, api, currentTenant, type Schemas, unwrap } from "../api/client";
+import { ApiError, currentTenant, type Schemas } from "../api/client";
 import { keys } from "../api/keys";
-import { tenantsQuery } from "../api/tenants";
+import { createTenant, deleteTenant, tenantsQuery, updateTenant } from "../api/tenants";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatCount } from "../lib/format";
@@ -39,20 +39,19 @@ export function TenantsPage() {
   const [force, setForce] = useState(false);
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.tenants.all() });
   const create = useMutation({
-    mutationFn: (body: Schemas["TenantCreateBody"]) => unwrap(api.POST("/api/tenants", { body })),
+    mutationFn: createTenant,
     onSuccess: invalidate,
   });
   const update = useMutation({
     mutationFn: ({ slug, body }: { slug: string; body: Schemas["TenantUpdateBody"] }) =>
-      unwrap(api.PATCH("/api/tenants/{slug}", { params: { path: { slug } }, body })),
+      updateTenant(slug, body),
     onSuccess: () => {
       setEditing(null);
       invalidate();
     },
   });
   const remove = useMutation({
-    mutationFn: ({ slug, force }: { slug: string; force: boolean }) =>
-      unwrap(api.DELETE("/api/tenants/{slug}", { params: { path: { slug }, query: { force } } })),
+    mutationFn: ({ slug, force }: { slug: string; force: boolean }) => deleteTenant(slug, force),
     onSuccess: (_, { slug }) => {
       setDeleting(null);
       setForce(false);

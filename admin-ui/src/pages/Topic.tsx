@@ -2,11 +2,17 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
 import { useState } from "react";
-import { api, unwrap } from "../api/client";
 import { useLiveInterval, useTopics } from "../api/hooks";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
-import { messageFilter, topicMessageQuery, topicMessagesQuery } from "../api/topics";
+import {
+  bulkOnIds,
+  messageFilter,
+  setPaused,
+  startBulkJob,
+  topicMessageQuery,
+  topicMessagesQuery,
+} from "../api/topics";
 import { BulkJobHistory, BulkJobProgress } from "../components/BulkJob";
 import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
@@ -102,25 +108,13 @@ export function TopicPage() {
   const bulkIds = (action: Action, ids: string[]) => async () => {
     const results = [];
     for (let start = 0; start < ids.length; start += BULK_IDS) {
-      results.push(
-        await unwrap(
-          api.POST("/api/topics/{topic}/messages/bulk", {
-            params: { path: { topic } },
-            body: { action, ids: ids.slice(start, start + BULK_IDS) },
-          }),
-        ),
-      );
+      results.push(await bulkOnIds(topic, action, ids.slice(start, start + BULK_IDS)));
     }
     setSelected(new Set());
     return describeBulk(action, results);
   };
   const bulkAll = (action: Action) => async () => {
-    const job = await unwrap(
-      api.POST("/api/topics/{topic}/bulk-jobs", {
-        params: { path: { topic } },
-        body: { action, filter: jobFilter(filter) },
-      }),
-    );
+    const job = await startBulkJob(topic, action, jobFilter(filter));
     setJobId(job.id);
     return null;
   };
@@ -128,11 +122,7 @@ export function TopicPage() {
   const filtered = Boolean(filter.status || filter.key || filter.metadata || search.id);
   const filterText = filtered ? "matching the current filter" : "in this topic";
   const pause = (paused: boolean) => async () => {
-    await unwrap(
-      api.POST(paused ? "/api/topics/{topic}/resume" : "/api/topics/{topic}/pause", {
-        params: { path: { topic } },
-      }),
-    );
+    await setPaused(topic, !paused);
     return null;
   };
 

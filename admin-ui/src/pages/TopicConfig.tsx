@@ -2,10 +2,10 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useParams } from "@tanstack/react-router";
 import { type FormEvent, useState } from "react";
-import { api, type Schemas, unwrap } from "../api/client";
+import type { Schemas } from "../api/client";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
-import { topicConfigQuery } from "../api/topics";
+import { putTopicConfig, resetTopicConfig, topicConfigQuery } from "../api/topics";
 import { Confirm, ErrorNote, Field } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { isAdmin } from "../lib/grants";
@@ -83,12 +83,11 @@ export function TopicConfigPage() {
   const [invalid, setInvalid] = useState<Record<string, string>>({});
   const config = useQuery(topicConfigQuery(topic));
   const save = useMutation({
-    mutationFn: (body: Config) =>
-      unwrap(api.PUT("/api/topic-configs/{topic}", { params: { path: { topic } }, body })),
+    mutationFn: (body: Config) => putTopicConfig(topic, body),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: keys.topics.all() }),
   });
   const reset = useMutation({
-    mutationFn: () => unwrap(api.DELETE("/api/topic-configs/{topic}", { params: { path: { topic } } })),
+    mutationFn: () => resetTopicConfig(topic),
     onSuccess: () => {
       setConfirmReset(false);
       queryClient.invalidateQueries({ queryKey: keys.topics.all() });

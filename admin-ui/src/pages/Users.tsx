@@ -1,10 +1,18 @@
 // Users and grants (tenant admins): list, create, change role or password, delete, add and remove grants.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { api, type Schemas, unwrap } from "../api/client";
+import type { Schemas } from "../api/client";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
-import { grantsQuery, usersQuery } from "../api/users";
+import {
+  addGrant,
+  createUser,
+  deleteUser,
+  grantsQuery,
+  removeGrant,
+  updateUser,
+  usersQuery,
+} from "../api/users";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 
@@ -22,12 +30,12 @@ export function UsersPage() {
   const me = useMe().data;
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.users.all() });
   const create = useMutation({
-    mutationFn: (body: Schemas["UserCreateBody"]) => unwrap(api.POST("/api/users", { body })),
+    mutationFn: createUser,
     onSuccess: invalidate,
   });
   const update = useMutation({
     mutationFn: ({ id, body }: { id: string; body: Schemas["UserUpdateBody"]; done: string }) =>
-      unwrap(api.PATCH("/api/users/{user_id}", { params: { path: { user_id: id } }, body })),
+      updateUser(id, body),
     onMutate: () => setNotice(null),
     onSuccess: (_, { done }) => {
       setChange(null);
@@ -36,8 +44,7 @@ export function UsersPage() {
     },
   });
   const remove = useMutation({
-    mutationFn: (id: string) =>
-      unwrap(api.DELETE("/api/users/{user_id}", { params: { path: { user_id: id } } })),
+    mutationFn: deleteUser,
     onSuccess: () => {
       setDeleting(null);
       invalidate();
@@ -266,21 +273,14 @@ function UserRow({
 
 function Grants({ user }: { user: User }) {
   const queryClient = useQueryClient();
-  const path = { params: { path: { user_id: user.id } } };
   const grants = useQuery(grantsQuery(user.id));
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.users.grants(user.id) });
   const add = useMutation({
-    mutationFn: (body: Schemas["GrantBody"]) =>
-      unwrap(api.POST("/api/users/{user_id}/grants", { ...path, body })),
+    mutationFn: (body: Schemas["GrantBody"]) => addGrant(user.id, body),
     onSuccess: invalidate,
   });
   const remove = useMutation({
-    mutationFn: (grantId: string) =>
-      unwrap(
-        api.DELETE("/api/users/{user_id}/grants/{grant_id}", {
-          params: { path: { user_id: user.id, grant_id: grantId } },
-        }),
-      ),
+    mutationFn: (grantId: string) => removeGrant(user.id, grantId),
     onSuccess: invalidate,
   });
   return (

@@ -1,6 +1,7 @@
 // A topic's actions that need a confirmation: purge by status, delete by key; and what a confirmation is.
 import { useState } from "react";
-import { api, type Schemas, unwrap } from "../../api/client";
+import type { Schemas } from "../../api/client";
+import { deleteByKey, purgeTopic } from "../../api/topics";
 import { formatCount } from "../../lib/format";
 
 /** An action to confirm; `run` answers what to tell the operator afterwards (null: the page shows it already). */
@@ -58,12 +59,7 @@ export function PurgeButton({
             body: `This deletes ${count.toLocaleString("en-US")} ${status === "all" ? "" : `${status} `}messages of ${topic} for good.`,
             label: `Purge ${formatCount(count)}`,
             run: async () => {
-              const { deleted } = await unwrap(
-                api.POST("/api/topics/{topic}/purge", {
-                  params: { path: { topic } },
-                  body: status === "all" ? {} : { statuses: [status] },
-                }),
-              );
+              const { deleted } = await purgeTopic(topic, status === "all" ? undefined : [status]);
               return `Purged ${deleted.toLocaleString("en-US")} ${status === "all" ? "" : `${status} `}messages of ${topic}.`;
             },
           })
@@ -98,9 +94,7 @@ export function DeleteByKey({ topic, onConfirm }: { topic: string; onConfirm: (c
             body: `Every message of ${topic} with this key is deleted, whatever its status.`,
             label: "Delete by key",
             run: async () => {
-              const { deleted } = await unwrap(
-                api.DELETE("/api/topics/{topic}/messages/by-key/{key}", { params: { path: { topic, key } } }),
-              );
+              const { deleted } = await deleteByKey(topic, key);
               return `Deleted ${deleted.toLocaleString("en-US")} messages with key “${key}”.`;
             },
           })
