@@ -1,11 +1,10 @@
 """Pure validation rules of the queue service (no database needed)."""
 
 import asyncio
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
+from api.schemas import BatchItem
 from mq import errors
 from mq.names import check_text
 from mq.queue.types import NewRow
@@ -45,16 +44,6 @@ def test_build_item_limits() -> None:
         build_item(SETTINGS, "t", b"x", key="")
 
 
-@dataclass
-class _Entry:
-    payload: bytes
-    topic: str | None = None
-    metadata: dict[str, Any] | None = None
-    key: str | None = None
-    delay_seconds: float = 0
-    priority: int = 0
-
-
 def test_a_batch_becomes_rows_with_their_topics_limits_asked_once_per_topic() -> None:
     asked: list[str] = []
 
@@ -62,7 +51,13 @@ def test_a_batch_becomes_rows_with_their_topics_limits_asked_once_per_topic() ->
         asked.append(topic)
         return (5, 60) if topic == "a" else (0, 0)
 
-    entries = [_Entry(b"1"), _Entry(b"2", key="k"), _Entry(b"3", topic="b"), _Entry(b"4"), _Entry(b"5", topic="a.dlq")]
+    entries = [
+        BatchItem(b"1"),
+        BatchItem(b"2", key="k"),
+        BatchItem(b"3", topic="b"),
+        BatchItem(b"4"),
+        BatchItem(b"5", topic="a.dlq"),
+    ]
     rows, problems = asyncio.run(build_rows(SETTINGS, "a", entries, limits))
     assert asked == ["a", "b"]
     assert rows[0] == NewRow("a", b"1", None, None, 0, 0, 5, 60)
