@@ -23,7 +23,7 @@ from api.routes.messages import MessageController
 from api.routes.session import change_password, login, logout, me
 from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
-from api.routes.topics import TopicConfigController, TopicConsoleController, TopicController
+from api.routes.topics import ConsumerGroupController, TopicConfigController, TopicConsoleController, TopicController
 from api.schemas import strict_body_names
 from api.ui import ConsoleFiles, console_routes
 from mq import __version__
@@ -54,6 +54,7 @@ def create_app(
             UserController,
             AdminController,
             TopicConsoleController,
+            ConsumerGroupController,
             AuditController,
             healthz,
             readyz,

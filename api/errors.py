@@ -16,6 +16,7 @@ log = logging.getLogger(__name__)
 # Domain error class -> (HTTP status, stable code). The most specific class wins (subclasses listed first).
 DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
     (errors.ReservedTopic, 400, "reserved_topic"),
+    (errors.ConsumerGroupRequired, 400, "consumer_group_required"),
     (errors.InvalidRequest, 400, "invalid_request"),
     (errors.UnsupportedMediaType, 415, "unsupported_media_type"),
     (errors.Unauthorized, 401, "unauthorized"),
@@ -24,6 +25,7 @@ DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
     (errors.NotFound, 404, "not_found"),
     (errors.LeaseLost, 409, "lease_lost"),
     (errors.KeyConflict, 409, "key_conflict"),
+    (errors.GroupExists, 409, "group_exists"),
     (errors.AlreadyExists, 409, "already_exists"),
     (errors.TenantNotEmpty, 409, "tenant_not_empty"),
     (errors.LastAdmin, 409, "last_admin"),

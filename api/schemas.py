@@ -14,7 +14,7 @@ import msgspec
 from litestar.params import KwargDefinition
 from msgspec import Meta
 
-from mq.names import ADDRESSABLE_TOPIC_PATTERN, SLUG_PATTERN, TOPIC_PATTERN
+from mq.names import ADDRESSABLE_TOPIC_PATTERN, GROUP_PATTERN, SLUG_PATTERN, TOPIC_PATTERN
 from mq.queue.types import (
     MAX_BACKOFF_SECONDS,
     MAX_BACKOFF_STEPS,
@@ -73,6 +73,7 @@ Delay = Annotated[float, Meta(ge=0, le=MAX_DELAY_SECONDS, description="Seconds b
 Priority = Annotated[int, Meta(ge=0, le=MAX_PRIORITY, description="0..9, higher is dequeued first")]
 Visibility = Annotated[int, Meta(ge=1, le=MAX_VISIBILITY_SECONDS)]
 Payload = Annotated[bytes, Meta(description="Base64 of the raw payload bytes")]
+GroupName = Annotated[str, Meta(pattern=GROUP_PATTERN, description="A consumer group of the topic")]
 Key = Annotated[str, Meta(min_length=1, max_length=MAX_KEY_LENGTH, description="Upsert key")]
 Password = Annotated[str, Meta(min_length=MIN_PASSWORD_LENGTH, max_length=MAX_PASSWORD_LENGTH)]
 #: Largest page a list answers.
@@ -154,6 +155,12 @@ class DequeueBody(Strict):
     ] = 1
     visibility_timeout_seconds: Visibility | None = None
     wait_seconds: Annotated[float, Meta(ge=0, le=MAX_WAIT_SECONDS)] = 0
+    consumer_group: GroupName | None = None
+
+
+class ConsumerGroupBody(Strict):
+    consumer_group: GroupName
+    start: Literal["latest", "earliest"] = "latest"
 
 
 class DequeueView(msgspec.Struct):
@@ -162,11 +169,13 @@ class DequeueView(msgspec.Struct):
 
 class AckBody(Strict):
     receipt: str | None = None
+    consumer_group: GroupName | None = None
 
 
 class AckItem(Strict):
     id: str
     receipt: str | None = None
+    consumer_group: GroupName | None = None
 
 
 class BatchAckBody(Strict):

@@ -42,6 +42,10 @@ class MessageNotFound(NotFound):
     """No such message."""
 
 
+class ConsumerGroupRequired(InvalidRequest):
+    """This topic has consumer groups: it is consumed through them only (name one in `consumer_group`)."""
+
+
 class LeaseLost(SkiplockError):
     """The message was delivered again since this receipt was issued; the receipt is stale."""
 
@@ -52,6 +56,10 @@ class KeyConflict(SkiplockError):
 
 class AlreadyExists(SkiplockError):
     """That name is taken."""
+
+
+class GroupExists(AlreadyExists):
+    """This topic already has a consumer group of that name."""
 
 
 class LastAdmin(SkiplockError):

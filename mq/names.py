@@ -15,6 +15,9 @@ DLQ_SUFFIX = ".dlq"
 #: of a 200-character topic must be listed, requeued and purged like any other's).
 ADDRESSABLE_TOPIC_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}(\.dlq)?$"
 ADDRESSABLE_TOPIC_RE = re.compile(ADDRESSABLE_TOPIC_PATTERN)
+# A consumer group's name: the topic-name rule, 1..100 characters.
+GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+GROUP_RE = re.compile(GROUP_PATTERN)
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 _SLUG_RE = re.compile(SLUG_PATTERN)

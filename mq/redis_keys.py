@@ -32,8 +32,9 @@ def enqueue_bucket(tenant_id: int) -> str:
     return f"{_BUCKET}enqueue:{tenant_id}"
 
 
-def dequeue_bucket(tenant_id: int, topic: str) -> str:
-    return f"{_BUCKET}dequeue:{tenant_id}:{topic}"
+def dequeue_bucket(tenant_id: int, topic: str, group_id: int | None = None) -> str:
+    """A topic's throughput limit; each consumer group of it has its own bucket (`#<group id>`)."""
+    return f"{_BUCKET}dequeue:{tenant_id}:{topic}" + ("" if group_id is None else f"#{group_id}")
 
 
 def topic_config(tenant_id: int, topic: str) -> str:

@@ -146,6 +146,7 @@ class MessageController(Controller):
             data.wait_seconds,
             lambda: _disconnected(request),
             consumer=request.user.username,
+            consumer_group=data.consumer_group,
         )
         return DequeueView(messages=messages)
 
@@ -159,7 +160,7 @@ class MessageController(Controller):
     async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckView:
         _batch_limit(request, len(data.acks), "acks")
         tenant = await _tenant_for_messages(request, "consume", [a.id for a in data.acks])
-        return await _queue(request).ack_batch(tenant, [(a.id, a.receipt) for a in data.acks])
+        return await _queue(request).ack_batch(tenant, [(a.id, a.receipt, a.consumer_group) for a in data.acks])
 
     @json_post(
         "/{message_id:str}/ack",
@@ -170,7 +171,9 @@ class MessageController(Controller):
     )
     async def ack(self, request: AnyRequest, message_id: str, data: JSONBody[AckBody | None] = None) -> None:
         tenant = await _tenant_for_messages(request, "consume", [message_id])
-        await _queue(request).ack(tenant, message_id, data.receipt if data else None)
+        await _queue(request).ack(
+            tenant, message_id, data.receipt if data else None, data.consumer_group if data else None
+        )
 
     @json_post(
         "/{message_id:str}/nack",

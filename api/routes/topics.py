@@ -25,6 +25,7 @@ from api.schemas import (
     BulkJobListView,
     BulkJobView,
     BulkResultView,
+    ConsumerGroupBody,
     DeletedView,
     MessagePageView,
     PauseView,
@@ -43,7 +44,15 @@ from mq.queue.types import TopicConfig
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 from mq.topics.service import TopicAdmin
-from mq.topics.views import BulkAction, FilterStatus, MessageFilter, SeriesRange, TopicSettingsView
+from mq.topics.views import (
+    BulkAction,
+    ConsumerGroupsView,
+    ConsumerGroupView,
+    FilterStatus,
+    MessageFilter,
+    SeriesRange,
+    TopicSettingsView,
+)
 
 AnyRequest = Request[Principal, Any, Any]
 
@@ -348,3 +357,45 @@ class TopicConsoleController(Controller):
         cancelled = await console.cancel_bulk_job(tenant, job_id)
         await audit(request, "bulk_job.cancel", job.topic, {"topic": job.topic, "job": job_id})
         return cancelled
+
+
+class ConsumerGroupController(Controller):
+    """A topic's consumer groups (fan-out): each group receives every message once, apart from the others."""
+
+    path = "/api"
+    tags = ["consumer groups"]
+
+    @json_post(
+        "/topics/{topic:str}/consumer-groups",
+        ConsumerGroupBody,
+        summary="Create a consumer group",
+        operation_id="createConsumerGroup",
+    )
+    async def create(self, request: AnyRequest, topic: str, data: ConsumerGroupBody) -> ConsumerGroupView:
+        """`latest`: the group receives the messages enqueued from now on; `earliest`: also every message already
+        pending or processing in the topic. From its first group on, the topic is consumed through groups only."""
+        tenant = tenant_for(request.user, admin_only=True)
+        group = await _topics(request).create_group(tenant, topic, data.consumer_group, data.start)
+        await audit(request, "topic.group_create", topic, {"consumer_group": data.consumer_group, "start": data.start})
+        return group
+
+    @get(
+        "/topics/{topic:str}/consumer-groups",
+        summary="A topic's consumer groups and what each still owes",
+        operation_id="listConsumerGroups",
+    )
+    async def list_groups(self, request: AnyRequest, topic: str) -> ConsumerGroupsView:
+        """`items`: the names in creation order; `groups`: each with pending, processing, dead letters and the age
+        of its oldest available message (its lag)."""
+        return await _topics(request).groups(tenant_for(request.user, action="read", topic=topic), topic)
+
+    @delete(
+        "/topics/{topic:str}/consumer-groups/{group:str}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Delete a consumer group",
+        operation_id="deleteConsumerGroup",
+    )
+    async def delete_group(self, request: AnyRequest, topic: str, group: str) -> None:
+        """The group's deliveries go; messages stay for the other groups (and go when none owes them)."""
+        await _topics(request).delete_group(tenant_for(request.user, admin_only=True), topic, group)
+        await audit(request, "topic.group_delete", topic, {"consumer_group": group})

@@ -64,6 +64,12 @@ class ReservedTopic(InvalidRequest):
     code = "reserved_topic"
 
 
+class ConsumerGroupRequired(InvalidRequest):
+    """The topic has consumer groups: consume it as one of them (`consumer_group`)."""
+
+    code = "consumer_group_required"
+
+
 class Unauthorized(SkiplockError):
     code, status = "unauthorized", 401
 
@@ -99,6 +105,10 @@ class KeyConflict(Conflict):
 
 class AlreadyExists(Conflict):
     code = "already_exists"
+
+
+class GroupExists(AlreadyExists):
+    code = "group_exists"
 
 
 class TenantNotEmpty(Conflict):
@@ -157,6 +167,7 @@ BY_CODE: dict[str, type[SkiplockError]] = {
     for cls in (
         InvalidRequest,
         ReservedTopic,
+        ConsumerGroupRequired,
         Unauthorized,
         Forbidden,
         NotFound,
@@ -164,6 +175,7 @@ BY_CODE: dict[str, type[SkiplockError]] = {
         LeaseLost,
         KeyConflict,
         AlreadyExists,
+        GroupExists,
         TenantNotEmpty,
         LastAdmin,
         PayloadTooLarge,

@@ -239,6 +239,7 @@ class BatchBody(msgspec.Struct, omit_defaults=True):
 class AckItem(msgspec.Struct, omit_defaults=True):
     id: str
     receipt: str | None = None
+    consumer_group: str | None = None
 
 
 class BatchAckBody(msgspec.Struct):

@@ -161,6 +161,10 @@ class Message(Base):
     leased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     leased_by: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    #: Groups that still owe the message; NULL when its topic had none (mq/queue/sql.py, "Consumer groups").
+    owed: Mapped[int | None] = mapped_column(SmallInteger)
+    #: The group whose delivery of the message was dead-lettered (a dead letter's copy).
+    consumer_group: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'processing', 'failed', 'expired')", name="messages_status_check"),
@@ -201,6 +205,50 @@ class Message(Base):
             "expires_at",
             postgresql_where=text("expires_at IS NOT NULL AND status IN ('pending', 'processing')"),
         ),
+    )
+
+
+class ConsumerGroup(Base):
+    """A topic's consumer group (migration `2026_11_25_consumer_groups`): every message enqueued while it exists
+    (and, `earliest`, every one stored when it was created) is delivered to it once, apart from other groups."""
+
+    __tablename__ = "consumer_groups"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"))
+    topic: Mapped[str] = mapped_column(Text)
+    name: Mapped[str] = mapped_column(Text)
+    start: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("start IN ('latest', 'earliest')", name="consumer_groups_start_check"),
+        UniqueConstraint("tenant_id", "topic", "name", name="consumer_groups_name_uq"),
+    )
+
+
+class Delivery(Base):
+    """What a group still owes of a message: the group's own status, lease, receipt, retries and attempts."""
+
+    __tablename__ = "deliveries"
+
+    group_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    message_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    status: Mapped[str] = mapped_column(Text, server_default=text("'pending'"))
+    priority: Mapped[int] = mapped_column(SmallInteger)
+    available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    retry_count: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    receipt: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    leased_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    leased_by: Mapped[str | None] = mapped_column(Text)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+
+    __table_args__ = (
+        CheckConstraint("status IN ('pending', 'processing')", name="deliveries_status_check"),
+        # A group's dequeue: highest priority first, then earliest available (every row is live).
+        Index("deliveries_dequeue_idx", "group_id", text("priority DESC"), "available_at"),
     )
 
 

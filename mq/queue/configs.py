@@ -1,7 +1,8 @@
 """Topic configuration: two cache tiers in front of Postgres, invalidated on every instance when a config changes.
 
 Tier 1 is in process (at most `_MAX_ENTRIES`, `ttl_seconds`); tier 2 is Redis (`skiplock:topic:<tenant>:<topic>`,
-`redis_ttl_seconds`, the config or null, and whether the topic is paused); then Postgres. The hot path
+`redis_ttl_seconds`, the config or null, whether the topic is paused and whether it has consumer groups); then
+Postgres. The hot path
 (every enqueue and dequeue) normally stops at tier 1: a dict lookup.
 
 A write (`changed`, after the config or the pause is committed) drops both tiers' entries and broadcasts the
@@ -40,6 +41,7 @@ class _Stored(msgspec.Struct, array_like=True):
 
     config: TopicConfig | None
     paused: bool
+    groups: tuple[tuple[str, int], ...] = ()
 
 
 _DECODER = msgspec.json.Decoder(_Stored)
@@ -90,13 +92,15 @@ class TopicConfigs:
         if entry is None:
             row = await self._repository.topic_config(tenant_id, topic)
             config = TopicConfig(**{f: row[f] for f in _CONFIG_FIELDS}) if row["configured"] else None
-            entry = _Stored(config, row["paused"])
+            groups = tuple(zip(row["group_names"], row["group_ids"], strict=True))
+            entry = _Stored(config, row["paused"], groups)
             await self._redis_fill(redis_key, msgspec.json.encode(entry))
-        return self._cache.put(key, (entry.config, self.merge(entry.config, paused=entry.paused)))
+        effective = self.merge(entry.config, paused=entry.paused, groups=entry.groups)
+        return self._cache.put(key, (entry.config, effective))
 
     async def changed(self, tenant_id: int, topic: str) -> None:
-        """A topic's config was written or deleted, or the topic paused or resumed (and committed): forget it
-        here, in Redis and everywhere."""
+        """A topic's config was written or deleted, the topic paused or resumed, or a group of it created or deleted
+        (and committed): forget it here, in Redis and everywhere."""
         self._cache.pop((tenant_id, topic))
         if self._redis is not None:
             try:
@@ -140,7 +144,9 @@ class TopicConfigs:
             log.warning("topic config cache: Redis unreachable (%s); reading configs from Postgres", exc)
             self._redis_warned = True
 
-    def merge(self, config: TopicConfig | None, *, paused: bool = False) -> EffectiveConfig:
+    def merge(
+        self, config: TopicConfig | None, *, paused: bool = False, groups: tuple[tuple[str, int], ...] = ()
+    ) -> EffectiveConfig:
         s = self._settings
         c = config or TopicConfig()
         return EffectiveConfig(
@@ -155,4 +161,5 @@ class TopicConfigs:
             dlq_enabled=c.dlq_enabled if c.dlq_enabled is not None else s.dlq_enabled,
             expire_to_dlq=c.expire_to_dlq if c.expire_to_dlq is not None else s.expire_to_dlq,
             paused=paused,
+            groups=groups,
         )

@@ -17,6 +17,26 @@ from mq.queue.types import DeadLettered, NackOutcome, NewRow, QueueDefaults, Top
 
 Record = asyncpg.Record
 
+# The insert statements by (the topic has consumer groups, the rows pass admission gates)
+_INSERT_BATCH = {
+    (False, False): sql.MESSAGE_INSERT_BATCH,
+    (False, True): sql.MESSAGE_INSERT_BATCH_ADMITTED,
+    (True, False): sql.GROUP_INSERT_BATCH,
+    (True, True): sql.GROUP_INSERT_BATCH_ADMITTED,
+}
+_INSERT_KEYED = {
+    (False, False): sql.MESSAGE_INSERT_KEYED,
+    (False, True): sql.MESSAGE_INSERT_KEYED_ADMITTED,
+    (True, False): sql.GROUP_INSERT_KEYED,
+    (True, True): sql.GROUP_INSERT_KEYED_ADMITTED,
+}
+_INSERT_UNIFORM = {
+    (False, False): sql.MESSAGE_INSERT_UNIFORM,
+    (False, True): sql.MESSAGE_INSERT_UNIFORM_ADMITTED,
+    (True, False): sql.GROUP_INSERT_UNIFORM,
+    (True, True): sql.GROUP_INSERT_UNIFORM_ADMITTED,
+}
+
 
 class MessageRepository:
     """Message rows of one database. Every method takes the tenant id first and scopes its statement by it."""
@@ -35,11 +55,12 @@ class MessageRepository:
         """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error.
         Keyed rows first expire twins past their TTL (`sql.MESSAGE_INSERT_KEYED`)."""
         extra: tuple[Any, ...] = ()
+        grouped = any(r.grouped for r in rows)
         if any(r.key is not None for r in rows):
-            statement = sql.MESSAGE_INSERT_KEYED if admit is None else sql.MESSAGE_INSERT_KEYED_ADMITTED
+            statement = _INSERT_KEYED[grouped, admit is not None]
             extra = (self.defaults.expire_to_dlq, self.defaults.dlq_enabled)
         else:
-            statement = sql.MESSAGE_INSERT_BATCH if admit is None else sql.MESSAGE_INSERT_BATCH_ADMITTED
+            statement = _INSERT_BATCH[grouped, admit is not None]
         if admit is not None:
             extra += admit
         try:
@@ -70,9 +91,7 @@ class MessageRepository:
     ) -> None:
         """Insert keyless messages that share topic, priority, delay, max_retries and TTL (rows[0] gives them)."""
         first = rows[0]
-        statement, extra = (
-            (sql.MESSAGE_INSERT_UNIFORM, ()) if admit is None else (sql.MESSAGE_INSERT_UNIFORM_ADMITTED, admit)
-        )
+        statement, extra = _INSERT_UNIFORM[first.grouped, admit is not None], admit or ()
         try:
             await self.pool.execute(
                 statement,
@@ -143,6 +162,33 @@ class MessageRepository:
             dead.extend(taken)
             wanted = len(taken) if len(rows) == wanted else 0
         return delivered, dead
+
+    async def group_dequeue(
+        self, tenant_id: int, topic: str, group_id: int, count: int, visibility_seconds: float, consumer: str | None
+    ) -> list[Record]:
+        """Lease up to `count` of a consumer group's deliveries of the topic for `consumer`."""
+        secret = secrets.token_hex(16)
+        return await self.pool.fetch(
+            sql.GROUP_DEQUEUE, tenant_id, topic, group_id, count, float(visibility_seconds), secret, consumer
+        )
+
+    async def group_ack(
+        self, tenant_id: int, group: str, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
+    ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
+        """The deliveries of the consumer group `group` that were acknowledged: message id -> (topic, the receipt of
+        the lease that ended)."""
+        rows = await self.pool.fetch(sql.GROUP_ACK, tenant_id, group, _id_list(ids), _id_list(receipts))
+        return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
+
+    async def group_statuses(self, tenant_id: int, group: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The status of each listed message's delivery to the group (absent: the group does not owe it)."""
+        rows = await self.pool.fetch(sql.GROUP_LEASE_PROBE_MANY, tenant_id, group, _id_list(ids))
+        return {r["id"]: r["status"] for r in rows}
+
+    async def group_exists(self, tenant_id: int, group: str) -> bool:
+        """Whether any topic of the tenant has a consumer group of that name."""
+        found: bool = await self.pool.fetchval(sql.GROUP_EXISTS, tenant_id, group)
+        return found
 
     async def seconds_until_next_available(self, tenant_id: int, topic: str) -> float | None:
         value: float | None = await self.pool.fetchval(sql.MESSAGE_NEXT_AVAILABLE, tenant_id, topic)

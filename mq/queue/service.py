@@ -77,7 +77,7 @@ class QueueService:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
         Concurrent enqueues share one statement (see `Coalescer`); this returns once the row is committed."""
         config = await self.configs.effective(tenant_id, item.topic)
-        row = item.resolved(config.max_retries, config.message_ttl_seconds)
+        row = item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped)
         [(message_id, inserted)] = await self._store(tenant_id, [row], {item.topic: config})
         metrics = self.metrics
         metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, item.topic)
@@ -86,10 +86,11 @@ class QueueService:
             self.wakeups.published(tenant_id, {item.topic: 1})
         return message_id, inserted
 
-    async def limits(self, tenant_id: int, topic: str) -> tuple[int, int]:
-        """The topic's max_retries and message TTL in force: what each of its rows carries (see `build_rows`)."""
+    async def limits(self, tenant_id: int, topic: str) -> tuple[int, int, bool]:
+        """The topic's max_retries and message TTL in force, and whether it has consumer groups: what each of its
+        rows carries (see `build_rows`)."""
         config = await self.configs.effective(tenant_id, topic)
-        return config.max_retries, config.message_ttl_seconds
+        return config.max_retries, config.message_ttl_seconds, config.grouped
 
     async def enqueue_batch(self, tenant_id: int, rows: Sequence[NewRow]) -> list[uuid.UUID]:
         """Store all or none, in one statement; ids in input order. Rows sharing a (topic, key) fold into one
@@ -177,19 +178,22 @@ class QueueService:
         wait_seconds: float,
         caller_gone: Callable[[], Awaitable[None]] | None = None,
         consumer: str | None = None,
+        consumer_group: str | None = None,
     ) -> list[MessageView]:
         """Lease up to `count` messages; with `wait_seconds`, wait for the first (a long poll). `caller_gone`:
         returns when the caller went away; a wait watches it (only a poll that has to wait pays for the watch), and
         it ends the wait at once without leasing more: a message leased for a closed connection would be lost to
-        everyone until its lease lapsed."""
+        everyone until its lease lapsed. A topic with consumer groups is consumed as one of them
+        (`consumer_group`), and each group leases its own deliveries."""
         check_topic(topic, for_enqueue=False)
         config = await self.configs.effective(tenant_id, topic)
+        group_id = _group_of(config, topic, consumer_group)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
         rate = config.throughput_limit
         if wait_seconds <= 0:
             if config.paused:
                 return []
-            return self._views((await self._lease(tenant_id, topic, count, visibility, rate, consumer))[0])
+            return self._views((await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id))[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         gone: asyncio.Future[None] | None = None
@@ -203,7 +207,9 @@ class QueueService:
                     # A paused topic answers empty; its resume wakes the waiting polls (`Console.resume`).
                     paused = (await self.configs.effective(tenant_id, topic)).paused
                     rows, throttled_for = (
-                        ([], 0.0) if paused else await self._lease(tenant_id, topic, count, visibility, rate, consumer)
+                        ([], 0.0)
+                        if paused
+                        else await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id)
                     )
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
@@ -218,8 +224,11 @@ class QueueService:
                     # cannot have moved it later, since anything new wakes the waiters.
                     now = loop.time()
                     if recheck_at is None or now >= recheck_at:
+                        # (a group's next lapsing lease or delay is not asked for: it looks again after the recheck)
                         until_next = (
-                            None if paused else await self.repository.seconds_until_next_available(tenant_id, topic)
+                            None
+                            if paused or group_id is not None
+                            else await self.repository.seconds_until_next_available(tenant_id, topic)
                         )
                         recheck_at = now + min(
                             _LONG_POLL_RECHECK_SECONDS if until_next is None else until_next, _LONG_POLL_RECHECK_SECONDS
@@ -237,21 +246,28 @@ class QueueService:
                     gone.cancel()
 
     async def _lease(
-        self, tenant_id: int, topic: str, count: int, visibility: int, rate: int | None, consumer: str | None
+        self,
+        tenant_id: int,
+        topic: str,
+        count: int,
+        visibility: int,
+        rate: int | None,
+        consumer: str | None,
+        group_id: int | None = None,
     ) -> tuple[list[Any], float]:
         """Lease up to `count` messages, as many as the topic's throughput limit allows now (a Redis token
         bucket shared by every instance; tokens not used are given back). Returns the rows and, when the limit
         allowed none, the seconds until it will."""
         if rate is None:
-            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer)
+            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer, group_id)
             return self._delivered(tenant_id, topic, rows), 0.0
-        bucket = redis_keys.dequeue_bucket(tenant_id, topic)
+        bucket = redis_keys.dequeue_bucket(tenant_id, topic, group_id)
         granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
         if granted < count:
             self.metrics.count(self.metrics.throttled, tenant_id, topic)
         if not granted:
             return [], wait
-        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer)
+        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer, group_id)
         if len(rows) < granted:
             await self.buckets.give_back(bucket, rate, granted - len(rows))
         return self._delivered(tenant_id, topic, rows), 0.0
@@ -279,20 +295,41 @@ class QueueService:
     def _views(rows: Sequence[Any]) -> list[MessageView]:
         return MessageView.from_rows(in_queue_order(rows), with_lease=True)
 
-    async def ack(self, tenant_id: int, message_id: str, receipt: str | None) -> None:
-        """Delete a processing message. Concurrent acks share one statement (see `Coalescer`)."""
+    async def ack(
+        self, tenant_id: int, message_id: str, receipt: str | None, consumer_group: str | None = None
+    ) -> None:
+        """Delete a processing message, or end a consumer group's delivery of it (the message goes once no group
+        owes it). Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
-            [topic] = await self.shared.ack(tenant_id, [mid], [rec])
+            [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group)
             if topic is STALE_RECEIPT:
                 raise errors.LeaseLost()
             if isinstance(topic, str):
                 self.metrics.count(self.metrics.acked, tenant_id, topic)
                 self.activity.acked(tenant_id, topic)
                 return
-        await self._raise_lease_error(tenant_id, mid, receipt)
+        await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
 
-    async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None]]) -> BatchAckView:
+    async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None, str | None]]) -> BatchAckView:
+        """Acknowledge many (id, receipt, consumer group) in one statement per group named (None: the messages
+        themselves); failures say why, per id."""
+        by_group: dict[str | None, list[tuple[str, str | None]]] = {}
+        for message_id, receipt, group in acks:
+            by_group.setdefault(group, []).append((message_id, receipt))
+        if len(by_group) == 1:
+            [(group, listed)] = by_group.items()
+            return await self._ack_batch(tenant_id, listed, group)
+        acked, failed = 0, []
+        for group, listed in by_group.items():
+            part = await self._ack_batch(tenant_id, listed, group)
+            acked += part.acked
+            failed += part.failed
+        return BatchAckView(acked=acked, failed=failed)
+
+    async def _ack_batch(
+        self, tenant_id: int, acks: Sequence[tuple[str, str | None]], consumer_group: str | None
+    ) -> BatchAckView:
         failed: list[AckFailureView] = []
         ids: list[uuid.UUID] = []
         receipts: list[uuid.UUID | None] = []
@@ -306,7 +343,7 @@ class QueueService:
             else:
                 ids.append(mid)
                 receipts.append(rec)
-        claimed = await self.shared.ack(tenant_id, ids, receipts) if ids else []
+        claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group) if ids else []
         acked = 0
         for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
             self.metrics.count(self.metrics.acked, tenant_id, topic, n)
@@ -319,7 +356,13 @@ class QueueService:
             elif outcome is None:
                 missed.append((mid, rec))
         if missed:  # a second round trip only to explain failures
-            statuses = await self.repository.statuses(tenant_id, [mid for mid, _ in missed])
+            missed_ids = [mid for mid, _ in missed]
+            if consumer_group is not None:
+                if not await self.repository.group_exists(tenant_id, consumer_group):
+                    raise errors.NotFound(f"no topic has a consumer group {consumer_group!r}")
+                statuses = await self.repository.group_statuses(tenant_id, consumer_group, missed_ids)
+            else:
+                statuses = await self.repository.statuses(tenant_id, missed_ids)
             for mid, rec in missed:
                 code = _lease_error_code(statuses.get(mid), with_receipt=rec is not None)
                 failed.append(AckFailureView(id=str(mid), code=code))
@@ -358,11 +401,24 @@ class QueueService:
         await self._raise_lease_error(tenant_id, mid, receipt)
         raise AssertionError
 
-    async def _raise_lease_error(self, tenant_id: int, mid: uuid.UUID | None, receipt: str | None) -> None:
-        """After an ack, nack or extend matched nothing: 404 if there is no such processing message, 409 if a
-        receipt was given and the message is leased to a later dequeue (or was released since)."""
-        probe = await self.repository.lease_probe(tenant_id, mid) if mid is not None else None
-        status = probe["status"] if probe is not None else None
+    async def _raise_lease_error(
+        self, tenant_id: int, mid: uuid.UUID | None, receipt: str | None, consumer_group: str | None = None
+    ) -> None:
+        """After an ack, nack or extend matched nothing: 404 if there is no such processing message (or delivery
+        to the group; `not_found` when the tenant has no such group), 409 if a receipt was given and the message
+        is leased to a later dequeue (or was released since)."""
+        if consumer_group is not None:
+            if not await self.repository.group_exists(tenant_id, consumer_group):
+                raise errors.NotFound(f"no topic has a consumer group {consumer_group!r}")
+            statuses = await self.repository.group_statuses(tenant_id, consumer_group, [mid] if mid else [])
+            status = statuses.get(mid) if mid is not None else None
+        else:
+            probe = await self.repository.lease_probe(tenant_id, mid) if mid is not None else None
+            if probe is not None and probe["owed"] is not None:
+                raise errors.ConsumerGroupRequired(
+                    "this message's topic has consumer groups: ack, nack or extend it as one of them (consumer_group)"
+                )
+            status = probe["status"] if probe is not None else None
         if _lease_error_code(status, with_receipt=receipt is not None) == "lease_lost":
             raise errors.LeaseLost()
         if status is None:
@@ -436,6 +492,21 @@ class QueueService:
         if topic is None:
             raise errors.MessageNotFound()
         return topic
+
+
+def _group_of(config: EffectiveConfig, topic: str, consumer_group: str | None) -> int | None:
+    """The id of the consumer group a dequeue or ack names; None for a topic consumed without groups."""
+    if consumer_group is None:
+        if config.grouped:
+            raise errors.ConsumerGroupRequired(
+                f"topic {topic!r} has consumer groups: consume it as one of them (consumer_group)",
+                details={"consumer_groups": [name for name, _ in config.groups]},
+            )
+        return None
+    group_id = config.group_id(consumer_group)
+    if group_id is None:
+        raise errors.NotFound(f"topic {topic!r} has no consumer group {consumer_group!r}")
+    return group_id
 
 
 def _check_payloads(rows: Sequence[NewRow], limit: int) -> None:

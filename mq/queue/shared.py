@@ -41,6 +41,8 @@ class _Ack(NamedTuple):
     tenant_id: int
     ids: Sequence[uuid.UUID]
     receipts: Sequence[uuid.UUID | None]
+    #: the consumer group whose deliveries are acknowledged; None: the messages themselves
+    group: str | None = None
 
 
 class _Dequeue(NamedTuple):
@@ -51,6 +53,8 @@ class _Dequeue(NamedTuple):
     limit: int
     visibility: int
     consumer: str | None
+    #: a consumer group's id (its deliveries are leased), or None
+    group_id: int | None = None
 
 
 def split(results: Sequence[Outcome], sizes: Sequence[int]) -> list[list[Outcome]]:
@@ -134,11 +138,15 @@ class SharedStatements:
         return self._gate.enqueue_wait(tenant_id, rows)
 
     async def ack(
-        self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
+        self,
+        tenant_id: int,
+        ids: Sequence[uuid.UUID],
+        receipts: Sequence[uuid.UUID | None],
+        group: str | None = None,
     ) -> list[AckOutcome]:
-        """Delete processing messages; per id, the topic of the message this request deleted, `STALE_RECEIPT`, or
-        None."""
-        request = _Ack(tenant_id, ids, receipts)
+        """Delete processing messages, or a consumer group's deliveries of them (`group`, its name); per id, the
+        topic of the message this request acknowledged, `STALE_RECEIPT`, or None."""
+        request = _Ack(tenant_id, ids, receipts, group)
         if len(ids) < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._acks.submit(request)
@@ -146,16 +154,23 @@ class SharedStatements:
             return await _alone(self._ack_many, request)
 
     async def dequeue(
-        self, tenant_id: int, topic: str, limit: int, visibility: int, consumer: str | None = None
+        self,
+        tenant_id: int,
+        topic: str,
+        limit: int,
+        visibility: int,
+        consumer: str | None = None,
+        group_id: int | None = None,
     ) -> list[Any]:
-        """Lease up to `limit` messages of a topic for `consumer` (the user's name the leases record)."""
-        request = _Dequeue(tenant_id, topic, limit, visibility, consumer)
+        """Lease up to `limit` messages of a topic for `consumer` (the user's name the leases record); with
+        `group_id`, that consumer group's deliveries of them."""
+        request = _Dequeue(tenant_id, topic, limit, visibility, consumer, group_id)
         if limit < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._dequeues.submit(request)
         if limit > _SHARED_MAX_ROWS and self._gate.contended(tenant_id):
             # The contract lets a dequeue answer fewer than asked; the consumer asks again for the rest.
-            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility, consumer)
+            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility, consumer, group_id)
         async with self._gate.slot(tenant_id):
             return await _alone(self._dequeue_many, request)
 
@@ -176,7 +191,7 @@ class SharedStatements:
         """Insert in one statement; per input row, its message id and whether it is new. Rows sharing a
         (topic, key) fold into one with the last one's content (ON CONFLICT cannot touch a row twice)."""
         if len(rows) >= _COPY_MIN_ROWS and all(
-            row.key is None and row.delay_seconds <= 0 and not row.ttl_seconds for row in rows
+            row.key is None and row.delay_seconds <= 0 and not row.ttl_seconds and not row.grouped for row in rows
         ):
             ids = uuid7_batch(len(rows))
             admit = caps.arguments(Counter(row.topic for row in rows)) if caps else None
@@ -228,29 +243,39 @@ class SharedStatements:
         their limits; the leased rows are dealt out in queue order, first come first served. (A topic's consumers
         are usually one service's user: keying by it costs no sharing, and each lease names its holder.)"""
 
-        async def lease(key: tuple[int, str, int, str | None], chosen: list[_Dequeue]) -> list[list[Any]]:
-            tenant_id, topic, visibility, consumer = key
-            delivered, dead = await self.repository.dequeue(
-                tenant_id, topic, sum(d.limit for d in chosen), visibility, consumer
-            )
+        async def lease(key: tuple[int, str, int, str | None, int | None], chosen: list[_Dequeue]) -> list[list[Any]]:
+            tenant_id, topic, visibility, consumer, group_id = key
+            wanted = sum(d.limit for d in chosen)
+            dead: list[DeadLettered] = []
+            if group_id is not None:
+                delivered = await self.repository.group_dequeue(
+                    tenant_id, topic, group_id, wanted, visibility, consumer
+                )
+            else:
+                delivered, dead = await self.repository.dequeue(tenant_id, topic, wanted, visibility, consumer)
             if dead:
                 self._dead_lettered(tenant_id, dead)
             rows = in_queue_order(delivered)
             return split(rows, [d.limit for d in chosen])
 
-        return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility, d.consumer), lease)
+        return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility, d.consumer, d.group_id), lease)
 
     async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[AckOutcome] | BaseException]:
         """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it
         deleted, `STALE_RECEIPT` or None (see `credit`)."""
 
-        async def delete(tenant_id: int, chosen: list[_Ack]) -> list[list[AckOutcome]]:
+        async def delete(key: tuple[int, str | None], chosen: list[_Ack]) -> list[list[AckOutcome]]:
+            tenant_id, group = key
             ids = [m for a in chosen for m in a.ids]
             receipts = [r for a in chosen for r in a.receipts]
-            outcomes = credit(ids, receipts, await self.repository.ack_batch(tenant_id, ids, receipts))
+            if group is None:
+                deleted = await self.repository.ack_batch(tenant_id, ids, receipts)
+            else:
+                deleted = await self.repository.group_ack(tenant_id, group, ids, receipts)
+            outcomes = credit(ids, receipts, deleted)
             return split(outcomes, [len(ack.ids) for ack in chosen])
 
-        return await _per_group(acks, lambda a: a.tenant_id, delete)
+        return await _per_group(acks, lambda a: (a.tenant_id, a.group), delete)
 
 
 async def _per_group(
@@ -334,5 +359,6 @@ def _uniform(rows: Sequence[NewRow]) -> bool:
         and r.delay_seconds == first.delay_seconds
         and r.max_retries == first.max_retries
         and r.ttl_seconds == first.ttl_seconds
+        and r.grouped == first.grouped
         for r in rows
     )

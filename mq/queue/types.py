@@ -51,8 +51,9 @@ class EnqueueItem(msgspec.Struct, frozen=True, gc=False):
     delay_seconds: float = 0
     priority: int = 0
 
-    def resolved(self, max_retries: int, ttl_seconds: int) -> NewRow:
-        """This message as the row to insert, with its topic's max_retries and TTL."""
+    def resolved(self, max_retries: int, ttl_seconds: int, grouped: bool = False) -> NewRow:
+        """This message as the row to insert, with its topic's max_retries and TTL, and whether the topic has
+        consumer groups."""
         return NewRow(
             self.topic,
             self.payload,
@@ -62,6 +63,7 @@ class EnqueueItem(msgspec.Struct, frozen=True, gc=False):
             self.priority,
             max_retries,
             ttl_seconds,
+            grouped,
         )
 
 
@@ -76,6 +78,8 @@ class NewRow(msgspec.Struct, frozen=True, gc=False):
     priority: int
     max_retries: int
     ttl_seconds: int
+    #: The topic has consumer groups: the row is stored with its deliveries (`mq.queue.sql`, "Consumer groups").
+    grouped: bool = False
 
 
 class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
@@ -231,6 +235,16 @@ class EffectiveConfig(msgspec.Struct, frozen=True):
     expire_to_dlq: bool
     #: Dequeues answer empty (enqueues are accepted) until the topic is resumed.
     paused: bool = False
+    #: The topic's consumer groups, (name, id) in creation order: with any, it is consumed through them only, and
+    #: its enqueues mint their deliveries.
+    groups: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.groups)
+
+    def group_id(self, name: str) -> int | None:
+        return next((gid for gname, gid in self.groups if gname == name), None)
 
 
 class TopicSummaryView(msgspec.Struct):

@@ -98,8 +98,8 @@ class BatchEntry(Protocol):
     priority: int
 
 
-#: A topic's (max_retries, message_ttl_seconds) in force, the two settings an enqueued row carries.
-Limits = Callable[[str], Awaitable[tuple[int, int]]]
+#: A topic's (max_retries, message_ttl_seconds) in force and whether it has consumer groups: what a row carries.
+Limits = Callable[[str], Awaitable[tuple[int, int, bool]]]
 
 
 async def build_rows(
@@ -115,13 +115,23 @@ async def build_rows(
     rows: list[NewRow] = []
     problems: list[tuple[int, errors.InvalidRequest | errors.PayloadTooLarge]] = []
     limit = settings.max_payload_bytes
-    checked: dict[str | None, tuple[int, int]] = {}  # valid topics -> their limits
+    checked: dict[str | None, tuple[int, int, bool]] = {}  # valid topics -> their limits
     for index, entry in enumerate(entries):
         topic = entry.topic if entry.topic is not None else default_topic
         known = checked.get(topic)
         if known is not None and entry.metadata is None and entry.key is None and len(entry.payload) <= limit:
             rows.append(
-                NewRow(topic, entry.payload, None, None, entry.delay_seconds, entry.priority, known[0], known[1])  # type: ignore[arg-type]
+                NewRow(
+                    topic,  # type: ignore[arg-type]  # known: a checked topic, never None
+                    entry.payload,
+                    None,
+                    None,
+                    entry.delay_seconds,
+                    entry.priority,
+                    known[0],
+                    known[1],
+                    known[2],
+                )
             )
             continue
         if topic is None:

@@ -108,6 +108,30 @@ class TopicRepository:
     async def usage(self) -> list[Record]:
         return await self.pool.fetch(sql.USAGE)
 
+    # --- consumer groups ---------------------------------------------------------------------------------------
+
+    async def create_group(self, tenant_id: int, topic: str, name: str, start: str) -> Record | None:
+        """The new group's row, or None when the topic has one of that name. `earliest`: in the same transaction,
+        the group owes every message already live in the topic."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            row: Record | None = await conn.fetchrow(sql.GROUP_CREATE, tenant_id, topic, name, start)
+            if row is not None and start == "earliest":
+                await conn.execute(sql.GROUP_BACKFILL, tenant_id, topic, row["id"])
+            return row
+
+    async def groups(self, tenant_id: int, topic: str) -> list[Record]:
+        return await self.pool.fetch(sql.GROUPS_LIST, tenant_id, topic)
+
+    async def delete_group(self, tenant_id: int, topic: str, name: str) -> int | None:
+        """Delete the group; its id, or None when there is no such group. What it owed is released after."""
+        group_id: int | None = await self.pool.fetchval(sql.GROUP_DELETE, tenant_id, topic, name)
+        return group_id
+
+    async def release_group(self, group_id: int, batch: int) -> int:
+        """Release up to `batch` of a deleted group's deliveries; how many went (0: none left)."""
+        released: int = await self.pool.fetchval(sql.GROUP_RELEASE, group_id, batch)
+        return released
+
 
 def _extra(first: int, key: str | None, metadata: str | None) -> tuple[Sequence[Any], int, int]:
     """The filter's optional parameters and their positions from `first` on (0: absent)."""

@@ -24,7 +24,7 @@ from mq import errors
 from mq.db.engine import DATABASE_ERRORS
 from mq.names import DLQ_SUFFIX, check_text
 from mq.queue.service import QueueService
-from mq.queue.types import STATUSES, MessageView, TopicConfig, TopicSummaryView, parse_uuid
+from mq.queue.types import STATUSES, MessageView, TopicConfig, TopicSummaryView, parse_uuid, rfc3339
 from mq.queue.validation import check_topic
 from mq.quotas import NO_QUOTAS
 from mq.topics import sql
@@ -34,6 +34,10 @@ from mq.topics.views import (
     BulkAction,
     BulkJobView,
     ConfigValuesView,
+    ConsumerGroupStatsView,
+    ConsumerGroupsView,
+    ConsumerGroupView,
+    GroupStart,
     MessageFilter,
     MessagePageView,
     SeriesPointView,
@@ -55,6 +59,8 @@ _JOB_BATCH = 500
 _JOB_FAILURES: tuple[type[Exception], ...] = (errors.SkiplockError, *DATABASE_ERRORS)
 #: A running job not heard of for this long died with its instance.
 _JOB_IDLE_SECONDS = 60.0
+#: Deliveries a deleted group's release deletes per statement.
+_RELEASE_BATCH = 5000
 #: The series' step: one sample mark of the gauge job (`mq.db.sql.SAMPLES_RECORD`).
 SERIES_STEP_SECONDS = 30
 _PHASES = ("live", "done")
@@ -173,6 +179,48 @@ class TopicAdmin:
         await self.repository.resume(tenant_id, topic)
         await self.queue.configs.changed(tenant_id, topic)
         self.queue.wakeups.published(tenant_id, [topic])
+
+    # --- consumer groups ----------------------------------------------------------------------------------------
+
+    async def create_group(self, tenant_id: int, topic: str, name: str, start: GroupStart) -> ConsumerGroupView:
+        """A new consumer group of the topic: it receives every message enqueued from now on, and with `earliest`
+        every one already pending or processing. From the first group on, the topic is consumed through groups."""
+        _check_group_topic(topic)
+        row = await self.repository.create_group(tenant_id, topic, name, start)
+        if row is None:
+            raise errors.GroupExists(f"topic {topic!r} already has a consumer group {name!r}")
+        await self.queue.configs.changed(tenant_id, topic)
+        self.queue.wakeups.published(tenant_id, [topic])  # waiting polls look again: earliest may have owed some
+        return ConsumerGroupView(
+            topic=topic, consumer_group=row["name"], start=row["start"], created_at=rfc3339(row["created_at"]) or ""
+        )
+
+    async def groups(self, tenant_id: int, topic: str) -> ConsumerGroupsView:
+        check_topic(topic, for_enqueue=False)
+        rows = await self.repository.groups(tenant_id, topic)
+        stats = [
+            ConsumerGroupStatsView(
+                consumer_group=r["name"],
+                start=r["start"],
+                created_at=r["created_at"],
+                pending=r["pending"],
+                processing=r["processing"],
+                dead=r["dead"],
+                oldest_pending_age_seconds=r["oldest_pending_age_seconds"],
+            )
+            for r in rows
+        ]
+        return ConsumerGroupsView(items=[g.consumer_group for g in stats], groups=stats)
+
+    async def delete_group(self, tenant_id: int, topic: str, name: str) -> None:
+        """Delete a group: its deliveries go, and the messages no other group owes with them."""
+        check_topic(topic, for_enqueue=False)
+        group_id = await self.repository.delete_group(tenant_id, topic, name)
+        if group_id is None:
+            raise errors.NotFound(f"topic {topic!r} has no consumer group {name!r}")
+        await self.queue.configs.changed(tenant_id, topic)
+        while await self.repository.release_group(group_id, _RELEASE_BATCH):
+            pass
 
     async def settings(self, tenant_id: int, topic: str) -> TopicSettingsView:
         """The topic's overrides, the global defaults and the values in force, from the config cache."""
@@ -492,3 +540,8 @@ def _decode_cursor(cursor: str, reverse: bool) -> tuple[str, Position]:
     except (ValueError, TypeError, IndexError, binascii.Error, UnicodeDecodeError):
         pass
     raise errors.InvalidRequest("cursor: not one this server gave")
+
+
+def _check_group_topic(topic: str) -> None:
+    """Groups belong to topics that take enqueues: not to a dead-letter topic."""
+    check_topic(topic, for_enqueue=True)

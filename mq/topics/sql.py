@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from mq.queue.sql import ALIVE as _ALIVE
 from mq.queue.sql import MESSAGE_COLUMNS
+from mq.queue.sql import rfc3339 as _rfc3339
 
 #: A filter's status -> the condition on a row read from each index ("live" or "done"); None: none of that index.
 STATUS_FILTERS: dict[str, dict[str, str | None]] = {
@@ -171,3 +172,52 @@ BULK_FORGET = "DELETE FROM bulk_jobs WHERE tenant_id = $1 AND updated_at < now()
 # Every tenant's topics and messages as the gauge job last counted them (never a scan of messages).
 USAGE = """
 SELECT tenant, count(DISTINCT topic) AS topics, sum(messages)::int8 AS messages FROM queue_gauges GROUP BY tenant"""
+
+# --- consumer groups -----------------------------------------------------------------------------------------------
+# (mq/queue/sql.py, "Consumer groups", says how deliveries work.) $2 topic, $3 name, $4 start
+GROUP_CREATE = """
+INSERT INTO consumer_groups (tenant_id, topic, name, start) VALUES ($1, $2, $3, $4)
+ON CONFLICT (tenant_id, topic, name) DO NOTHING
+RETURNING id, name, start, created_at"""
+
+# `earliest`: the new group also owes every message already pending or processing in the topic (not expired), in
+# the transaction that creates it. A message consumed without groups until now becomes available to the group at
+# once; one that other groups owe keeps its place. Plan: Index Scan using messages_dequeue_idx (the topic's live
+# messages). $2 topic, $3 group id
+GROUP_BACKFILL = f"""
+WITH owed AS (
+    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
+    SELECT $3, m.id, m.priority,
+           CASE WHEN m.status = 'processing' AND m.owed IS NULL THEN now() ELSE m.available_at END, m.expires_at
+    FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND {_ALIVE}
+    ON CONFLICT DO NOTHING
+    RETURNING message_id
+)
+UPDATE messages AS m SET owed = coalesce(m.owed, 0) + 1 FROM owed AS o WHERE m.id = o.message_id"""
+
+# A topic's groups in creation order with their counts: what each still owes (pending: available or delayed, a
+# lapsed lease included; processing: leased now), its dead letters in the topic's DLQ, and how long the oldest
+# available delivery has waited. Per group: Index Only Scan using deliveries_pkey / deliveries_dequeue_idx.
+# $2 topic
+GROUPS_LIST = f"""
+SELECT g.name, g.start, {_rfc3339("g.created_at")} AS created_at,
+       coalesce(c.pending, 0) AS pending, coalesce(c.processing, 0) AS processing,
+       (SELECT count(*) FROM messages AS x
+        WHERE x.tenant_id = $1 AND x.topic = $2 || '.dlq' AND x.consumer_group = g.name) AS dead,
+       c.oldest AS oldest_pending_age_seconds
+FROM consumer_groups AS g
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.status = 'pending' OR d.available_at <= now()) AS pending,
+           count(*) FILTER (WHERE d.status = 'processing' AND d.available_at > now()) AS processing,
+           extract(epoch FROM now() - min(d.available_at) FILTER (WHERE d.available_at <= now()))::float8 AS oldest
+    FROM deliveries AS d WHERE d.group_id = g.id
+) AS c ON true
+WHERE g.tenant_id = $1 AND g.topic = $2
+ORDER BY g.id"""
+
+# $2 topic, $3 name
+GROUP_DELETE = "DELETE FROM consumer_groups WHERE tenant_id = $1 AND topic = $2 AND name = $3 RETURNING id"
+# What a deleted group owed, released a batch at a time (`skiplock_group_release`): its deliveries go, and the
+# messages no other group owes with them. $1 group id, $2 batch
+GROUP_RELEASE = "SELECT skiplock_group_release($1, $2)"

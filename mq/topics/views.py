@@ -107,3 +107,35 @@ class BulkJobView(msgspec.Struct):
     created_by: str
     created_at: str
     updated_at: str
+
+
+GroupStart = Literal["latest", "earliest"]
+
+
+class ConsumerGroupView(msgspec.Struct):
+    """A consumer group as created."""
+
+    topic: str
+    consumer_group: str
+    start: GroupStart
+    created_at: str
+
+
+class ConsumerGroupStatsView(msgspec.Struct):
+    """A consumer group with what it still owes: pending (a lapsed lease included), processing (leased now), its
+    dead letters in the topic's DLQ, and how long its oldest available delivery has waited (its lag)."""
+
+    consumer_group: str
+    start: GroupStart
+    created_at: str
+    pending: int
+    processing: int
+    dead: int
+    oldest_pending_age_seconds: float | None
+
+
+class ConsumerGroupsView(msgspec.Struct):
+    """`items`: the names in creation order (queue-ti's shape); `groups`: each with its counts."""
+
+    items: list[str]
+    groups: list[ConsumerGroupStatsView]

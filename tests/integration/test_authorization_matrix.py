@@ -75,6 +75,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/messages/{message_id}/retry"): Rule(CONSUME, names_an_id=True),
     ("POST", "/api/topics/{topic}/pause"): Rule(TENANT_ADMIN),
     ("POST", "/api/topics/{topic}/resume"): Rule(TENANT_ADMIN),
+    ("POST", "/api/topics/{topic}/consumer-groups"): Rule(TENANT_ADMIN, lambda f: {"consumer_group": "g"}),
+    ("GET", "/api/topics/{topic}/consumer-groups"): Rule(READ),
+    ("DELETE", "/api/topics/{topic}/consumer-groups/{group}"): Rule(TENANT_ADMIN),
     ("GET", "/api/topics/{topic}/messages"): Rule(READ),
     ("GET", "/api/topics/{topic}/series"): Rule(READ),
     ("GET", "/api/series"): Rule(READ_EVERY_TOPIC),
@@ -179,6 +182,7 @@ class Fixtures:
             .replace("{slug}", self.slug)
             .replace("{topic}", "mx")
             .replace("{key}", "k")
+            .replace("{group}", "g")
             .replace("{username}", self.spare_admin)
             .replace("{path}", "openapi.yaml")
         )

@@ -47,9 +47,9 @@ def test_build_item_limits() -> None:
 def test_a_batch_becomes_rows_with_their_topics_limits_asked_once_per_topic() -> None:
     asked: list[str] = []
 
-    async def limits(topic: str) -> tuple[int, int]:
+    async def limits(topic: str) -> tuple[int, int, bool]:
         asked.append(topic)
-        return (5, 60) if topic == "a" else (0, 0)
+        return (5, 60, False) if topic == "a" else (0, 0, True)
 
     entries = [
         BatchItem(b"1"),
@@ -60,10 +60,10 @@ def test_a_batch_becomes_rows_with_their_topics_limits_asked_once_per_topic() ->
     ]
     rows, problems = asyncio.run(build_rows(SETTINGS, "a", entries, limits))
     assert asked == ["a", "b"]
-    assert rows[0] == NewRow("a", b"1", None, None, 0, 0, 5, 60)
-    assert [(r.topic, r.key, r.max_retries, r.ttl_seconds) for r in rows[1:]] == [
-        ("a", "k", 5, 60),
-        ("b", None, 0, 0),
-        ("a", None, 5, 60),
+    assert rows[0] == NewRow("a", b"1", None, None, 0, 0, 5, 60, False)
+    assert [(r.topic, r.key, r.max_retries, r.ttl_seconds, r.grouped) for r in rows[1:]] == [
+        ("a", "k", 5, 60, False),
+        ("b", None, 0, 0, True),
+        ("a", None, 5, 60, False),
     ]
     assert [(index, type(error)) for index, error in problems] == [(4, errors.ReservedTopic)]

@@ -1,0 +1,165 @@
+"""Consumer groups (the contract's "Consumer groups (fan-out)"): each group receives every message once, apart from
+the others; a message is stored until every group that owes it has acked it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import asyncpg
+import httpx
+
+from tests.integration.helpers import assert_error, b64, dequeue, enqueue
+from tests.support.servers import Server
+from tests.support.tenants import Tenant
+
+
+async def _group(client: httpx.AsyncClient, topic: str, name: str, start: str = "latest") -> dict[str, Any]:
+    r = await client.post(f"/api/topics/{topic}/consumer-groups", json={"consumer_group": name, "start": start})
+    assert r.status_code == 201, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+async def _ack(client: httpx.AsyncClient, message: dict[str, Any], group: str) -> httpx.Response:
+    return await client.post(
+        f"/api/messages/{message['id']}/ack", json={"receipt": message["receipt"], "consumer_group": group}
+    )
+
+
+async def test_groups_are_created_listed_in_creation_order_and_deleted(client: httpx.AsyncClient) -> None:
+    made = await _group(client, "orders", "billing")
+    assert made["topic"] == "orders" and made["consumer_group"] == "billing" and made["start"] == "latest"
+    assert made["created_at"].endswith("Z")
+    await _group(client, "orders", "shipping", "earliest")
+    await _group(client, "orders", "audit")
+    listed = (await client.get("/api/topics/orders/consumer-groups")).json()
+    assert listed["items"] == ["billing", "shipping", "audit"]
+    assert [g["start"] for g in listed["groups"]] == ["latest", "earliest", "latest"]
+    assert listed["groups"][0] | {"created_at": None} == {
+        "consumer_group": "billing",
+        "start": "latest",
+        "created_at": None,
+        "pending": 0,
+        "processing": 0,
+        "dead": 0,
+        "oldest_pending_age_seconds": None,
+    }
+    r = await client.post("/api/topics/orders/consumer-groups", json={"consumer_group": "billing"})
+    assert_error(r, 409, "group_exists")
+    for bad in ("", "-x", "a" * 101, "a b"):
+        r = await client.post("/api/topics/orders/consumer-groups", json={"consumer_group": bad})
+        assert_error(r, 400, "invalid_request")
+    r = await client.post("/api/topics/orders.dlq/consumer-groups", json={"consumer_group": "x"})
+    assert_error(r, 400, "reserved_topic")
+    assert (await client.delete("/api/topics/orders/consumer-groups/audit")).status_code == 204
+    assert_error(await client.delete("/api/topics/orders/consumer-groups/audit"), 404, "not_found")
+    assert (await client.get("/api/topics/orders/consumer-groups")).json()["items"] == ["billing", "shipping"]
+    assert (await client.get("/api/topics/plain/consumer-groups")).json() == {"items": [], "groups": []}
+
+
+async def test_every_group_receives_every_message_once_and_the_message_goes_when_all_acked(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    groups = ["billing", "shipping", "audit"]
+    for name in groups:
+        await _group(client, "fan", name)
+    single = await enqueue(client, "fan", "one")
+    r = await client.post("/api/messages/batch", json={"topic": "fan", "messages": [{"payload": b64("two")}] * 4})
+    ids = {single, *r.json()["ids"]}
+    received: dict[str, list[dict[str, Any]]] = {}
+    for name in groups:
+        received[name] = await dequeue(client, "fan", 10, consumer_group=name)
+        assert {m["id"] for m in received[name]} == ids  # each group: all five, once
+        assert all(m["status"] == "processing" and m["receipt"] for m in received[name])
+        assert await dequeue(client, "fan", 10, consumer_group=name) == []  # leased: not again
+    listed = {g["consumer_group"]: g for g in (await client.get("/api/topics/fan/consumer-groups")).json()["groups"]}
+    assert [listed[n]["processing"] for n in groups] == [5, 5, 5]
+    first = received["billing"][0]
+    assert (await client.get(f"/api/messages/{first['id']}")).json()["status"] == "pending"  # groups still owe it
+
+    for name in groups[:2]:
+        for m in received[name]:
+            assert (await _ack(client, m, name)).status_code == 204
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 5  # audit owes
+    r = await client.post(
+        "/api/messages/ack",
+        json={"acks": [{"id": m["id"], "receipt": m["receipt"], "consumer_group": "audit"} for m in received["audit"]]},
+    )
+    assert r.json() == {"acked": 5, "failed": []}
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+    assert (
+        await db.fetchval(
+            "SELECT count(*) FROM deliveries AS d JOIN consumer_groups AS g ON g.id = d.group_id "
+            "WHERE g.tenant_id = $1",
+            tenant.id,
+        )
+        == 0
+    )
+    assert_error(await _ack(client, first, "billing"), 404, "message_not_found")
+
+
+async def test_a_grouped_topic_is_consumed_only_through_its_groups(client: httpx.AsyncClient) -> None:
+    await _group(client, "only", "g1")
+    await enqueue(client, "only", "m")
+    r = await client.post("/api/messages/dequeue", json={"topic": "only"})
+    assert_error(r, 400, "consumer_group_required")
+    r = await client.post("/api/messages/dequeue", json={"topic": "only", "consumer_group": "nope"})
+    assert_error(r, 404, "not_found")
+    r = await client.post("/api/messages/dequeue", json={"topic": "plainer", "consumer_group": "g1"})
+    assert_error(r, 404, "not_found")
+    [m] = await dequeue(client, "only", consumer_group="g1")
+    assert_error(await _ack(client, m, "g2"), 404, "not_found")  # the tenant has no such group
+    r = await client.post(f"/api/messages/{m['id']}/ack", json={"receipt": m["receipt"]})  # not as the group
+    assert_error(r, 400, "consumer_group_required")
+    stale = str(uuid.uuid4())
+    r = await client.post(f"/api/messages/{m['id']}/ack", json={"receipt": stale, "consumer_group": "g1"})
+    assert_error(r, 409, "lease_lost")
+    assert (await _ack(client, m, "g1")).status_code == 204
+
+
+async def test_latest_receives_what_comes_after_it_and_earliest_what_was_there(client: httpx.AsyncClient) -> None:
+    before = [await enqueue(client, "starts", f"b{n}") for n in range(3)]
+    await _group(client, "starts", "late")
+    await _group(client, "starts", "early", "earliest")
+    after = await enqueue(client, "starts", "a")
+    late = await dequeue(client, "starts", 10, consumer_group="late")
+    early = await dequeue(client, "starts", 10, consumer_group="early")
+    assert [m["id"] for m in late] == [after]
+    assert sorted(m["id"] for m in early) == sorted([*before, after])
+
+
+async def test_deleting_a_group_releases_what_it_owed(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    await _group(client, "rel", "stays")
+    await _group(client, "rel", "goes")
+    ids = [await enqueue(client, "rel", f"m{n}") for n in range(3)]
+    for m in await dequeue(client, "rel", 10, consumer_group="stays"):
+        await _ack(client, m, "stays")
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE id = ANY($1::uuid[])", ids) == 3  # "goes" owes
+    assert (await client.delete("/api/topics/rel/consumer-groups/goes")).status_code == 204
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE id = ANY($1::uuid[])", ids) == 0
+
+
+async def test_two_groups_acking_a_messages_last_deliveries_at_once_delete_it(
+    client: httpx.AsyncClient, server: Server, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """queue-ti's race: under READ COMMITTED each of two racing acks still sees the other's delivery, and neither
+    deleted the message. Here the count-down serializes them."""
+    await _group(client, "race", "a")
+    await _group(client, "race", "b")
+    r = await client.post("/api/messages/batch", json={"topic": "race", "messages": [{"payload": b64("r")}] * 60})
+    ids = r.json()["ids"]
+    leased = {g: {m["id"]: m for m in await dequeue(client, "race", 100, consumer_group=g)} for g in ("a", "b")}
+    async with httpx.AsyncClient(base_url=client.base_url, auth=client.auth, headers=client.headers) as other:
+        results = await asyncio.gather(
+            *(
+                c.post(f"/api/messages/{mid}/ack", json={"receipt": leased[g][mid]["receipt"], "consumer_group": g})
+                for mid in ids
+                for g, c in (("a", client), ("b", other))
+            )
+        )
+    assert {r.status_code for r in results} == {204}
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
