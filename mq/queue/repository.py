@@ -101,7 +101,7 @@ class MessageRepository:
                 first.max_retries,
                 float(first.delay_seconds),
                 first.ttl_seconds,
-                ids,
+                _id_list(ids) if first.grouped else ids,
                 [r.payload for r in rows],
                 [r.metadata_json for r in rows],
                 *extra,
