@@ -83,7 +83,8 @@ class QueueService:
         metrics.count(metrics.enqueued if inserted else metrics.upserted, tenant_id, item.topic)
         self.activity.enqueued(tenant_id, item.topic)
         if item.delay_seconds <= 0:
-            self.wakeups.published(tenant_id, {item.topic: 1})
+            # each group of the topic has its own waiting polls: wake one per group
+            self.wakeups.published(tenant_id, {item.topic: max(1, len(config.groups))})
         return message_id, inserted
 
     async def limits(self, tenant_id: int, topic: str) -> tuple[int, int, bool]:
@@ -99,7 +100,8 @@ class QueueService:
         topics = {r.topic for r in rows}
         configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
         stored = await self._store(tenant_id, rows, configs)
-        self.wakeups.published(tenant_id, Counter(r.topic for r in rows if r.delay_seconds <= 0))
+        ready = Counter(r.topic for r in rows if r.delay_seconds <= 0)
+        self.wakeups.published(tenant_id, {t: n * max(1, len(configs[t].groups)) for t, n in ready.items()})
         metrics = self.metrics
         if len(configs) == 1:
             self.activity.enqueued(tenant_id, rows[0].topic, len(rows))

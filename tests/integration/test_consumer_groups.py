@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from tests.integration.helpers import assert_error, b64, dequeue, enqueue
+from tests.integration.helpers import assert_error, b64, dequeue, enqueue, long_polls_waiting
 from tests.support.servers import Server
 from tests.support.tenants import Tenant
 
@@ -163,3 +163,14 @@ async def test_two_groups_acking_a_messages_last_deliveries_at_once_delete_it(
         )
     assert {r.status_code for r in results} == {204}
     assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+
+
+async def test_a_message_wakes_a_waiting_poll_of_every_group(client: httpx.AsyncClient) -> None:
+    groups = ("g1", "g2", "g3")
+    for name in groups:
+        await _group(client, "woken", name)
+    polls = [asyncio.create_task(dequeue(client, "woken", consumer_group=name, wait_seconds=10)) for name in groups]
+    await long_polls_waiting(client.base_url, at_least=3)
+    message_id = await enqueue(client, "woken", "one")
+    received = await asyncio.wait_for(asyncio.gather(*polls), 4)  # the recheck would take 5 s
+    assert [[m["id"] for m in r] for r in received] == [[message_id]] * 3
