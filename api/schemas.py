@@ -186,6 +186,7 @@ class NackBody(Strict):
     error: str | None = None
     receipt: str | None = None
     delay_seconds: Delay | None = None
+    consumer_group: GroupName | None = None
 
 
 class NackView(msgspec.Struct):
@@ -195,6 +196,7 @@ class NackView(msgspec.Struct):
 class ExtendBody(Strict):
     visibility_timeout_seconds: Visibility
     receipt: str | None = None
+    consumer_group: GroupName | None = None
 
 
 class ExtendView(msgspec.Struct):

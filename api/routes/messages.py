@@ -185,7 +185,9 @@ class MessageController(Controller):
     async def nack(self, request: AnyRequest, message_id: str, data: JSONBody[NackBody | None] = None) -> NackView:
         tenant = await _tenant_for_messages(request, "consume", [message_id])
         body = data or NackBody()
-        outcome = await _queue(request).nack(tenant, message_id, body.receipt, body.error, body.delay_seconds)
+        outcome = await _queue(request).nack(
+            tenant, message_id, body.receipt, body.error, body.delay_seconds, body.consumer_group
+        )
         return NackView(outcome=outcome)
 
     @json_post(
@@ -197,7 +199,9 @@ class MessageController(Controller):
     )
     async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendView:
         tenant = await _tenant_for_messages(request, "consume", [message_id])
-        deadline = await _queue(request).extend(tenant, message_id, data.receipt, data.visibility_timeout_seconds)
+        deadline = await _queue(request).extend(
+            tenant, message_id, data.receipt, data.visibility_timeout_seconds, data.consumer_group
+        )
         return ExtendView(visibility_deadline=deadline)
 
     @post(

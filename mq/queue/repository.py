@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 
 from mq import errors
+from mq.ids import uuid7
 from mq.queue import sql
 from mq.queue.admission import RETRY_AFTER_SECONDS, AdmitArguments
 from mq.queue.types import DeadLettered, NackOutcome, NewRow, QueueDefaults, TopicConfig
@@ -246,6 +247,39 @@ class MessageRepository:
     ) -> datetime | None:
         value: datetime | None = await self.pool.fetchval(
             sql.MESSAGE_EXTEND, tenant_id, message_id, receipt, float(seconds)
+        )
+        return value
+
+    async def group_nack(
+        self,
+        tenant_id: int,
+        group: str,
+        message_id: uuid.UUID,
+        receipt: uuid.UUID | None,
+        error: str | None,
+        delay_seconds: float | None,
+        backoff: Sequence[int],
+    ) -> tuple[NackOutcome, str] | None:
+        """A consumer group's nack: (outcome, the group's topic); None when no delivery of the group matched."""
+        row = await self.pool.fetchrow(
+            sql.GROUP_NACK,
+            tenant_id,
+            group,
+            message_id,
+            receipt,
+            error,
+            delay_seconds,
+            list(backoff),
+            self.defaults.dlq_enabled,
+            uuid7(),
+        )
+        return None if row is None or row["outcome"] is None else (row["outcome"], row["topic"])
+
+    async def group_extend(
+        self, tenant_id: int, group: str, message_id: uuid.UUID, receipt: uuid.UUID | None, seconds: float
+    ) -> datetime | None:
+        value: datetime | None = await self.pool.fetchval(
+            sql.GROUP_EXTEND, tenant_id, group, message_id, receipt, float(seconds)
         )
         return value
 

@@ -371,9 +371,16 @@ class QueueService:
         return BatchAckView(acked=acked, failed=failed)
 
     async def nack(
-        self, tenant_id: int, message_id: str, receipt: str | None, error: str | None, delay_seconds: float | None
+        self,
+        tenant_id: int,
+        message_id: str,
+        receipt: str | None,
+        error: str | None,
+        delay_seconds: float | None,
+        consumer_group: str | None = None,
     ) -> NackOutcome:
-        """Returns the outcome: retry, dlq or failed."""
+        """Returns the outcome: retry, dlq or failed. With `consumer_group`, of that group's delivery (dlq: a copy
+        for the group goes to the DLQ; the other groups are not affected)."""
         mid, rec = _ids(message_id, receipt)
         if error is not None:
             error = error[:MAX_ERROR_LENGTH]
@@ -381,12 +388,18 @@ class QueueService:
         if mid is None:
             raise errors.MessageNotFound()
         backoff = self.settings.retry_backoff_seconds
-        done = await self.repository.nack(tenant_id, mid, rec, error, delay_seconds, backoff)
+        if consumer_group is None:
+            done = await self.repository.nack(tenant_id, mid, rec, error, delay_seconds, backoff)
+        else:
+            done = await self.repository.group_nack(tenant_id, consumer_group, mid, rec, error, delay_seconds, backoff)
         if done is None:
-            await self._raise_lease_error(tenant_id, mid, receipt)
+            await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
             raise AssertionError  # unreachable: the call above always raises
         outcome, now_in = done
-        topic = now_in[: -len(DLQ_SUFFIX)] if outcome == "dlq" else now_in
+        if consumer_group is None:
+            topic = now_in[: -len(DLQ_SUFFIX)] if outcome == "dlq" else now_in
+        else:  # a group's nack answers the group's topic; its dead letter is a copy in the DLQ
+            topic, now_in = now_in, now_in + DLQ_SUFFIX if outcome == "dlq" else now_in
         self.metrics.count(self.metrics.nacked, tenant_id, topic, 1, outcome)
         if outcome == "dlq":
             self.activity.dead_lettered(tenant_id, topic)
@@ -394,13 +407,18 @@ class QueueService:
             self.wakeups.published(tenant_id, {now_in: 1})
         return outcome
 
-    async def extend(self, tenant_id: int, message_id: str, receipt: str | None, seconds: int) -> str:
+    async def extend(
+        self, tenant_id: int, message_id: str, receipt: str | None, seconds: int, consumer_group: str | None = None
+    ) -> str:
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
-            deadline = await self.repository.extend(tenant_id, mid, rec, seconds)
+            if consumer_group is None:
+                deadline = await self.repository.extend(tenant_id, mid, rec, seconds)
+            else:
+                deadline = await self.repository.group_extend(tenant_id, consumer_group, mid, rec, seconds)
             if deadline is not None:
                 return deadline.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        await self._raise_lease_error(tenant_id, mid, receipt)
+        await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
         raise AssertionError
 
     async def _raise_lease_error(

@@ -501,6 +501,19 @@ SELECT d.message_id AS id, d.status FROM consumer_groups AS g JOIN deliveries AS
 WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({_uuid_list("$3")})"""
 GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $1 AND name = $2)"
 
+# A group's nack (`skiplock_group_nack`, migration 2026_11_25_consumer_groups): retry, or the group's delivery
+# dead-lettered as a copy. $1 tenant, $2 group, $3 id, $4 receipt, $5 error, $6 delay s (NULL: the backoff),
+# $7 default backoff, $8 default dlq_enabled, $9 the copy's id
+GROUP_NACK = "SELECT outcome, topic FROM skiplock_group_nack($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+
+# A group's visibility extension (its lease, as MESSAGE_EXTEND for a message). $2 group, $3 id, $4 receipt, $5 s
+GROUP_EXTEND = """
+UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $5)
+FROM consumer_groups AS g
+WHERE g.tenant_id = $1 AND g.name = $2 AND d.group_id = g.id AND d.message_id = $3 AND d.status = 'processing'
+  AND ($4::uuid IS NULL OR d.receipt = $4)
+RETURNING d.available_at"""
+
 # Nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending, retry_count 0,
 # max_retries 0, no TTL), or failed when the DLQ is off or the message is already dead-lettered. The topic's config is
 # joined here rather than looked up first: one round trip. Plan: Update <- Nested Loop <- LockRows <- Nested Loop
@@ -520,6 +533,7 @@ WITH cur AS (
     FROM messages AS m
     LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = m.topic
     WHERE m.id = $2 AND m.tenant_id + 0 = $1 AND m.status = 'processing' AND ($3::uuid IS NULL OR m.receipt = $3)
+      AND m.owed IS NULL
     FOR UPDATE OF m
 )
 UPDATE messages AS m SET
@@ -561,6 +575,7 @@ TOPIC_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_DLQ_KEYS, '$3', '$4')}\nSELECT c
 MESSAGE_EXTEND = """
 UPDATE messages SET available_at = now() + make_interval(secs => $4), updated_at = now()
 WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
+  AND owed IS NULL
 RETURNING available_at"""
 
 # A dead letter back in its original topic starts afresh, as if enqueued now: retry_count 0, max_retries and the

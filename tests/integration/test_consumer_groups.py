@@ -174,3 +174,49 @@ async def test_a_message_wakes_a_waiting_poll_of_every_group(client: httpx.Async
     message_id = await enqueue(client, "woken", "one")
     received = await asyncio.wait_for(asyncio.gather(*polls), 4)  # the recheck would take 5 s
     assert [[m["id"] for m in r] for r in received] == [[message_id]] * 3
+
+
+async def test_a_groups_nack_retries_and_dead_letters_its_own_delivery_only(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    await client.put("/api/topic-configs/nacked", json={"max_retries": 2, "retry_backoff_seconds": [0]})
+    await _group(client, "nacked", "flaky")
+    await _group(client, "nacked", "steady")
+    message_id = await enqueue(client, "nacked", "n", key="k1")
+    [m] = await dequeue(client, "nacked", consumer_group="flaky")
+    r = await client.post(
+        f"/api/messages/{m['id']}/nack", json={"receipt": m["receipt"], "error": "boom", "consumer_group": "flaky"}
+    )
+    assert r.json() == {"outcome": "retry"}
+    [again] = await dequeue(client, "nacked", consumer_group="flaky")
+    assert again["retry_count"] == 1 and again["last_error"] == "boom"
+    r = await client.post(
+        f"/api/messages/{m['id']}/visibility",
+        json={"receipt": again["receipt"], "visibility_timeout_seconds": 60, "consumer_group": "flaky"},
+    )
+    assert r.status_code == 200 and r.json()["visibility_deadline"].endswith("Z")
+    r = await client.post(
+        f"/api/messages/{m['id']}/nack", json={"receipt": again["receipt"], "error": "bust", "consumer_group": "flaky"}
+    )
+    assert r.json() == {"outcome": "dlq"}
+    dead = await db.fetchrow(
+        "SELECT topic, original_topic, consumer_group, status, key FROM messages WHERE tenant_id = $1 AND topic = $2",
+        tenant.id,
+        "nacked.dlq",
+    )
+    assert dict(dead) == {
+        "topic": "nacked.dlq",
+        "original_topic": "nacked",
+        "consumer_group": "flaky",
+        "status": "pending",
+        "key": "k1",
+    }
+    listed = {g["consumer_group"]: g for g in (await client.get("/api/topics/nacked/consumer-groups")).json()["groups"]}
+    assert listed["flaky"]["dead"] == 1 and listed["flaky"]["pending"] == 0
+    assert listed["steady"]["pending"] == 1  # the other group still owes it, untouched
+    [s] = await dequeue(client, "nacked", consumer_group="steady")
+    assert s["id"] == message_id and s["retry_count"] == 0
+    assert (await _ack(client, s, "steady")).status_code == 204
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE id = $1", message_id) == 0
+    r = await client.post(f"/api/messages/{message_id}/nack", json={"consumer_group": "flaky"})
+    assert_error(r, 404, "message_not_found")
