@@ -31,6 +31,14 @@ class Attempt(msgspec.Struct, frozen=True):
     ended_at: str | None
 
 
+class Delivery(msgspec.Struct, frozen=True):
+    """A consumer group's delivery of a message it still owes."""
+
+    consumer_group: str
+    status: str
+    retry_count: int
+
+
 class Message(msgspec.Struct, frozen=True):
     """A message; one from a dequeue also carries its lease (`receipt`, `visibility_deadline`)."""
 
@@ -54,6 +62,8 @@ class Message(msgspec.Struct, frozen=True):
     visibility_deadline: str | None = None
     #: The most recent deliveries, oldest first: only `Client.message` (one message) fills it.
     attempts: tuple[Attempt, ...] = ()
+    #: Each consumer group's delivery of a message groups still owe (`Client.message` only); None otherwise.
+    deliveries: tuple[Delivery, ...] | None = None
 
     def text(self, encoding: str = "utf-8") -> str:
         """The payload decoded as text."""

@@ -658,7 +658,16 @@ SELECT {MESSAGE_COLUMNS}, (coalesce(m.attempts, '[]') || CASE WHEN m.status = 'p
         'outcome', CASE WHEN m.available_at <= now() THEN 'lapsed' ELSE 'processing' END,
         'error', CASE WHEN m.available_at <= now() THEN '{LEASE_EXPIRED_ERROR}' END,
         'ended_at', CASE WHEN m.available_at <= now() THEN {rfc3339("m.available_at")} END))
-    ELSE '[]' END)::text AS attempts
+    ELSE '[]' END)::text AS attempts,
+    -- a message that consumer groups owe: each group's delivery (one primary-key probe per group of the topic)
+    CASE WHEN m.owed IS NOT NULL THEN (
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+            'consumer_group', g.name,
+            'status', CASE WHEN d.status = 'processing' AND d.available_at <= now() THEN 'pending' ELSE d.status END,
+            'retry_count', d.retry_count) ORDER BY g.id), '[]')
+        FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id AND d.message_id = m.id
+        WHERE g.tenant_id = $1 AND g.topic = m.topic)::text
+    END AS deliveries
 FROM messages AS m WHERE m.tenant_id = $1 AND m.id = $2"""
 
 MESSAGE_DELETE = "DELETE FROM messages WHERE tenant_id = $1 AND id = $2 RETURNING topic"

@@ -179,17 +179,36 @@ class AttemptView(msgspec.Struct, omit_defaults=False):
 _attempts_decoder = msgspec.json.Decoder(list[AttemptView])
 
 
+class DeliveryView(msgspec.Struct, omit_defaults=False):
+    """A consumer group's delivery of a message it still owes: `pending` (a lapsed lease included) or
+    `processing`, and its own retry count."""
+
+    consumer_group: str
+    status: Literal["pending", "processing"]
+    retry_count: int
+
+
+_deliveries_decoder = msgspec.json.Decoder(list[DeliveryView])
+
+
 class MessageDetailView(MessageView, omit_defaults=False):
     """One message as `GET /api/messages/{id}` returns it: with its most recent attempts, oldest first."""
 
     attempts: list[AttemptView] = msgspec.field(default_factory=list)
+    #: Each consumer group's delivery, for a message that groups still owe; null otherwise.
+    deliveries: list[DeliveryView] | None = None
 
     @classmethod
     def from_detail_row(cls, row: Any) -> MessageDetailView:
         """From a row of `sql.MESSAGE_GET_DETAIL` (the message's columns, then its attempts as JSON text)."""
         view = MessageView.from_row(row, with_lease=False)
         fields = {f: getattr(view, f) for f in MessageView.__struct_fields__}
-        return cls(**fields, attempts=_attempts_decoder.decode(row["attempts"]))
+        groups = row["deliveries"]
+        return cls(
+            **fields,
+            attempts=_attempts_decoder.decode(row["attempts"]),
+            deliveries=None if groups is None else _deliveries_decoder.decode(groups),
+        )
 
 
 class QueueDefaults(msgspec.Struct, frozen=True):

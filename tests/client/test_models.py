@@ -19,6 +19,7 @@ SCHEMAS: dict[str, Any] = json.loads((ROOT / "docs" / "openapi.json").read_text(
 PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (models.Message, "MessageDetailView"),
     (models.Attempt, "AttemptView"),
+    (models.Delivery, "DeliveryView"),
     (models.AuditEntry, "AuditEntryView"),
     (models.AuditPage, "AuditPageView"),
     (models.Topic, "TopicSummaryView"),

@@ -57,6 +57,8 @@ async def test_groups_are_created_listed_in_creation_order_and_deleted(client: h
     assert_error(await client.delete("/api/topics/orders/consumer-groups/audit"), 404, "not_found")
     assert (await client.get("/api/topics/orders/consumer-groups")).json()["items"] == ["billing", "shipping"]
     assert (await client.get("/api/topics/plain/consumer-groups")).json() == {"items": [], "groups": []}
+    plain = await enqueue(client, "plain", "p")
+    assert (await client.get(f"/api/messages/{plain}")).json()["deliveries"] is None
 
 
 async def test_every_group_receives_every_message_once_and_the_message_goes_when_all_acked(
@@ -77,7 +79,11 @@ async def test_every_group_receives_every_message_once_and_the_message_goes_when
     listed = {g["consumer_group"]: g for g in (await client.get("/api/topics/fan/consumer-groups")).json()["groups"]}
     assert [listed[n]["processing"] for n in groups] == [5, 5, 5]
     first = received["billing"][0]
-    assert (await client.get(f"/api/messages/{first['id']}")).json()["status"] == "pending"  # groups still owe it
+    detail = (await client.get(f"/api/messages/{first['id']}")).json()
+    assert detail["status"] == "pending"  # groups still owe it
+    assert detail["deliveries"] == [
+        {"consumer_group": name, "status": "processing", "retry_count": 0} for name in groups
+    ]
 
     for name in groups[:2]:
         for m in received[name]:
