@@ -166,12 +166,32 @@ class MessageRepository:
 
     async def group_dequeue(
         self, tenant_id: int, topic: str, group_id: int, count: int, visibility_seconds: float, consumer: str | None
-    ) -> list[Record]:
-        """Lease up to `count` of a consumer group's deliveries of the topic for `consumer`."""
+    ) -> tuple[list[Record], list[DeadLettered]]:
+        """Lease up to `count` of a consumer group's deliveries of the topic for `consumer`: the delivered rows, and
+        the deliveries dead-lettered instead because their lease lapsed once too often (they use up the count: the
+        contract lets a dequeue answer fewer)."""
         secret = secrets.token_hex(16)
-        return await self.pool.fetch(
+        rows = await self.pool.fetch(
             sql.GROUP_DEQUEUE, tenant_id, topic, group_id, count, float(visibility_seconds), secret, consumer
         )
+        spent = [r["id"] for r in rows if r["fate"] is not None]
+        if not spent:
+            return rows, []
+        dead = []
+        for message_id in spent:
+            done = await self.pool.fetchrow(
+                sql.GROUP_NACK_LAPSED,
+                tenant_id,
+                group_id,
+                uuid.UUID(message_id),
+                sql.LEASE_EXPIRED_ERROR,
+                [],  # (a spent delivery is never retried: no backoff needed)
+                self.defaults.dlq_enabled,
+                uuid7(),
+            )
+            if done is not None and done["outcome"] is not None:
+                dead.append(DeadLettered(topic, done["outcome"]))
+        return [r for r in rows if r["fate"] is None], dead
 
     async def group_ack(
         self, tenant_id: int, group: str, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]

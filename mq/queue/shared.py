@@ -246,9 +246,8 @@ class SharedStatements:
         async def lease(key: tuple[int, str, int, str | None, int | None], chosen: list[_Dequeue]) -> list[list[Any]]:
             tenant_id, topic, visibility, consumer, group_id = key
             wanted = sum(d.limit for d in chosen)
-            dead: list[DeadLettered] = []
             if group_id is not None:
-                delivered = await self.repository.group_dequeue(
+                delivered, dead = await self.repository.group_dequeue(
                     tenant_id, topic, group_id, wanted, visibility, consumer
                 )
             else:

@@ -451,14 +451,19 @@ MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $
 
 # A group's dequeue (see "Consumer groups" above): its deliveries that are available, in queue order, leased for
 # this group alone; the messages' columns with the delivery's status, retry_count, last_error, lease deadline and
-# receipt. A delivery whose lease lapsed comes back with retry_count + 1, as a message without groups does. A keyed
+# receipt. A delivery whose lease lapsed comes back with retry_count + 1, as a message without groups does; one
+# that has used up max_retries this way is not delivered but answered as `fate` 'spent' (its id only), and the
+# caller dead-letters it as a nack would (`GROUP_NACK_LAPSED`). A keyed
 # message that a group received leaves the key's unique index (status 'processing' on the message row, which no
 # plain statement leases: `owed` is set): a keyed enqueue then stores a new message instead of replacing it.
 # Plan: Nested Loop <- CTE picked: Limit <- LockRows <- Index Scan using deliveries_dequeue_idx; Index Scan using
 # messages_pkey per leased row. $2 topic, $3 group id, $4 count, $5 visibility s, $6 secret, $7 consumer
 GROUP_DEQUEUE = f"""
 WITH picked AS (
-    SELECT d.message_id, d.status = 'processing' AS lapsed
+    SELECT d.message_id, d.status = 'processing' AS lapsed,
+           CASE WHEN d.status = 'processing'
+                THEN d.retry_count + 1 >= (SELECT m.max_retries FROM messages AS m WHERE m.id = d.message_id)
+                ELSE false END AS spent
     FROM deliveries AS d
     WHERE d.group_id = $3 AND d.available_at <= now() AND (d.expires_at IS NULL OR d.expires_at > now())
     ORDER BY d.priority DESC, d.available_at
@@ -474,7 +479,7 @@ WITH picked AS (
     _attempt_ended("'lapsed'", f"'{LEASE_EXPIRED_ERROR}'", "d.available_at", row="d")
 } ELSE d.attempts END,
         leased_at = now(), leased_by = $7::text
-    FROM picked AS p WHERE d.group_id = $3 AND d.message_id = p.message_id
+    FROM picked AS p WHERE d.group_id = $3 AND d.message_id = p.message_id AND NOT p.spent
     RETURNING d.message_id, d.status, d.retry_count, d.last_error, d.available_at, d.receipt, p.lapsed
 ), received AS (
     UPDATE messages AS m SET status = 'processing'
@@ -485,7 +490,11 @@ SELECT m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata
     {rfc3339("m.updated_at")} AS updated_at, {rfc3339("l.available_at")} AS available_at,
     {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
     l.receipt::text AS receipt, NULL::float8 AS waited, NULL::text AS fate, l.lapsed
-FROM leased AS l JOIN messages AS m ON m.id = l.message_id AND m.tenant_id + 0 = $1 AND m.topic = $2"""
+FROM leased AS l JOIN messages AS m ON m.id = l.message_id AND m.tenant_id + 0 = $1 AND m.topic = $2
+UNION ALL
+SELECT p.message_id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, 'spent', true
+FROM picked AS p WHERE p.spent"""
 
 # A group's ack (single or batch): `skiplock_group_ack` deletes the named group's processing deliveries whose
 # receipt matches (none given: any holder), counts their messages down and deletes those no group owes any more;
@@ -505,6 +514,12 @@ GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $
 # dead-lettered as a copy. $1 tenant, $2 group, $3 id, $4 receipt, $5 error, $6 delay s (NULL: the backoff),
 # $7 default backoff, $8 default dlq_enabled, $9 the copy's id
 GROUP_NACK = "SELECT outcome, topic FROM skiplock_group_nack($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+
+# The same for a delivery whose lease lapsed once too often (found by a group's dequeue): no receipt, the lapse
+# as its error. $1 tenant, $2 group id, $3 id, $4 error, $5 default backoff, $6 default dlq_enabled, $7 copy id
+GROUP_NACK_LAPSED = """
+SELECT outcome, topic FROM skiplock_group_nack(
+    $1, (SELECT name FROM consumer_groups WHERE id = $2 AND tenant_id = $1), $3, NULL, $4, NULL, $5, $6, $7)"""
 
 # A group's visibility extension (its lease, as MESSAGE_EXTEND for a message). $2 group, $3 id, $4 receipt, $5 s
 GROUP_EXTEND = """

@@ -226,3 +226,26 @@ async def test_a_groups_nack_retries_and_dead_letters_its_own_delivery_only(
     assert await db.fetchval("SELECT count(*) FROM messages WHERE id = $1", message_id) == 0
     r = await client.post(f"/api/messages/{message_id}/nack", json={"consumer_group": "flaky"})
     assert_error(r, 404, "message_not_found")
+
+
+async def test_a_delivery_whose_lease_lapses_once_too_often_is_dead_lettered_for_its_group(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    await client.put("/api/topic-configs/lapsing", json={"max_retries": 2})
+    await _group(client, "lapsing", "slow")
+    await _group(client, "lapsing", "fast")
+    message_id = await enqueue(client, "lapsing", "l")
+    for attempt in range(2):
+        [m] = await dequeue(client, "lapsing", consumer_group="slow", visibility_timeout_seconds=1)
+        assert m["retry_count"] == attempt  # the first lapse comes back with retry_count + 1
+        await asyncio.sleep(1.2)
+    assert await dequeue(client, "lapsing", consumer_group="slow") == []  # the second lapse dead-letters it
+    dead = await db.fetchrow(
+        "SELECT consumer_group, original_topic, last_error FROM messages WHERE tenant_id = $1 AND topic = $2",
+        tenant.id,
+        "lapsing.dlq",
+    )
+    assert dead["consumer_group"] == "slow" and dead["original_topic"] == "lapsing"
+    assert dead["last_error"].startswith("lease expired")
+    [f] = await dequeue(client, "lapsing", consumer_group="fast")  # the other group is not affected
+    assert f["id"] == message_id and f["retry_count"] == 0
