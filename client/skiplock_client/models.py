@@ -60,6 +60,8 @@ class Message(msgspec.Struct, frozen=True):
     dlq_moved_at: str | None
     receipt: str | None = None
     visibility_deadline: str | None = None
+    #: The consumer group whose delivery was dead-lettered: set on that group's copy in the DLQ.
+    consumer_group: str | None = None
     #: The most recent deliveries, oldest first: only `Client.message` (one message) fills it.
     attempts: tuple[Attempt, ...] = ()
     #: Each consumer group's delivery of a message groups still owe (`Client.message` only); None otherwise.

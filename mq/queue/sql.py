@@ -22,7 +22,7 @@ def _message_columns(status: str) -> str:
     m.priority, m.retry_count, m.max_retries, m.last_error, {rfc3339("m.created_at")} AS created_at,
     {rfc3339("m.updated_at")} AS updated_at, {rfc3339("m.available_at")} AS available_at,
     {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
-    m.receipt::text AS receipt"""
+    m.receipt::text AS receipt, m.consumer_group"""
 
 
 # What a message is for every reader (browse, get, stats, topics, purge and delete by status), whatever a reaper
@@ -489,11 +489,11 @@ SELECT m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata
     l.retry_count, m.max_retries, l.last_error, {rfc3339("m.created_at")} AS created_at,
     {rfc3339("m.updated_at")} AS updated_at, {rfc3339("l.available_at")} AS available_at,
     {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
-    l.receipt::text AS receipt, NULL::float8 AS waited, NULL::text AS fate, l.lapsed
+    l.receipt::text AS receipt, m.consumer_group, NULL::float8 AS waited, NULL::text AS fate, l.lapsed
 FROM leased AS l JOIN messages AS m ON m.id = l.message_id AND m.tenant_id + 0 = $1 AND m.topic = $2
 UNION ALL
 SELECT p.message_id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, 'spent', true
+       NULL, NULL, NULL, NULL, 'spent', true
 FROM picked AS p WHERE p.spent"""
 
 # A group's ack (single or batch): `skiplock_group_ack` deletes the named group's processing deliveries whose
@@ -611,11 +611,29 @@ _TAKEABLE = f"((m.status = 'pending' OR {_LAPSED}) AND {_ALIVE})"
 
 # Requeue one dead-lettered message to its original topic; max_retries comes back from the topic's config or the
 # global default $3. A failed message in a DLQ may be requeued too. $2 id, $3 default max_retries, $4 default TTL
+# A dead letter back in a topic that has consumer groups is owed again: a group's copy (`consumer_group`) to that
+# group only, while it exists; any other, as an enqueue would be, to every group the topic has now. `owed` NULL and
+# no deliveries for a topic without groups: the plain requeue.
+_REQUEUED_OWED = """owed = nullif((
+        SELECT CASE WHEN bool_or(g.name = m.consumer_group) THEN 1 ELSE count(*) END
+        FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = m.original_topic), 0)"""
+_REQUEUED_MINTED = """minted AS (
+    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
+    SELECT g.id, mv.id, mv.priority, mv.available_at, mv.expires_at
+    FROM moved AS mv JOIN consumer_groups AS g ON g.tenant_id = $1 AND g.topic = mv.topic
+    WHERE mv.owed IS NOT NULL AND (g.name = mv.consumer_group OR NOT EXISTS (
+        SELECT 1 FROM consumer_groups AS x
+        WHERE x.tenant_id = $1 AND x.topic = mv.topic AND x.name = mv.consumer_group))
+)"""
+_REQUEUED_RETURNING = "RETURNING m.id, m.topic, m.priority, m.available_at, m.expires_at, m.consumer_group, m.owed"
 MESSAGE_REQUEUE = f"""
-UPDATE messages AS m SET {_RESTORE_FROM_DLQ}
-WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL
-  AND (m.status = 'failed' OR {_TAKEABLE})
-RETURNING m.topic"""
+WITH moved AS (
+    UPDATE messages AS m SET {_RESTORE_FROM_DLQ}, {_REQUEUED_OWED}
+    WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL
+      AND (m.status = 'failed' OR {_TAKEABLE})
+    {_REQUEUED_RETURNING}
+), {_REQUEUED_MINTED}
+SELECT topic FROM moved"""
 
 # Retry a finished message (failed, or expired by a reaper or by its TTL) or release a delayed one: pending and
 # available now, attempts counted from 0; an expired one gets its TTL again from now. $2 id
@@ -653,11 +671,13 @@ WITH locked AS (
         WHERE t.tenant_id = $1 AND t.topic = l.original_topic AND t.key = l.key AND t.status = 'pending'
           AND t.original_topic IS NULL)
     ORDER BY coalesce(l.key, l.id::text), l.id DESC
-)
-UPDATE messages AS m SET {_RESTORE_FROM_DLQ}
-FROM candidates AS c
-WHERE m.id = c.id
-RETURNING m.id"""
+), moved AS (
+    UPDATE messages AS m SET {_RESTORE_FROM_DLQ}, {_REQUEUED_OWED}
+    FROM candidates AS c
+    WHERE m.id = c.id
+    {_REQUEUED_RETURNING}
+), {_REQUEUED_MINTED}
+SELECT id FROM moved"""
 
 # The topics of some messages, for checking a member's grants before acting on them by id. $2 ids
 MESSAGE_TOPICS = f"SELECT id, topic FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list('$2')})"

@@ -103,6 +103,8 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
     dlq_moved_at: str | None
     receipt: str | None = None
     visibility_deadline: str | None = None
+    #: The consumer group whose delivery was dead-lettered: set on that group's copy in the DLQ.
+    consumer_group: str | None = None
 
     @classmethod
     def from_row(cls, row: Any, *, with_lease: bool) -> MessageView:
@@ -133,6 +135,7 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
             original_topic,
             dlq_moved_at,
             receipt,
+            consumer_group,
             *_,  # a dequeue's `waited`
         ) in rows:
             processing = status == "processing"
@@ -156,6 +159,7 @@ class MessageView(msgspec.Struct, omit_defaults=False, gc=False):
                     dlq_moved_at,
                     receipt if with_lease and processing else None,
                     available_at if processing else None,
+                    consumer_group,
                 )
             )
         return views

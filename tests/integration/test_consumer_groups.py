@@ -249,3 +249,26 @@ async def test_a_delivery_whose_lease_lapses_once_too_often_is_dead_lettered_for
     assert dead["last_error"].startswith("lease expired")
     [f] = await dequeue(client, "lapsing", consumer_group="fast")  # the other group is not affected
     assert f["id"] == message_id and f["retry_count"] == 0
+
+
+async def test_requeueing_a_groups_dead_letter_delivers_it_to_that_group_only(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    await client.put("/api/topic-configs/rq", json={"max_retries": 1})
+    await _group(client, "rq", "broken")
+    await _group(client, "rq", "fine")
+    await enqueue(client, "rq", "x")
+    [m] = await dequeue(client, "rq", consumer_group="broken")
+    nack = {"receipt": m["receipt"], "error": "no", "consumer_group": "broken"}
+    assert (await client.post(f"/api/messages/{m['id']}/nack", json=nack)).json() == {"outcome": "dlq"}
+    [f] = await dequeue(client, "rq", consumer_group="fine")
+    assert (await _ack(client, f, "fine")).status_code == 204  # the original is gone: every group is done with it
+    r = await client.get("/api/messages", params={"topic": "rq.dlq"})
+    [dead] = r.json()["items"]
+    assert dead["consumer_group"] == "broken" and dead["original_topic"] == "rq"
+    assert (await client.post(f"/api/messages/{dead['id']}/requeue")).status_code == 204
+    assert await dequeue(client, "rq", consumer_group="fine") == []  # not to the other group
+    [again] = await dequeue(client, "rq", consumer_group="broken")
+    assert again["id"] == dead["id"] and again["retry_count"] == 0
+    assert (await _ack(client, again, "broken")).status_code == 204
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
