@@ -109,7 +109,7 @@ EXPIRE_SET = """status = CASE WHEN p.to_dlq THEN 'pending' ELSE 'expired' END,
     expires_at = CASE WHEN p.to_dlq THEN NULL ELSE m.expires_at END,
     retry_count = CASE WHEN p.to_dlq THEN 0 ELSE m.retry_count END,
     max_retries = CASE WHEN p.to_dlq THEN 0 ELSE m.max_retries END,
-    available_at = now(), receipt = NULL, updated_at = now()"""
+    available_at = now(), receipt = NULL, updated_at = now(), owed = NULL"""
 
 
 def expires_to_dlq(expire_default: str, dlq_default: str) -> str:
@@ -149,7 +149,8 @@ def _expire_twins(pairs: str, expire_default: str, dlq_default: str) -> str:
 # The expiry reaper (`mq.jobs.ExpiryReaper`): messages past their TTL, oldest deadline first (index
 # messages_expiry_idx). A topic whose config (or the global default, $2) says expire_to_dlq moves them to its DLQ
 # as pending (no TTL there, or they would expire again); messages already in a DLQ, or of topics whose DLQ is
-# disabled ($3: the global default), are marked expired and keep their origin (`EXPIRE_SET`). Returns, per
+# disabled ($3: the global default), are marked expired and keep their origin (`EXPIRE_SET`); consumer groups that
+# still owed one are owed nothing any more (its deliveries go, `owed` is cleared). Returns, per
 # (tenant, topic), how many rows expired: the caller's counts and metrics labels. Plan: Index Scan using
 # messages_expiry_idx; 3,000 due rows among 1,000,000 expired in 33 ms.
 EXPIRE_BATCH = f"""
@@ -164,7 +165,12 @@ WITH picked AS (
 ), changed AS (
     UPDATE messages AS m SET {EXPIRE_SET}
     FROM picked AS p WHERE m.id = p.id
-    RETURNING m.tenant_id, p.topic
+    RETURNING m.id, m.tenant_id, p.topic
+), released AS (
+    -- an expired message expires for every group that still owed it: their deliveries go (one primary-key probe
+    -- per group of the topic; none for a topic without groups)
+    DELETE FROM deliveries AS d USING changed AS c, consumer_groups AS g
+    WHERE g.tenant_id = c.tenant_id AND g.topic = c.topic AND d.group_id = g.id AND d.message_id = c.id
 )
 SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = c.tenant_id
 GROUP BY 1, 2"""

@@ -272,3 +272,24 @@ async def test_requeueing_a_groups_dead_letter_delivers_it_to_that_group_only(
     assert again["id"] == dead["id"] and again["retry_count"] == 0
     assert (await _ack(client, again, "broken")).status_code == 204
     assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+
+
+async def test_a_message_past_its_ttl_expires_for_every_group_that_still_owed_it(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """Decided: a TTL is the message's, not a group's. Past it, no group receives it; the reaper marks it expired
+    (or moves it to the DLQ with expire_to_dlq) and the groups' deliveries go."""
+    await client.put("/api/topic-configs/ttl", json={"message_ttl_seconds": 1, "expire_to_dlq": True})
+    await _group(client, "ttl", "quick")
+    await _group(client, "ttl", "late")
+    message_id = await enqueue(client, "ttl", "t")
+    [q] = await dequeue(client, "ttl", consumer_group="quick")
+    assert (await _ack(client, q, "quick")).status_code == 204
+    await asyncio.sleep(1.2)
+    assert await dequeue(client, "ttl", consumer_group="late") == []  # past its TTL: not delivered
+    assert (await client.post("/api/admin/expiry-reaper/run")).status_code == 200
+    moved = await db.fetchrow("SELECT topic, owed FROM messages WHERE id = $1", uuid.UUID(message_id))
+    assert dict(moved) == {"topic": "ttl.dlq", "owed": None}
+    assert await db.fetchval("SELECT count(*) FROM deliveries WHERE message_id = $1", uuid.UUID(message_id)) == 0
+    [dead] = await dequeue(client, "ttl.dlq")  # a plain message in the DLQ
+    assert dead["id"] == message_id
