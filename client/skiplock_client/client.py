@@ -20,6 +20,9 @@ from skiplock_client.models import (
     BatchAck,
     BatchAckBody,
     BatchBody,
+    ConsumerGroup,
+    ConsumerGroups,
+    ConsumerGroupStats,
     CountView,
     DequeueView,
     EnqueueBody,
@@ -214,21 +217,35 @@ class AsyncClient:
         visibility_timeout: int | None = None,
         wait_seconds: float = 0,
         retry: RetryPolicy = NO_RETRY,
+        consumer_group: str | None = None,
     ) -> list[Message]:
-        """Lease up to `count` messages (waiting up to `wait_seconds` for the first); each carries its receipt."""
+        """Lease up to `count` messages (waiting up to `wait_seconds` for the first); each carries its receipt. A
+        topic with consumer groups is consumed as one of them (`consumer_group`): ack, nack and extend then name
+        the same group."""
         body: dict[str, Any] = {"topic": topic, "count": count, "wait_seconds": wait_seconds}
         if visibility_timeout is not None:
             body["visibility_timeout_seconds"] = visibility_timeout
+        if consumer_group is not None:
+            body["consumer_group"] = consumer_group
         return (await self._post("/api/messages/dequeue", body, DequeueView, retry)).messages
 
-    async def ack(self, message: MessageRef, receipt: str | None = None) -> None:
-        """Done: the message is deleted. LeaseLost if another dequeue took it since this receipt was issued."""
+    async def ack(self, message: MessageRef, receipt: str | None = None, *, consumer_group: str | None = None) -> None:
+        """Done: the message is deleted (a consumer group's delivery of it, with `consumer_group`; the message goes
+        once no group owes it). LeaseLost if another dequeue took it since this receipt was issued."""
         message_id, receipt = _ref(message, receipt)
-        await self._call("POST", f"/api/messages/{message_id}/ack", body={"receipt": receipt} if receipt else {})
+        body: dict[str, Any] = {"receipt": receipt} if receipt else {}
+        if consumer_group is not None:
+            body["consumer_group"] = consumer_group
+        await self._call("POST", f"/api/messages/{message_id}/ack", body=body)
 
-    async def ack_batch(self, messages: Iterable[MessageRef | tuple[str, str | None]]) -> BatchAck:
-        """Acknowledge many in one request (at most `batch_size`); the answer lists those that failed, by code."""
-        acks = [AckItem(*(m if isinstance(m, tuple) else _ref(m, None))) for m in messages]
+    async def ack_batch(
+        self, messages: Iterable[MessageRef | tuple[str, str | None]], *, consumer_group: str | None = None
+    ) -> BatchAck:
+        """Acknowledge many in one request (at most `batch_size`), as `consumer_group` when given; the answer lists
+        those that failed, by code."""
+        acks = [
+            AckItem(*(m if isinstance(m, tuple) else _ref(m, None)), consumer_group=consumer_group) for m in messages
+        ]
         return await self._post("/api/messages/ack", BatchAckBody(acks), BatchAck, NO_RETRY)
 
     async def nack(
@@ -238,10 +255,12 @@ class AsyncClient:
         *,
         receipt: str | None = None,
         delay: float | None = None,
+        consumer_group: str | None = None,
     ) -> NackOutcome:
-        """Failed: retried after `delay` (or the topic's backoff), or moved to the DLQ once retries are used up."""
+        """Failed: retried after `delay` (or the topic's backoff), or moved to the DLQ once retries are used up
+        (with `consumer_group`: that group's delivery only)."""
         message_id, receipt = _ref(message, receipt)
-        body: dict[str, Any] = {}
+        body: dict[str, Any] = {} if consumer_group is None else {"consumer_group": consumer_group}
         if error is not None:
             body["error"] = error[:4000]
         if receipt:
@@ -250,10 +269,19 @@ class AsyncClient:
             body["delay_seconds"] = delay
         return (await self._post(f"/api/messages/{message_id}/nack", body, NackView, NO_RETRY)).outcome
 
-    async def extend(self, message: MessageRef, visibility_timeout: int, *, receipt: str | None = None) -> str:
+    async def extend(
+        self,
+        message: MessageRef,
+        visibility_timeout: int,
+        *,
+        receipt: str | None = None,
+        consumer_group: str | None = None,
+    ) -> str:
         """Extend the lease to `visibility_timeout` seconds from now (a heartbeat); the new deadline."""
         message_id, receipt = _ref(message, receipt)
         body: dict[str, Any] = {"visibility_timeout_seconds": visibility_timeout}
+        if consumer_group is not None:
+            body["consumer_group"] = consumer_group
         if receipt:
             body["receipt"] = receipt
         view = await self._post(f"/api/messages/{message_id}/visibility", body, ExtendView, NO_RETRY)
@@ -280,6 +308,7 @@ class AsyncClient:
         ack_batch_size: int = 100,
         ack_interval: float = 0.05,
         handle_signals: bool = True,
+        consumer_group: str | None = None,
     ) -> Consumer:
         """A consumer runtime for `topic` calling `handler(message)`; start it with `await consumer.run()`.
 
@@ -292,6 +321,7 @@ class AsyncClient:
         count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
         `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
         `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
+        `consumer_group`: consume the topic as this consumer group (each group receives every message).
         """
         return Consumer(
             self,
@@ -311,6 +341,7 @@ class AsyncClient:
             ack_batch_size=ack_batch_size,
             ack_interval=ack_interval,
             handle_signals=handle_signals,
+            consumer_group=consumer_group,
         )
 
     def batch_consumer(
@@ -331,6 +362,7 @@ class AsyncClient:
         ack_batch_size: int = 100,
         ack_interval: float = 0.05,
         handle_signals: bool = True,
+        consumer_group: str | None = None,
     ) -> Consumer:
         """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time; the other
         parameters are `consumer`'s."""
@@ -352,6 +384,7 @@ class AsyncClient:
             ack_batch_size=ack_batch_size,
             ack_interval=ack_interval,
             handle_signals=handle_signals,
+            consumer_group=consumer_group,
         )
 
     # --- messages and topics --------------------------------------------------------------------------------------
@@ -409,6 +442,21 @@ class AsyncClient:
     async def requeue_all(self, topic: str) -> int:
         """Every pending message of `<topic>.dlq` back to `topic`; how many."""
         return (await self._count("POST", f"/api/topics/{topic}/requeue")).requeued
+
+    async def create_consumer_group(self, topic: str, name: str, *, start: str = "latest") -> ConsumerGroup:
+        """A consumer group of the topic (tenant admins): it receives the messages enqueued from now on
+        (`start="earliest"`: also those already there). From its first group on, the topic is consumed through
+        groups only."""
+        body = {"consumer_group": name, "start": start}
+        return await self._post(f"/api/topics/{quote(topic, safe='')}/consumer-groups", body, ConsumerGroup, NO_RETRY)
+
+    async def consumer_groups(self, topic: str) -> list[ConsumerGroupStats]:
+        """The topic's groups in creation order, with what each still owes, its dead letters and its lag."""
+        return (await self._get(f"/api/topics/{quote(topic, safe='')}/consumer-groups", ConsumerGroups)).groups
+
+    async def delete_consumer_group(self, topic: str, name: str) -> None:
+        """Delete a group: what it owed is released (messages no other group owes go)."""
+        await self._call("DELETE", f"/api/topics/{quote(topic, safe='')}/consumer-groups/{quote(name, safe='')}")
 
     async def purge(self, topic: str, statuses: Sequence[MessageStatus] | None = None) -> int:
         body = {"statuses": list(statuses)} if statuses is not None else {}

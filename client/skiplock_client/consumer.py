@@ -84,6 +84,7 @@ class Consumer:
         ack_batch_size: int = 100,
         ack_interval: float = 0.05,
         handle_signals: bool = True,
+        consumer_group: str | None = None,
     ) -> None:
         """`concurrency`: handler calls at once (threads for a plain function, tasks for a coroutine function).
         `prefetch`: messages leased ahead of the running ones (default: `concurrency`, times `batch_size` for a
@@ -94,11 +95,13 @@ class Consumer:
         count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
         `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
         `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
+        `consumer_group`: consume the topic as this consumer group (each group receives every message).
         """
         if concurrency < 1 or visibility_timeout < 1:
             raise ValueError("concurrency and visibility_timeout must be at least 1")
         self.client = client
         self.topic = topic
+        self.consumer_group = consumer_group
         self._handler = handler
         self._async_handler = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None)  # noqa: B004 - an instance with an async __call__
@@ -235,6 +238,7 @@ class Consumer:
                     min(room, self.max_fetch),
                     visibility_timeout=self.visibility_timeout,
                     wait_seconds=self.wait_seconds,
+                    consumer_group=self.consumer_group,
                 )
             except errors.SkiplockError as exc:
                 retries += 1
@@ -366,7 +370,9 @@ class Consumer:
 
     async def _send_acks(self, leases: list[_Lease]) -> None:
         try:
-            answer = await self.client.ack_batch((lease.message.id, lease.message.receipt) for lease in leases)
+            answer = await self.client.ack_batch(
+                ((lease.message.id, lease.message.receipt) for lease in leases), consumer_group=self.consumer_group
+            )
         except errors.SkiplockError as exc:
             if isinstance(exc, errors.TransportError | errors.Unavailable):
                 log.warning("acks failed (%s); trying them again", exc)
@@ -385,7 +391,7 @@ class Consumer:
     async def _send_nack(self, lease: _Lease, error: str, delay: float | None) -> None:
         outcome: str
         try:
-            outcome = await self.client.nack(lease.message, error, delay=delay)
+            outcome = await self.client.nack(lease.message, error, delay=delay, consumer_group=self.consumer_group)
         except errors.SkiplockError as exc:
             log.warning("nack of %s failed (%s): its lease will lapse", lease.message.id, exc)
             outcome = exc.error_code
@@ -408,7 +414,7 @@ class Consumer:
     async def _extend(self, lease: _Lease) -> None:
         started = time.monotonic()
         try:
-            await self.client.extend(lease.message, self.visibility_timeout)
+            await self.client.extend(lease.message, self.visibility_timeout, consumer_group=self.consumer_group)
             lease.deadline = started + self.visibility_timeout
         except (errors.LeaseLost, errors.NotFound) as exc:
             log.warning("lease of %s lost (%s): it will not be acked", lease.message.id, exc.error_code)

@@ -110,6 +110,32 @@ class Page(msgspec.Struct, Generic[T], frozen=True):
     offset: int
 
 
+class ConsumerGroup(msgspec.Struct, frozen=True):
+    """A consumer group as created."""
+
+    topic: str
+    consumer_group: str
+    start: str
+    created_at: str
+
+
+class ConsumerGroupStats(msgspec.Struct, frozen=True):
+    """A consumer group with what it still owes, its dead letters and its lag."""
+
+    consumer_group: str
+    start: str
+    created_at: str
+    pending: int
+    processing: int
+    dead: int
+    oldest_pending_age_seconds: float | None
+
+
+class ConsumerGroups(msgspec.Struct, frozen=True):
+    items: list[str]
+    groups: list[ConsumerGroupStats]
+
+
 class TopicConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     """A topic's overrides; None falls back to the server's default."""
 

@@ -153,6 +153,7 @@ class Client:
         ack_batch_size: int = 100,
         ack_interval: float = 0.05,
         handle_signals: bool = True,
+        consumer_group: str | None = None,
     ) -> SyncConsumer:
         """A consumer runtime whose handler is a plain function; start it with `consumer.run_forever()`.
 
@@ -165,6 +166,7 @@ class Client:
         count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
         `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
         `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
+        `consumer_group`: consume the topic as this consumer group (each group receives every message).
         """
         consumer = self._client.consumer(
             topic,
@@ -183,6 +185,7 @@ class Client:
             ack_batch_size=ack_batch_size,
             ack_interval=ack_interval,
             handle_signals=handle_signals,
+            consumer_group=consumer_group,
         )
         return SyncConsumer(self._portal, consumer)
 
@@ -204,6 +207,7 @@ class Client:
         ack_batch_size: int = 100,
         ack_interval: float = 0.05,
         handle_signals: bool = True,
+        consumer_group: str | None = None,
     ) -> SyncConsumer:
         """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time; the other
         parameters are `consumer`'s."""
@@ -224,6 +228,7 @@ class Client:
             ack_batch_size=ack_batch_size,
             ack_interval=ack_interval,
             handle_signals=handle_signals,
+            consumer_group=consumer_group,
         )
 
     login = _blocking(AsyncClient.login)
@@ -244,6 +249,9 @@ class Client:
     delete_by_key = _blocking(AsyncClient.delete_by_key)
     requeue = _blocking(AsyncClient.requeue)
     requeue_all = _blocking(AsyncClient.requeue_all)
+    create_consumer_group = _blocking(AsyncClient.create_consumer_group)
+    consumer_groups = _blocking(AsyncClient.consumer_groups)
+    delete_consumer_group = _blocking(AsyncClient.delete_consumer_group)
     purge = _blocking(AsyncClient.purge)
     topics = _blocking(AsyncClient.topics)
     stats = _blocking(AsyncClient.stats)

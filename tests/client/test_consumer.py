@@ -302,3 +302,37 @@ async def test_a_crashed_consumers_messages_come_back(server: Server, tenant: Te
 async def _pending(sk: AsyncClient, topic: str, n: int) -> bool:
     """Lapsed leases read as pending."""
     return (await sk.messages(topic, status="pending")).total == n
+
+
+async def test_consumer_runtimes_of_three_groups_each_handle_every_message_once(sk: AsyncClient) -> None:
+    """Fan-out through the client: one runtime per consumer group, each sees all 120 messages once; the messages
+    go once every group acked them."""
+    groups = ("billing", "shipping", "audit")
+    for name in groups:
+        made = await sk.create_consumer_group("fanned", name)
+        assert made.consumer_group == name and made.start == "latest"
+    assert [g.consumer_group for g in await sk.consumer_groups("fanned")] == list(groups)
+    ids = await sk.send_batch("fanned", [f"m{n}" for n in range(120)])
+    seen: dict[str, list[str]] = {name: [] for name in groups}
+
+    def handler(name: str) -> Any:
+        async def handle(message: Message) -> None:
+            seen[name].append(message.id)
+
+        return handle
+
+    runtimes = [
+        sk.consumer("fanned", handler(name), concurrency=4, wait_seconds=1, handle_signals=False, consumer_group=name)
+        for name in groups
+    ]
+    tasks = [await _run(r) for r in runtimes]
+    await eventually(lambda: all(len(seen[n]) >= 120 for n in groups), what="every group handled every message")
+    for r in runtimes:
+        r.stop()
+    await asyncio.gather(*tasks)
+    assert all(sorted(seen[n]) == sorted(ids) for n in groups)
+    assert (await sk.messages("fanned")).total == 0
+    stats = {g.consumer_group: g for g in await sk.consumer_groups("fanned")}
+    assert all(stats[n].pending == 0 and stats[n].processing == 0 for n in groups)
+    await sk.delete_consumer_group("fanned", "audit")
+    assert [g.consumer_group for g in await sk.consumer_groups("fanned")] == ["billing", "shipping"]
