@@ -32,6 +32,7 @@ from typing import Any
 
 import asyncpg
 
+from bench.explain import explain
 from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
 from mq.queue import sql
@@ -282,18 +283,6 @@ def consume_grouped(count: int, dequeue: str, ack: str) -> Work:
         return n
 
     return work
-
-
-async def explain(conn: asyncpg.Connection[Any], name: str, statement: str, *args: Any) -> None:
-    tr = conn.transaction()
-    await tr.start()
-    try:
-        plan = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement, *args)
-    finally:
-        await tr.rollback()
-    print(f"\n=== {name}")
-    for row in plan:
-        print(row[0])
 
 
 async def sizes(conn: asyncpg.Connection[Any]) -> None:
