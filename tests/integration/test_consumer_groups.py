@@ -293,3 +293,35 @@ async def test_a_message_past_its_ttl_expires_for_every_group_that_still_owed_it
     assert await db.fetchval("SELECT count(*) FROM deliveries WHERE message_id = $1", uuid.UUID(message_id)) == 0
     [dead] = await dequeue(client, "ttl.dlq")  # a plain message in the DLQ
     assert dead["id"] == message_id
+
+
+async def test_a_keyed_enqueue_replaces_a_twin_only_while_no_group_has_received_it(client: httpx.AsyncClient) -> None:
+    await _group(client, "keyed", "a")
+    await _group(client, "keyed", "b")
+    first = await enqueue(client, "keyed", "v1", key="k")
+    assert await enqueue(client, "keyed", "v2", key="k") == first  # no group received it: replaced in place
+    [got] = await dequeue(client, "keyed", consumer_group="a")
+    assert got["id"] == first and got["payload"] == b64("v2")
+    second = await enqueue(client, "keyed", "v3", key="k")  # group a received the twin: a new message
+    assert second != first
+    b_got = await dequeue(client, "keyed", 10, consumer_group="b")
+    assert [(m["id"], m["payload"]) for m in b_got] == [(first, b64("v2")), (second, b64("v3"))]
+    a_more = await dequeue(client, "keyed", 10, consumer_group="a")
+    assert [m["id"] for m in a_more] == [second]
+
+
+async def test_max_depth_counts_the_messages_some_group_still_owes(client: httpx.AsyncClient) -> None:
+    await client.put("/api/topic-configs/capped", json={"max_depth": 2})
+    await _group(client, "capped", "a")
+    await _group(client, "capped", "b")
+    await enqueue(client, "capped", "1")
+    await enqueue(client, "capped", "2")
+    full = await client.post("/api/messages", json={"topic": "capped", "payload": b64("3")})
+    assert_error(full, 429, "queue_full")
+    for m in await dequeue(client, "capped", 10, consumer_group="a"):
+        assert (await _ack(client, m, "a")).status_code == 204
+    still = await client.post("/api/messages", json={"topic": "capped", "payload": b64("3")})
+    assert_error(still, 429, "queue_full")  # group b still owes both
+    [m, _] = await dequeue(client, "capped", 10, consumer_group="b")
+    assert (await _ack(client, m, "b")).status_code == 204
+    assert (await client.post("/api/messages", json={"topic": "capped", "payload": b64("3")})).status_code == 201
