@@ -198,18 +198,7 @@ class TopicAdmin:
     async def groups(self, tenant_id: int, topic: str) -> ConsumerGroupsView:
         check_topic(topic, for_enqueue=False)
         rows = await self.repository.groups(tenant_id, topic)
-        stats = [
-            ConsumerGroupStatsView(
-                consumer_group=r["name"],
-                start=r["start"],
-                created_at=r["created_at"],
-                pending=r["pending"],
-                processing=r["processing"],
-                dead=r["dead"],
-                oldest_pending_age_seconds=r["oldest_pending_age_seconds"],
-            )
-            for r in rows
-        ]
+        stats = [ConsumerGroupStatsView(**dict(r)) for r in rows]  # the statement's columns are the view's fields
         return ConsumerGroupsView(items=[g.consumer_group for g in stats], groups=stats)
 
     async def delete_group(self, tenant_id: int, topic: str, name: str) -> None:

@@ -201,7 +201,7 @@ UPDATE messages AS m SET owed = coalesce(m.owed, 0) + 1 FROM owed AS o WHERE m.i
 # available delivery has waited. Per group: Index Only Scan using deliveries_pkey / deliveries_dequeue_idx.
 # $2 topic
 GROUPS_LIST = f"""
-SELECT g.name, g.start, {_rfc3339("g.created_at")} AS created_at,
+SELECT g.name AS consumer_group, g.start, {_rfc3339("g.created_at")} AS created_at,
        coalesce(c.pending, 0) AS pending, coalesce(c.processing, 0) AS processing,
        (SELECT count(*) FROM messages AS x
         WHERE x.tenant_id = $1 AND x.topic = $2 || '.dlq' AND x.consumer_group = g.name) AS dead,
