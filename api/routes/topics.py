@@ -40,6 +40,7 @@ from api.schemas import (
     TopicListView,
 )
 from mq import errors
+from mq.names import GROUP_PATTERN
 from mq.queue.types import TopicConfig
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
@@ -241,6 +242,12 @@ class TopicConsoleController(Controller):
         metadata: Annotated[
             str | None, Parameter(description="A JSON object: messages whose metadata contains it")
         ] = None,
+        consumer_group: Annotated[
+            str | None,
+            Parameter(
+                pattern=GROUP_PATTERN, description="In a dead-letter topic: the dead letters of this consumer group"
+            ),
+        ] = None,
         cursor: Annotated[str | None, Parameter(description="`next_cursor` of the previous page")] = None,
         limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_LIMIT)] = 50,
         reverse: Annotated[
@@ -256,7 +263,9 @@ class TopicConsoleController(Controller):
         window of the topic's index: a filter that matches little answers a short page, and `next_cursor` goes on
         from where it stopped."""
         tenant = tenant_for(request.user, action="read", topic=topic)
-        where = MessageFilter(status=status, key=key, metadata=_metadata_filter(metadata))
+        where = MessageFilter(
+            status=status, key=key, metadata=_metadata_filter(metadata), consumer_group=consumer_group
+        )
         return await _topics(request).page(tenant, topic, where, cursor, limit, reverse=reverse)
 
     @get("/topics/{topic:str}/series", summary="A topic's depth and rates", operation_id="getTopicSeries")

@@ -29,10 +29,13 @@ class TopicRepository:
         conditions: list[str],
         key: str | None,
         metadata: str | None,
+        group: str | None = None,
         reverse: bool = False,
     ) -> list[Record]:
-        extra, key_at, metadata_at = _extra(8, key, metadata)
-        statement = sql.live_page(conditions, key_at=key_at, metadata_at=metadata_at, reverse=reverse)
+        extra, (key_at, metadata_at, group_at) = _extra(8, key, metadata, group)
+        statement = sql.live_page(
+            conditions, key_at=key_at, metadata_at=metadata_at, group_at=group_at, reverse=reverse
+        )
         return await self.pool.fetch(statement, tenant_id, topic, *after, scan, limit, *extra)
 
     async def done_page(
@@ -45,10 +48,13 @@ class TopicRepository:
         conditions: list[str],
         key: str | None,
         metadata: str | None,
+        group: str | None = None,
         reverse: bool = False,
     ) -> list[Record]:
-        extra, key_at, metadata_at = _extra(6, key, metadata)
-        statement = sql.done_page(conditions, key_at=key_at, metadata_at=metadata_at, reverse=reverse)
+        extra, (key_at, metadata_at, group_at) = _extra(6, key, metadata, group)
+        statement = sql.done_page(
+            conditions, key_at=key_at, metadata_at=metadata_at, group_at=group_at, reverse=reverse
+        )
         return await self.pool.fetch(statement, tenant_id, topic, after, scan, limit, *extra)
 
     async def pause(self, tenant_id: int, topic: str, by: str) -> None:
@@ -133,14 +139,14 @@ class TopicRepository:
         return released
 
 
-def _extra(first: int, key: str | None, metadata: str | None) -> tuple[Sequence[Any], int, int]:
-    """The filter's optional parameters and their positions from `first` on (0: absent)."""
+def _extra(first: int, *values: str | None) -> tuple[Sequence[Any], list[int]]:
+    """The filter's optional parameters (those not None) and each one's position from `first` on (0: absent)."""
     extra: list[Any] = []
-    key_at = metadata_at = 0
-    if key is not None:
-        extra.append(key)
-        key_at = first
-    if metadata is not None:
-        extra.append(metadata)
-        metadata_at = first + len(extra) - 1
-    return extra, key_at, metadata_at
+    positions: list[int] = []
+    for value in values:
+        if value is None:
+            positions.append(0)
+        else:
+            extra.append(value)
+            positions.append(first + len(extra) - 1)
+    return extra, positions

@@ -250,7 +250,7 @@ class TopicAdmin:
         phase, position = _decode_cursor(cursor, reverse) if cursor else (phases[0], None)
         if phase not in phases:
             raise errors.InvalidRequest("cursor: not one of this filter's")
-        filtered = where.status is not None or where.key is not None or where.metadata is not None
+        filtered = any(v is not None for v in (where.status, where.key, where.metadata, where.consumer_group))
         metadata = json.dumps(where.metadata) if where.metadata is not None else None
         items: list[Record] = []
         scanned = 0
@@ -263,13 +263,31 @@ class TopicAdmin:
                 start_live = _LAST_LIVE if reverse else _FIRST_LIVE
                 after_live = position if isinstance(position, tuple) else start_live
                 rows = await self.repository.live_page(
-                    tenant_id, topic, after_live, window, wanted, conditions, where.key, metadata, reverse
+                    tenant_id,
+                    topic,
+                    after_live,
+                    window,
+                    wanted,
+                    conditions,
+                    where.key,
+                    metadata,
+                    where.consumer_group,
+                    reverse,
                 )
             else:
                 start_done = _LAST_DONE if reverse else _FIRST_DONE
                 after_done = position if isinstance(position, uuid.UUID) else start_done
                 rows = await self.repository.done_page(
-                    tenant_id, topic, after_done, window, wanted, conditions, where.key, metadata, reverse
+                    tenant_id,
+                    topic,
+                    after_done,
+                    window,
+                    wanted,
+                    conditions,
+                    where.key,
+                    metadata,
+                    where.consumer_group,
+                    reverse,
                 )
             hits = [r for r in rows if r["hit"] is not None]
             items += hits

@@ -83,30 +83,33 @@ FROM last AS l LEFT JOIN hits AS m ON true
 ORDER BY {order}"""
 
 
-def live_page(conditions: list[str], *, key_at: int, metadata_at: int, reverse: bool = False) -> str:
-    """$1 tenant, $2 topic, $3..$5 cursor, $6 window, $7 limit, then the key ($8) and metadata ($8 or $9) when
-    the filter has them (their positions given: 0 = none). `reverse`: from the end of the queue."""
-    filters = _filters(conditions, key_at, metadata_at)
+def live_page(conditions: list[str], *, key_at: int, metadata_at: int, group_at: int = 0, reverse: bool = False) -> str:
+    """$1 tenant, $2 topic, $3..$5 cursor, $6 window, $7 limit, then the key, metadata and consumer group (a dead
+    letter's) when the filter has them, from $8 on (their positions given: 0 = none). `reverse`: from the end of
+    the queue."""
+    filters = _filters(conditions, key_at, metadata_at, group_at)
     if reverse:
         return _page(_LIVE_WINDOW_REVERSED, _LIVE_LAST, _LIVE_ORDER, filters, "$6", "$7")
     return _page(_LIVE_WINDOW, _LIVE_ORDER, _LIVE_LAST, filters, "$6", "$7")
 
 
-def done_page(conditions: list[str], *, key_at: int, metadata_at: int, reverse: bool = False) -> str:
-    """$1 tenant, $2 topic, $3 cursor id, $4 window, $5 limit, then the key and metadata as for `live_page`.
-    `reverse`: oldest first."""
-    filters = _filters(conditions, key_at, metadata_at)
+def done_page(conditions: list[str], *, key_at: int, metadata_at: int, group_at: int = 0, reverse: bool = False) -> str:
+    """$1 tenant, $2 topic, $3 cursor id, $4 window, $5 limit, then the key, metadata and consumer group as for
+    `live_page`, from $6 on. `reverse`: oldest first."""
+    filters = _filters(conditions, key_at, metadata_at, group_at)
     if reverse:
         return _page(_DONE_WINDOW_REVERSED, "m.id", "m.id DESC", filters, "$4", "$5")
     return _page(_DONE_WINDOW, "m.id DESC", "m.id", filters, "$4", "$5")
 
 
-def _filters(conditions: list[str], key_at: int, metadata_at: int) -> list[str]:
+def _filters(conditions: list[str], key_at: int, metadata_at: int, group_at: int) -> list[str]:
     out = list(conditions)
     if key_at:
         out.append(f"m.key = ${key_at}")
     if metadata_at:
         out.append(f"m.metadata @> ${metadata_at}::jsonb")
+    if group_at:
+        out.append(f"m.consumer_group = ${group_at}")
     return out
 
 

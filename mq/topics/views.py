@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from mq.names import check_text
+from mq.names import GROUP_PATTERN, check_text
 from mq.queue.types import EffectiveConfig, MessageView, TopicConfig
 
 FilterStatus = Literal["pending", "delayed", "processing", "failed", "expired"]
@@ -15,11 +15,13 @@ BulkAction = Literal["delete", "retry", "requeue"]
 
 
 class MessageFilter(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """Which messages of a topic: a status as readers see it, a key, and metadata containing an object."""
+    """Which messages of a topic: a status as readers see it, a key, metadata containing an object, and (in a
+    dead-letter topic) the consumer group whose delivery was dead-lettered."""
 
     status: FilterStatus | None = None
     key: str | None = None
     metadata: dict[str, Any] | None = None
+    consumer_group: Annotated[str, msgspec.Meta(pattern=GROUP_PATTERN)] | None = None
 
     def check(self) -> None:
         if self.key is not None:

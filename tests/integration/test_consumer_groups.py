@@ -13,6 +13,7 @@ import httpx
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, long_polls_waiting
 from tests.support.servers import Server
 from tests.support.tenants import Tenant
+from tests.support.waiting import eventually
 
 
 async def _group(client: httpx.AsyncClient, topic: str, name: str, start: str = "latest") -> dict[str, Any]:
@@ -272,6 +273,41 @@ async def test_requeueing_a_groups_dead_letter_delivers_it_to_that_group_only(
     assert again["id"] == dead["id"] and again["retry_count"] == 0
     assert (await _ack(client, again, "broken")).status_code == 204
     assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+
+
+async def test_a_groups_dead_letters_are_listed_and_requeued_by_group(client: httpx.AsyncClient) -> None:
+    """The console's view of one group's dead letters: the DLQ's page and a bulk job filtered by the group."""
+    await client.put("/api/topic-configs/gd", json={"max_retries": 1})
+    for group in ("a", "b"):
+        await _group(client, "gd", group)
+    await enqueue(client, "gd", "one")
+    await enqueue(client, "gd", "two")
+    for group in ("a", "b"):
+        for m in await dequeue(client, "gd", 10, consumer_group=group):
+            if group == "a" or m["payload"] == b64("two"):
+                nack = {"receipt": m["receipt"], "error": "no", "consumer_group": group}
+                assert (await client.post(f"/api/messages/{m['id']}/nack", json=nack)).json() == {"outcome": "dlq"}
+    page = (await client.get("/api/topics/gd.dlq/messages", params={"consumer_group": "a"})).json()
+    assert sorted(m["payload"] for m in page["items"]) == [b64("one"), b64("two")]
+    assert {m["consumer_group"] for m in page["items"]} == {"a"}
+    page = (await client.get("/api/topics/gd.dlq/messages", params={"consumer_group": "b"})).json()
+    assert [m["payload"] for m in page["items"]] == [b64("two")]
+    r = await client.get("/api/topics/gd.dlq/messages", params={"consumer_group": "not a name"})
+    assert r.status_code == 400
+    job = {"action": "requeue", "filter": {"consumer_group": "a"}}
+    r = await client.post("/api/topics/gd.dlq/bulk-jobs", json=job)
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    await eventually(lambda: _job_done(client, job_id), what="the bulk requeue")
+    requeued = await dequeue(client, "gd", 10, consumer_group="a")
+    assert sorted(m["payload"] for m in requeued) == [b64("one"), b64("two")]
+    assert await dequeue(client, "gd", 10, consumer_group="b") == []
+    page = (await client.get("/api/topics/gd.dlq/messages")).json()
+    assert [(m["payload"], m["consumer_group"]) for m in page["items"]] == [(b64("two"), "b")]
+
+
+async def _job_done(client: httpx.AsyncClient, job_id: str) -> bool:
+    return bool((await client.get(f"/api/bulk-jobs/{job_id}")).json()["state"] == "done")
 
 
 async def test_a_message_past_its_ttl_expires_for_every_group_that_still_owed_it(
