@@ -186,6 +186,16 @@ def require_grant(principal: Principal, action: str, topic: str) -> None:
         raise errors.Forbidden(f"no {action} grant for topic {topic!r}")
 
 
+def require_consumer_group(principal: Principal, topic: str, consumer_group: str | None) -> None:
+    """A member whose consume grants on `topic` all pin consumer groups consumes it only as one of them."""
+    if not principal.is_member:
+        return
+    pinned = grants.consumer_groups(principal.grants, topic)
+    if pinned is not None and consumer_group not in pinned:
+        names = ", ".join(sorted(pinned))
+        raise errors.Forbidden(f"your consume grant on topic {topic!r} is for consumer group {names} only")
+
+
 def require_platform_admin(principal: Principal) -> None:
     if not principal.is_platform_admin:
         raise errors.Forbidden("platform admins only")

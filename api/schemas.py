@@ -387,6 +387,8 @@ UserPage = Annotated[Page[UserView], KwargDefinition(schema_component_key="UserP
 class GrantBody(Strict):
     action: Action
     topic_pattern: Annotated[str, Meta(min_length=1, max_length=MAX_PATTERN_LENGTH)]
+    #: Only on `consume`: its holder consumes the matching topics only as this group.
+    consumer_group: GroupName | None = None
 
 
 class GrantView(msgspec.Struct):
@@ -394,6 +396,7 @@ class GrantView(msgspec.Struct):
     action: Action
     topic_pattern: str
     created_at: str
+    consumer_group: str | None = None
 
 
 class GrantListView(msgspec.Struct):
@@ -406,6 +409,7 @@ class GrantListView(msgspec.Struct):
 class MyGrantView(msgspec.Struct):
     action: Action
     topic_pattern: str
+    consumer_group: str | None = None
 
 
 class MeView(msgspec.Struct):

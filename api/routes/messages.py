@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get, post
@@ -10,7 +11,7 @@ from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import require_grant, tenant_for
+from api.auth import require_consumer_group, require_grant, tenant_for
 from api.body import BatchBody, json_post
 from api.schemas import (
     MAX_OFFSET,
@@ -53,13 +54,22 @@ def _batch_limit(request: AnyRequest, n: int, what: str) -> None:
         raise errors.InvalidRequest(f"at most {limit} {what} per request; got {n}")
 
 
-async def _tenant_for_messages(request: AnyRequest, action: str, message_ids: list[str]) -> int:
-    """`tenant_for` for routes that name messages by id: a member needs `action` on each message's topic."""
+async def _tenant_for_messages(
+    request: AnyRequest, action: str, message_ids: list[str], groups: Sequence[str | None] | None = None
+) -> int:
+    """`tenant_for` for routes that name messages by id: a member needs `action` on each message's topic and,
+    to consume, a grant for the consumer group it names (`groups`, one per message: ack, nack, visibility) or,
+    naming none (requeue, retry), for the message's own (a dead letter's)."""
     principal = request.user
     tenant = tenant_for(principal, action=action)
     if principal.is_member:
-        for topic in await _queue(request).topics_of(tenant, message_ids):
+        for i, found in enumerate(await _queue(request).topics_of(tenant, message_ids)):
+            if found is None:  # the route answers 404 for it
+                continue
+            topic, own_group = found
             require_grant(principal, action, topic)
+            if action == "consume":
+                require_consumer_group(principal, topic, groups[i] if groups is not None else own_group)
     return tenant
 
 
@@ -137,6 +147,7 @@ class MessageController(Controller):
     )
     async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueView:
         tenant = tenant_for(request.user, action="consume", topic=data.topic)
+        require_consumer_group(request.user, data.topic, data.consumer_group)
         _batch_limit(request, data.count, "messages")
         messages = await _queue(request).dequeue(
             tenant,
@@ -159,7 +170,8 @@ class MessageController(Controller):
     )
     async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckView:
         _batch_limit(request, len(data.acks), "acks")
-        tenant = await _tenant_for_messages(request, "consume", [a.id for a in data.acks])
+        acks = data.acks
+        tenant = await _tenant_for_messages(request, "consume", [a.id for a in acks], [a.consumer_group for a in acks])
         return await _queue(request).ack_batch(tenant, [(a.id, a.receipt, a.consumer_group) for a in data.acks])
 
     @json_post(
@@ -170,10 +182,9 @@ class MessageController(Controller):
         operation_id="ackMessage",
     )
     async def ack(self, request: AnyRequest, message_id: str, data: JSONBody[AckBody | None] = None) -> None:
-        tenant = await _tenant_for_messages(request, "consume", [message_id])
-        await _queue(request).ack(
-            tenant, message_id, data.receipt if data else None, data.consumer_group if data else None
-        )
+        group = data.consumer_group if data else None
+        tenant = await _tenant_for_messages(request, "consume", [message_id], [group])
+        await _queue(request).ack(tenant, message_id, data.receipt if data else None, group)
 
     @json_post(
         "/{message_id:str}/nack",
@@ -183,8 +194,8 @@ class MessageController(Controller):
         operation_id="nackMessage",
     )
     async def nack(self, request: AnyRequest, message_id: str, data: JSONBody[NackBody | None] = None) -> NackView:
-        tenant = await _tenant_for_messages(request, "consume", [message_id])
         body = data or NackBody()
+        tenant = await _tenant_for_messages(request, "consume", [message_id], [body.consumer_group])
         outcome = await _queue(request).nack(
             tenant, message_id, body.receipt, body.error, body.delay_seconds, body.consumer_group
         )
@@ -198,7 +209,7 @@ class MessageController(Controller):
         operation_id="extendLease",
     )
     async def extend(self, request: AnyRequest, message_id: str, data: ExtendBody) -> ExtendView:
-        tenant = await _tenant_for_messages(request, "consume", [message_id])
+        tenant = await _tenant_for_messages(request, "consume", [message_id], [data.consumer_group])
         deadline = await _queue(request).extend(
             tenant, message_id, data.receipt, data.visibility_timeout_seconds, data.consumer_group
         )

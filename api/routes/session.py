@@ -69,7 +69,7 @@ async def me(request: AnyRequest) -> MeView:
         username=principal.username,
         role=principal.role,
         tenant=principal.tenant_slug,
-        grants=[MyGrantView(action=a, topic_pattern=p) for a, p in principal.grants],  # type: ignore[arg-type]
+        grants=[MyGrantView(action=a, topic_pattern=p, consumer_group=g) for a, p, g in principal.grants],  # type: ignore[arg-type]
     )
 
 

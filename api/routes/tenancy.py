@@ -82,6 +82,7 @@ def _grant_view(grant: GrantRecord) -> GrantView:
         action=grant.action,
         topic_pattern=grant.topic_pattern,
         created_at=rfc3339(grant.created_at) or "",
+        consumer_group=grant.consumer_group,
     )
 
 
@@ -237,7 +238,7 @@ class UserController(Controller):
     async def create_grant(self, request: AnyRequest, user_id: str, data: GrantBody) -> GrantView:
         tenant = tenant_for(request.user, admin_only=True)
         tenancy = _tenancy(request)
-        grant = await tenancy.create_grant(tenant, user_id, data.action, data.topic_pattern)
+        grant = await tenancy.create_grant(tenant, user_id, data.action, data.topic_pattern, data.consumer_group)
         user = await tenancy.get_user(tenant, user_id)
         await audit(
             request,
@@ -248,6 +249,7 @@ class UserController(Controller):
                 "grant_id": str(grant.id),
                 "action": grant.action,
                 "topic_pattern": grant.topic_pattern,
+                **({"consumer_group": grant.consumer_group} if grant.consumer_group else {}),
             },
         )
         return _grant_view(grant)

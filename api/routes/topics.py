@@ -14,7 +14,7 @@ from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import require_grant, tenant_for
+from api.auth import require_consumer_group, require_grant, tenant_for
 from api.body import json_post, strict_body
 from api.errors import code_of
 from api.schemas import (
@@ -73,11 +73,23 @@ def _may_read(principal: Principal, topic: str) -> bool:
 _BULK_GRANT: dict[str, str | None] = {"delete": None, "retry": "consume", "requeue": "consume"}
 
 
-def _tenant_for_bulk(request: AnyRequest, action: BulkAction, topic: str) -> int:
+async def _tenant_for_bulk(
+    request: AnyRequest, action: BulkAction, topic: str, *, ids: list[str] | None = None, group: str | None = None
+) -> int:
+    """The role or grant a bulk action needs. A member whose consume grants pin consumer groups acts only on its
+    groups' dead letters: each of the chosen `ids`, or a job filtered by one of them (`group`)."""
     grant = _BULK_GRANT[action]
     if grant is None:
         return tenant_for(request.user, admin_only=True)
-    return tenant_for(request.user, action=grant, topic=topic)
+    principal = request.user
+    tenant = tenant_for(principal, action=grant, topic=topic)
+    if principal.is_member and grants.consumer_groups(principal.grants, topic) is not None:
+        if ids is None:
+            require_consumer_group(principal, topic, group)
+        else:
+            for found in await request.app.state.runtime.queue.topics_of(tenant, ids):
+                require_consumer_group(principal, topic, found[1] if found else None)
+    return tenant
 
 
 def _metadata_filter(metadata: str | None) -> dict[str, Any] | None:
@@ -309,7 +321,7 @@ class TopicConsoleController(Controller):
         """`retry`: failed, expired or delayed messages become pending and available now; `requeue`: dead letters
         go back to their topic; `delete`: gone, whatever their status. Each message that cannot take the action is
         listed with the contract's code."""
-        tenant = _tenant_for_bulk(request, data.action, topic)
+        tenant = await _tenant_for_bulk(request, data.action, topic, ids=data.ids)
         done, failures = await _topics(request).bulk(tenant, topic, data.action, data.ids)
         await audit(
             request, f"messages.bulk_{data.action}", topic, {"topic": topic, "ids": len(data.ids), "done": done}
@@ -330,7 +342,7 @@ class TopicConsoleController(Controller):
     )
     async def start_bulk_job(self, request: AnyRequest, topic: str, data: BulkJobBody) -> BulkJobView:
         """Runs in batches in the background; follow it with `GET /api/bulk-jobs/{id}`."""
-        tenant = _tenant_for_bulk(request, data.action, topic)
+        tenant = await _tenant_for_bulk(request, data.action, topic, group=data.filter.consumer_group)
         job = await _topics(request).start_bulk_job(tenant, topic, data.action, data.filter, request.user.username)
         await audit(
             request,
@@ -362,7 +374,7 @@ class TopicConsoleController(Controller):
     async def cancel_bulk_job(self, request: AnyRequest, job_id: str) -> BulkJobView:
         console = _topics(request)
         job = await console.bulk_job(tenant_for(request.user, action="read"), job_id)
-        tenant = _tenant_for_bulk(request, job.action, job.topic)
+        tenant = await _tenant_for_bulk(request, job.action, job.topic, group=job.filter.consumer_group)
         cancelled = await console.cancel_bulk_job(tenant, job_id)
         await audit(request, "bulk_job.cancel", job.topic, {"topic": job.topic, "job": job_id})
         return cancelled

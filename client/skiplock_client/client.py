@@ -533,8 +533,18 @@ class AsyncClient:
     async def grants(self, user_id: str) -> list[Grant]:
         return (await self._get(f"/api/users/{user_id}/grants", ItemsView[Grant])).items
 
-    async def grant(self, user_id: str, action: Literal["produce", "consume", "read"], topic_pattern: str) -> Grant:
+    async def grant(
+        self,
+        user_id: str,
+        action: Literal["produce", "consume", "read"],
+        topic_pattern: str,
+        *,
+        consumer_group: str | None = None,
+    ) -> Grant:
+        """`consumer_group` (consume only): the member consumes the matching topics only as that group."""
         body = {"action": action, "topic_pattern": topic_pattern}
+        if consumer_group is not None:
+            body["consumer_group"] = consumer_group
         return await self._post(f"/api/users/{user_id}/grants", body, Grant, NO_RETRY)
 
     async def revoke(self, user_id: str, grant_id: str) -> None:

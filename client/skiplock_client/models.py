@@ -224,11 +224,14 @@ class Grant(msgspec.Struct, frozen=True):
     action: Action
     topic_pattern: str
     created_at: str
+    #: On a consume grant: its holder consumes the matching topics only as this group.
+    consumer_group: str | None = None
 
 
 class MyGrant(msgspec.Struct, frozen=True):
     action: Action
     topic_pattern: str
+    consumer_group: str | None = None
 
 
 class Me(msgspec.Struct, frozen=True):

@@ -78,11 +78,21 @@ class Grant(Base):
     user_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), ForeignKey("users.id", ondelete="CASCADE"))
     action: Mapped[str] = mapped_column(Text)
     topic_pattern: Mapped[str] = mapped_column(Text)
+    #: A `consume` grant may pin a consumer group: its holder consumes the matching topics only as that group.
+    consumer_group: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (
         CheckConstraint("action IN ('produce', 'consume', 'read')", name="grants_action_check"),
-        UniqueConstraint("user_id", "action", "topic_pattern", name="grants_unique"),
+        CheckConstraint("consumer_group IS NULL OR action = 'consume'", name="grants_consumer_group_check"),
+        UniqueConstraint(
+            "user_id",
+            "action",
+            "topic_pattern",
+            "consumer_group",
+            name="grants_unique",
+            postgresql_nulls_not_distinct=True,
+        ),
     )
 
 

@@ -226,9 +226,10 @@ class MessageRepository:
         rows = await self.pool.fetch(sql.MESSAGE_LEASE_PROBE_MANY, tenant_id, _id_list(ids))
         return {r["id"]: r["status"] for r in rows}
 
-    async def topics(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+    async def topics(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, tuple[str, str | None]]:
+        """Each existing message's topic and (a dead letter's) consumer group."""
         rows = await self.pool.fetch(sql.MESSAGE_TOPICS, tenant_id, _id_list(ids))
-        return {r["id"]: r["topic"] for r in rows}
+        return {r["id"]: (r["topic"], r["consumer_group"]) for r in rows}
 
     async def lease_probe(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         return await self.pool.fetchrow(sql.MESSAGE_LEASE_PROBE, tenant_id, message_id)

@@ -445,10 +445,13 @@ class QueueService:
             raise errors.MessageNotFound()
         raise errors.MessageNotFound(f"message is {status}, not processing")
 
-    async def topics_of(self, tenant_id: int, message_ids: Sequence[str]) -> set[str]:
-        """The topics of the messages that exist among `message_ids` (for checking grants)."""
-        ids = [mid for mid in parse_uuids(list(message_ids)) if mid is not None]
-        return set((await self.repository.topics(tenant_id, ids)).values()) if ids else set()
+    async def topics_of(self, tenant_id: int, message_ids: Sequence[str]) -> list[tuple[str, str | None] | None]:
+        """For each of `message_ids`, its message's topic and (a dead letter's) consumer group; None where no such
+        message is (for checking grants)."""
+        parsed = parse_uuids(list(message_ids))
+        ids = [mid for mid in parsed if mid is not None]
+        found = await self.repository.topics(tenant_id, ids) if ids else {}
+        return [found.get(mid) if mid is not None else None for mid in parsed]
 
     # --- dead letters ------------------------------------------------------------------------------------------
 

@@ -686,7 +686,8 @@ WITH locked AS (
 SELECT id FROM moved"""
 
 # The topics of some messages, for checking a member's grants before acting on them by id. $2 ids
-MESSAGE_TOPICS = f"SELECT id, topic FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list('$2')})"
+MESSAGE_TOPICS = f"""
+SELECT id, topic, consumer_group FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list("$2")})"""
 
 MESSAGE_GET = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.tenant_id = $1 AND m.id = $2"
 # One message with its attempts as JSON text: the ended ones, then the current lease of a processing message

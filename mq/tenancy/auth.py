@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from mq import errors
 from mq.names import is_slug
-from mq.tenancy.grants import Role
+from mq.tenancy.grants import GrantTuple, Role
 from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository, UserRecord
@@ -40,8 +40,8 @@ class Principal:
     role: Role
     tenant_id: int | None
     tenant_slug: str | None
-    #: A member's grants, (action, topic_pattern); empty for the admin roles, which need none.
-    grants: tuple[tuple[str, str], ...] = ()
+    #: A member's grants, (action, topic_pattern, consumer_group); empty for the admin roles, which need none.
+    grants: tuple[GrantTuple, ...] = ()
 
     @property
     def is_platform_admin(self) -> bool:

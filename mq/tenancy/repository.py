@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from mq.db.models import AdmissionGate, DeletedTenant, Grant, Session, Tenant, User
 from mq.ids import uuid7
-from mq.tenancy.grants import Action, Role, TenantStatus
+from mq.tenancy.grants import Action, GrantTuple, Role, TenantStatus
 
 #: What a change to a user did: "missing" when the tenant has no such user, "last_admin" when refused because it
 #: would leave the tenant without a tenant_admin.
@@ -59,6 +59,7 @@ class GrantRecord:
     action: Action
     topic_pattern: str
     created_at: datetime
+    consumer_group: str | None = None
 
 
 # Whether a tenant holds any message: one probe per partial index of `messages` (see mq.queue.sql.STATUS_GROUPS).
@@ -225,11 +226,18 @@ class TenancyRepository:
         return user.id
 
     async def create_grant(
-        self, tenant_id: int, user_id: uuid.UUID, action: str, topic_pattern: str
+        self, tenant_id: int, user_id: uuid.UUID, action: str, topic_pattern: str, consumer_group: str | None
     ) -> GrantRecord | None:
         """The new grant, or None when the user already has it. The caller checked the user is the tenant's."""
         async with self._sessions() as session:
-            grant = Grant(id=uuid7(), tenant_id=tenant_id, user_id=user_id, action=action, topic_pattern=topic_pattern)
+            grant = Grant(
+                id=uuid7(),
+                tenant_id=tenant_id,
+                user_id=user_id,
+                action=action,
+                topic_pattern=topic_pattern,
+                consumer_group=consumer_group,
+            )
             session.add(grant)
             try:
                 await session.commit()
@@ -256,11 +264,13 @@ class TenancyRepository:
             await session.commit()
         return found
 
-    async def grants_of(self, user_id: uuid.UUID) -> tuple[tuple[str, str], ...]:
-        """(action, topic_pattern) of every grant of a user, for the credential check."""
+    async def grants_of(self, user_id: uuid.UUID) -> tuple[GrantTuple, ...]:
+        """(action, topic_pattern, consumer_group) of every grant of a user, for the credential check."""
         async with self._sessions() as session:
-            rows = await session.execute(select(Grant.action, Grant.topic_pattern).where(Grant.user_id == user_id))
-            return tuple((action, pattern) for action, pattern in rows)
+            rows = await session.execute(
+                select(Grant.action, Grant.topic_pattern, Grant.consumer_group).where(Grant.user_id == user_id)
+            )
+            return tuple((action, pattern, group) for action, pattern, group in rows)
 
     # --- sessions ------------------------------------------------------------------------------------------------
 
@@ -327,7 +337,9 @@ def _tenant_record(tenant: Tenant) -> TenantRecord:
 
 
 def _grant_record(grant: Grant) -> GrantRecord:
-    return GrantRecord(grant.id, cast(Action, grant.action), grant.topic_pattern, grant.created_at)
+    return GrantRecord(
+        grant.id, cast(Action, grant.action), grant.topic_pattern, grant.created_at, grant.consumer_group
+    )
 
 
 def _users_with_tenant() -> Any:

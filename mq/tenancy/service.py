@@ -146,13 +146,17 @@ class TenancyService:
 
     # --- grants --------------------------------------------------------------------------------------------------
 
-    async def create_grant(self, tenant_id: int, user_id: str, action: str, topic_pattern: str) -> GrantRecord:
+    async def create_grant(
+        self, tenant_id: int, user_id: str, action: str, topic_pattern: str, consumer_group: str | None = None
+    ) -> GrantRecord:
         if action not in ACTIONS:
             raise errors.InvalidRequest(f"action must be one of {', '.join(ACTIONS)}")
         if not valid_pattern(topic_pattern):
             raise errors.InvalidRequest("topic_pattern must be '*', a topic name, or a topic name followed by '.*'")
+        if consumer_group is not None and action != "consume":
+            raise errors.InvalidRequest("only a consume grant names a consumer_group")
         user = await self.get_user(tenant_id, user_id)
-        grant = await self.repository.create_grant(tenant_id, user.id, action, topic_pattern)
+        grant = await self.repository.create_grant(tenant_id, user.id, action, topic_pattern, consumer_group)
         if grant is None:
             raise errors.AlreadyExists("the user has this grant already")
         await self.invalidation.changed()

@@ -382,7 +382,7 @@ class TopicAdmin:
         done = 0
         for message_id in message_ids:
             mid = parse_uuid(message_id)
-            if mid is None or belongs.get(mid) != topic:
+            if mid is None or (belongs.get(mid) or ("",))[0] != topic:
                 failures.append((message_id, errors.MessageNotFound()))
                 continue
             try:

@@ -13,14 +13,15 @@ PASSWORD = "member password 123"
 
 
 async def new_member(
-    boss: httpx.AsyncClient, make_client: Any, *grants: tuple[str, str]
+    boss: httpx.AsyncClient, make_client: Any, *grants: tuple[str, str] | tuple[str, str, str]
 ) -> tuple[str, httpx.AsyncClient]:
     name = f"m-{uuid.uuid4().hex[:10]}"
     r = await boss.post("/api/users", json={"username": name, "password": PASSWORD, "role": "member"})
     assert r.status_code == 201, r.text
     user_id = r.json()["id"]
-    for action, pattern in grants:
-        g = await boss.post(f"/api/users/{user_id}/grants", json={"action": action, "topic_pattern": pattern})
+    for action, pattern, *group in grants:
+        body = {"action": action, "topic_pattern": pattern} | ({"consumer_group": group[0]} if group else {})
+        g = await boss.post(f"/api/users/{user_id}/grants", json=body)
         assert g.status_code == 201, g.text
     return user_id, make_client(auth=(r.json()["username"], PASSWORD))
 
@@ -97,7 +98,7 @@ async def test_grant_routes(make_client, make_user, tenant) -> None:  # type: ig
     r = await boss.post(f"/api/users/{user_id}/grants", json=grant)
     assert r.status_code == 201, r.text
     created = r.json()
-    assert set(created) == {"id", "action", "topic_pattern", "created_at"}
+    assert set(created) == {"id", "action", "topic_pattern", "created_at", "consumer_group"}
     assert (await enqueue(member, "orders")).status_code == 201  # effective at once
     assert_error(await boss.post(f"/api/users/{user_id}/grants", json=grant), 409, "already_exists")
     for bad in (
@@ -128,3 +129,57 @@ async def test_grants_of_another_tenants_user_are_out_of_reach(make_client, make
     assert_error(await boss.post(f"/api/users/{stranger_id}/grants", json=grant), 404, "not_found")
     assert_error(await boss.get(f"/api/users/{stranger_id}/grants"), 404, "not_found")
     assert await db.fetchval("SELECT count(*) FROM grants WHERE user_id = $1", uuid.UUID(stranger_id)) == 1
+
+
+async def test_a_consume_grant_that_pins_a_group_consumes_only_as_that_group(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]
+    boss = make_client(auth=await make_user("tenant_admin", tenant))
+    await boss.put("/api/topic-configs/orders", json={"max_retries": 1})
+    for group in ("billing", "shipping"):
+        r = await boss.post("/api/topics/orders/consumer-groups", json={"consumer_group": group})
+        assert r.status_code == 201, r.text
+    user_id, member = await new_member(boss, make_client, ("consume", "orders", "billing"), ("read", "orders"))
+    grants = (await boss.get(f"/api/users/{user_id}/grants")).json()["items"]
+    assert {(g["action"], g["consumer_group"]) for g in grants} == {("consume", "billing"), ("read", None)}
+    me = (await member.get("/api/auth/me")).json()
+    assert {"action": "consume", "topic_pattern": "orders", "consumer_group": "billing"} in me["grants"]
+    bad = {"action": "produce", "topic_pattern": "orders", "consumer_group": "billing"}
+    assert_error(await boss.post(f"/api/users/{user_id}/grants", json=bad), 400, "invalid_request")
+
+    await enqueue(boss, "orders")
+    for body in ({"topic": "orders"}, {"topic": "orders", "consumer_group": "shipping"}):
+        assert_error(await member.post("/api/messages/dequeue", json=body), 403, "forbidden")
+    [s] = (await boss.post("/api/messages/dequeue", json={"topic": "orders", "consumer_group": "shipping"})).json()[
+        "messages"
+    ]
+    as_shipping = {"receipt": s["receipt"], "consumer_group": "shipping"}
+    for path in ("ack", "nack"):
+        assert_error(await member.post(f"/api/messages/{s['id']}/{path}", json=as_shipping), 403, "forbidden")
+    extend = {**as_shipping, "visibility_timeout_seconds": 30}
+    assert_error(await member.post(f"/api/messages/{s['id']}/visibility", json=extend), 403, "forbidden")
+    batch = {"acks": [{"id": s["id"], **as_shipping}]}
+    assert_error(await member.post("/api/messages/ack", json=batch), 403, "forbidden")
+
+    [m] = (await member.post("/api/messages/dequeue", json={"topic": "orders", "consumer_group": "billing"})).json()[
+        "messages"
+    ]
+    nack = {"receipt": m["receipt"], "consumer_group": "billing", "error": "declined"}
+    assert (await member.post(f"/api/messages/{m['id']}/nack", json=nack)).json() == {"outcome": "dlq"}
+    # its group's dead letter it may requeue; another group's not
+    assert (await boss.post(f"/api/messages/{s['id']}/nack", json={**as_shipping, "error": "x"})).json() == {
+        "outcome": "dlq"
+    }
+    dead = (await boss.get("/api/topics/orders.dlq/messages")).json()["items"]
+    by_group = {d["consumer_group"]: d["id"] for d in dead}
+    assert_error(await member.post(f"/api/messages/{by_group['shipping']}/requeue"), 403, "forbidden")
+    assert (await member.post(f"/api/messages/{by_group['billing']}/requeue")).status_code == 204
+    job = {"action": "requeue", "filter": {"consumer_group": "shipping"}}
+    assert_error(await member.post("/api/topics/orders.dlq/bulk-jobs", json=job), 403, "forbidden")
+    chosen = {"action": "requeue", "ids": [by_group["shipping"]]}
+    assert_error(await member.post("/api/topics/orders.dlq/messages/bulk", json=chosen), 403, "forbidden")
+    job = {"action": "requeue", "filter": {"consumer_group": "billing"}}
+    assert (await member.post("/api/topics/orders.dlq/bulk-jobs", json=job)).status_code == 202
+
+    # an unpinned consume grant beside it lifts the pin
+    await boss.post(f"/api/users/{user_id}/grants", json={"action": "consume", "topic_pattern": "orders"})
+    r = await member.post("/api/messages/dequeue", json={"topic": "orders", "consumer_group": "shipping"})
+    assert r.status_code == 200, r.text

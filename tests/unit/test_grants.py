@@ -1,6 +1,6 @@
 import pytest
 
-from mq.tenancy.grants import allowed, allows_every_topic, covers, valid_pattern
+from mq.tenancy.grants import GrantTuple, allowed, allows_every_topic, consumer_groups, covers, valid_pattern
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_topic_patterns(pattern: str, topic: str, expected: bool) -> None:
 
 
 def test_actions_are_separate() -> None:
-    grants = [("produce", "orders.*"), ("read", "*")]
+    grants: list[GrantTuple] = [("produce", "orders.*", None), ("read", "*", None)]
     assert allowed(grants, "produce", "orders.eu")
     assert not allowed(grants, "consume", "orders.eu")
     assert allowed(grants, "read", "anything")
@@ -55,3 +55,12 @@ def test_actions_are_separate() -> None:
 )
 def test_valid_patterns(pattern: str, ok: bool) -> None:
     assert valid_pattern(pattern) is ok
+
+
+def test_consume_grants_may_pin_consumer_groups() -> None:
+    pinned: list[GrantTuple] = [("consume", "orders", "billing"), ("consume", "orders.*", "audit"), ("read", "*", None)]
+    assert consumer_groups(pinned, "orders") == {"billing", "audit"}
+    assert consumer_groups(pinned, "orders.dlq") == {"billing", "audit"}  # its dead letters too
+    assert consumer_groups(pinned, "orders.eu") == {"audit"}
+    assert consumer_groups(pinned, "payments") == frozenset()  # no consume grant: require_grant refuses first
+    assert consumer_groups([*pinned, ("consume", "*", None)], "orders") is None  # an unpinned grant: any group
