@@ -27,7 +27,7 @@ from prometheus_client import (
 from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mq.db.repository import GaugeRow, JobRun, OperationsRepository
+from mq.db.repository import GaugeRow, GroupGaugeRow, JobRun, OperationsRepository
 
 OTHER = "other"
 #: Label lookups remembered per process; past this many (a tenant inventing topics) they are forgotten and redone.
@@ -101,6 +101,7 @@ class _StoredGauges(Collector):
             oldest.add_metric([tenant, topic], age)
         yield messages
         yield oldest
+        yield from self._groups(ranks)
         last = GaugeMetricFamily(
             "skiplock_job_last_run_timestamp_seconds", "When each job last finished (Unix time)", labels=["job"]
         )
@@ -114,6 +115,39 @@ class _StoredGauges(Collector):
         yield duration
         yield rows
 
+    def _groups(self, ranks: dict[str, dict[str, int]]) -> Iterator[Metric]:
+        """Each consumer group's deliveries and oldest pending age. Topics fold into `other` as above; a tenant's
+        groups past `max_topics` (by pending deliveries) fold into `consumer_group="other"`."""
+        deliveries = GaugeMetricFamily(
+            "skiplock_group_messages",
+            "Deliveries a consumer group still owes, by status (refreshed by the leader)",
+            labels=["tenant", "topic", "consumer_group", "status"],
+        )
+        oldest = GaugeMetricFamily(
+            "skiplock_group_oldest_pending_age_seconds",
+            "Age of a consumer group's oldest available delivery: its lag",
+            labels=["tenant", "topic", "consumer_group"],
+        )
+        counts: dict[tuple[str, str, str, str], float] = {}
+        ages: dict[tuple[str, str, str], float] = {}
+        seen: dict[str, int] = {}
+        for tenant, topic, group, pending, processing, age in self._metrics.group_rows:
+            rank = ranks.get(tenant, {}).get(topic, 0)
+            folded = topic if rank < self._metrics.max_topics - 1 else OTHER
+            n = seen[tenant] = seen.get(tenant, 0) + 1
+            name = group if n < self._metrics.max_topics else OTHER
+            for status, count in (("pending", pending), ("processing", processing)):
+                key = (tenant, folded, name, status)
+                counts[key] = counts.get(key, 0.0) + count
+            if age is not None:
+                ages[(tenant, folded, name)] = max(ages.get((tenant, folded, name), 0.0), age)
+        for labels, total in counts.items():
+            deliveries.add_metric(list(labels), total)
+        for lag_labels, age in ages.items():
+            oldest.add_metric(list(lag_labels), age)
+        yield deliveries
+        yield oldest
+
 
 class Metrics:
     def __init__(self, max_topics_per_tenant: int = 50) -> None:
@@ -124,6 +158,7 @@ class Metrics:
         self._topics: dict[str, set[str]] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
         self.gauge_rows: list[GaugeRow] = []
+        self.group_rows: list[GroupGaugeRow] = []
         self.job_rows: list[JobRun] = []
         self._gauges_read_at = -math.inf
 
@@ -220,6 +255,7 @@ class Metrics:
             return
         self._gauges_read_at = now
         self.gauge_rows = list(await repository.gauges())
+        self.group_rows = list(await repository.group_gauges())
         self.job_rows = list(await repository.job_runs())
 
     def exposition(self) -> bytes:

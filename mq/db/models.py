@@ -295,6 +295,19 @@ class QueueGauge(Base):
     oldest_pending_age_seconds: Mapped[float | None] = mapped_column(Double)
 
 
+class GroupGauge(Base):
+    """A consumer group's deliveries by status and its oldest pending age, as the leader last counted them."""
+
+    __tablename__ = "group_gauges"
+
+    tenant: Mapped[str] = mapped_column(Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    consumer_group: Mapped[str] = mapped_column(Text, primary_key=True)
+    pending: Mapped[int] = mapped_column(BigInteger)
+    processing: Mapped[int] = mapped_column(BigInteger)
+    oldest_pending_age_seconds: Mapped[float | None] = mapped_column(Double)
+
+
 class DeletedTenant(Base):
     """A tenant deleted with its messages (migration `2026_11_23_tenant_tombstones`). An enqueue that raced the
     delete may have committed rows after it; `mq.jobs.OrphanSweeper` deletes what is left under these ids, then

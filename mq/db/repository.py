@@ -31,6 +31,15 @@ class GaugeRow(NamedTuple):
     oldest_pending_age_seconds: float | None
 
 
+class GroupGaugeRow(NamedTuple):
+    tenant: str
+    topic: str
+    consumer_group: str
+    pending: int
+    processing: int
+    oldest_pending_age_seconds: float | None
+
+
 class JobRun(NamedTuple):
     job: str
     finished_at: float
@@ -64,12 +73,18 @@ class JobConnection:
     async def replace_gauges(self) -> int:
         """Recount into `queue_gauges`, replaced whole in one transaction; returns the rows stored."""
         rows = await self._count_messages()
+        groups = await self._conn.fetch(sql.GROUP_GAUGES)
         async with self._conn.transaction():
             await self._conn.execute(sql.GAUGES_CLEAR)
             await self._conn.copy_records_to_table(
                 sql.GAUGES_TABLE, records=[tuple(r) for r in rows], columns=list(sql.GAUGES_COLUMNS)
             )
-        return len(rows)
+            await self._conn.execute(sql.GROUP_GAUGES_CLEAR)
+            if groups:
+                await self._conn.copy_records_to_table(
+                    sql.GROUP_GAUGES_TABLE, records=[tuple(r) for r in groups], columns=list(sql.GROUP_GAUGES_COLUMNS)
+                )
+        return len(rows) + len(groups)
 
     async def _count_messages(self) -> list[tuple[Any, ...]]:
         """Rows (tenant slug, topic, status, messages, oldest pending age) of the whole messages table.
@@ -165,6 +180,9 @@ class OperationsRepository:
 
     async def gauges(self) -> list[GaugeRow]:
         return [GaugeRow(*row) for row in await self.pool.fetch(sql.GAUGES_READ)]
+
+    async def group_gauges(self) -> list[GroupGaugeRow]:
+        return [GroupGaugeRow(*row) for row in await self.pool.fetch(sql.GROUP_GAUGES_READ)]
 
     async def job_runs(self) -> list[JobRun]:
         return [JobRun(*row) for row in await self.pool.fetch(sql.JOB_RUNS)]

@@ -14,14 +14,17 @@ ON CONFLICT (job) DO UPDATE SET finished_at = now(), duration_seconds = $2, rows
 
 JOB_RUNS = "SELECT job, extract(epoch FROM finished_at)::float8, duration_seconds, rows FROM job_runs ORDER BY job"
 
-# One pass over the table by the leader every few seconds, never per scrape. The dequeue's partial index does not
-# hold the status, so this is a sequential scan: 0.22-0.28 s on 1,000,000 messages of 2 tenants and 20 topics.
+# One pass over the table by the leader every few seconds, never per scrape. A message that consumer groups owe
+# is left out of the oldest pending age: each group's lag is its own gauge (`GROUP_GAUGES`). The dequeue's partial
+# index does not hold the status, so this is a sequential scan: 0.22-0.28 s on 1,000,000 messages of 2 tenants and
+# 20 topics.
 # A table larger than `GAUGES_PAGES_PER_STATEMENT` pages is counted a range of pages at a time instead
 # (`GAUGES_RANGE`, a TID range scan), with pauses between ranges: see `mq.db.repository.JobConnection`.
 GAUGES = """
 SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
        extract(epoch FROM now() - min(m.available_at) FILTER (
-           WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
+           WHERE m.status = 'pending' AND m.available_at <= now() AND m.owed IS NULL))::float8
+           AS oldest_pending_age_seconds
 FROM messages AS m JOIN tenants AS t ON t.id = m.tenant_id
 GROUP BY 1, 2, 3"""
 
@@ -31,7 +34,8 @@ MESSAGES_PAGES = "SELECT pg_relation_size('messages') / current_setting('block_s
 GAUGES_RANGE = """
 SELECT m.tenant_id, m.topic, m.status, count(*) AS messages,
        extract(epoch FROM now() - min(m.available_at) FILTER (
-           WHERE m.status = 'pending' AND m.available_at <= now()))::float8 AS oldest_pending_age_seconds
+           WHERE m.status = 'pending' AND m.available_at <= now() AND m.owed IS NULL))::float8
+           AS oldest_pending_age_seconds
 FROM messages AS m
 WHERE m.ctid >= format('(%s,0)', $1::int8)::tid AND m.ctid < format('(%s,0)', $2::int8)::tid
 GROUP BY 1, 2, 3"""
@@ -43,6 +47,26 @@ GAUGES_COLUMNS = ("tenant", "topic", "status", "messages", "oldest_pending_age_s
 GAUGES_READ = """
 SELECT tenant, topic, status, messages, oldest_pending_age_seconds FROM queue_gauges
 ORDER BY tenant, messages DESC, topic"""
+
+# Every consumer group's deliveries (the lag a platform team alerts on), read through each group's dequeue index
+# (`deliveries_dequeue_idx` leads with the group): no groups, no work. A delivery whose lease lapsed counts as
+# pending, as the console's list counts it (`mq.topics.sql.GROUPS_LIST`).
+GROUP_GAUGES = """
+SELECT t.slug AS tenant, g.topic, g.name AS consumer_group, coalesce(c.pending, 0) AS pending,
+       coalesce(c.processing, 0) AS processing, c.oldest AS oldest_pending_age_seconds
+FROM consumer_groups AS g JOIN tenants AS t ON t.id = g.tenant_id
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE d.status = 'pending' OR d.available_at <= now()) AS pending,
+           count(*) FILTER (WHERE d.status = 'processing' AND d.available_at > now()) AS processing,
+           extract(epoch FROM now() - min(d.available_at) FILTER (WHERE d.available_at <= now()))::float8 AS oldest
+    FROM deliveries AS d WHERE d.group_id = g.id
+) AS c ON true"""
+GROUP_GAUGES_CLEAR = "DELETE FROM group_gauges"
+GROUP_GAUGES_TABLE = "group_gauges"
+GROUP_GAUGES_COLUMNS = ("tenant", "topic", "consumer_group", "pending", "processing", "oldest_pending_age_seconds")
+GROUP_GAUGES_READ = """
+SELECT tenant, topic, consumer_group, pending, processing, oldest_pending_age_seconds FROM group_gauges
+ORDER BY tenant, pending DESC, topic, consumer_group"""
 
 # The admin console's depth chart: the gauges just stored, one sample per topic and 30-second mark (the first run in
 # a mark writes it), and samples and activity older than an hour and a bit dropped (their `at` indexes).

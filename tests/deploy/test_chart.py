@@ -305,6 +305,7 @@ def test_monitoring_objects_and_alert_expressions_parse() -> None:
     assert {r["alert"] for r in rules} == {
         "SkiplockQueueGrowing",
         "SkiplockConsumersStalled",
+        "SkiplockConsumerGroupLagging",
         "SkiplockDeadLetters",
         "SkiplockReaperLate",
         "SkiplockGaugesStale",

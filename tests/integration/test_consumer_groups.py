@@ -361,23 +361,3 @@ async def test_max_depth_counts_the_messages_some_group_still_owes(client: httpx
     [m, _] = await dequeue(client, "capped", 10, consumer_group="b")
     assert (await _ack(client, m, "b")).status_code == 204
     assert (await client.post("/api/messages", json={"topic": "capped", "payload": b64("3")})).status_code == 201
-
-
-async def test_groups_and_their_deliveries_are_isolated_per_tenant(
-    client: httpx.AsyncClient, make_client: Any, db: asyncpg.Pool[Any]
-) -> None:
-    other_slug = f"t-{uuid.uuid4().hex[:12]}"
-    await db.execute("INSERT INTO tenants (slug, name) VALUES ($1, $1)", other_slug)
-    other = make_client(headers={"X-Tenant": other_slug})
-    await _group(client, "shared-name", "g")
-    message_id = await enqueue(client, "shared-name", "mine")
-    assert (await other.get("/api/topics/shared-name/consumer-groups")).json() == {"items": [], "groups": []}
-    r = await other.post("/api/messages/dequeue", json={"topic": "shared-name", "consumer_group": "g"})
-    assert_error(r, 404, "not_found")
-    await _group(other, "shared-name", "g")  # the same names in another tenant: its own group
-    assert await dequeue(other, "shared-name", 10, consumer_group="g") == []
-    [m] = await dequeue(client, "shared-name", consumer_group="g")
-    r = await other.post(f"/api/messages/{message_id}/ack", json={"receipt": m["receipt"], "consumer_group": "g"})
-    assert_error(r, 404, "message_not_found")
-    assert_error(await other.delete("/api/topics/shared-name/consumer-groups/h"), 404, "not_found")
-    assert (await _ack(client, m, "g")).status_code == 204

@@ -5,8 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.integration.helpers import assert_error, b64
+import httpx
+
+from mq.db.repository import OperationsRepository
+from mq.jobs import GaugeRefresher
+from tests.integration.helpers import assert_error, b64, dequeue, enqueue, metric
+from tests.support.servers import Server
 from tests.support.tenants import Tenant
+from tests.support.waiting import eventually
 
 
 async def snapshot(db: Any, tenant_id: int) -> list[tuple[Any, ...]]:
@@ -104,3 +110,40 @@ async def test_platform_admin_sees_each_tenant_only_through_x_tenant(make_client
     assert_error(await in_b.get(f"/api/messages/{mid}"), 404, "message_not_found")
     assert (await in_b.get("/api/messages")).json()["total"] == 0
     assert_error(await make_client(headers={"X-Tenant": "no-such-tenant"}).get("/api/messages"), 404, "not_found")
+
+
+async def test_consumer_groups_their_deliveries_and_metrics_are_per_tenant(
+    server: Server, client: httpx.AsyncClient, make_client: Any, db: Any, tenant: Tenant
+) -> None:
+    other_slug = f"t-{uuid.uuid4().hex[:12]}"
+    await db.execute("INSERT INTO tenants (slug, name) VALUES ($1, $1)", other_slug)
+    other = make_client(headers={"X-Tenant": other_slug})
+    group = {"consumer_group": "g"}
+    assert (await client.post("/api/topics/shared-name/consumer-groups", json=group)).status_code == 201
+    message_id = await enqueue(client, "shared-name", "mine")
+    assert (await other.get("/api/topics/shared-name/consumer-groups")).json() == {"items": [], "groups": []}
+    r = await other.post("/api/messages/dequeue", json={"topic": "shared-name", "consumer_group": "g"})
+    assert_error(r, 404, "not_found")
+    # the same names in another tenant: its own group, which owes nothing of ours
+    assert (await other.post("/api/topics/shared-name/consumer-groups", json=group)).status_code == 201
+    assert await dequeue(other, "shared-name", 10, consumer_group="g") == []
+    await enqueue(other, "shared-name", "theirs")
+    await enqueue(other, "shared-name", "theirs")
+    [m] = await dequeue(client, "shared-name", consumer_group="g")
+    ack = {"receipt": m["receipt"], "consumer_group": "g"}
+    assert_error(await other.post(f"/api/messages/{message_id}/ack", json=ack), 404, "message_not_found")
+    assert_error(await other.delete("/api/topics/shared-name/consumer-groups/h"), 404, "not_found")
+
+    assert (await GaugeRefresher(OperationsRepository(db)).run_once(wait=True)).ran
+    labels = {"topic": "shared-name", "consumer_group": "g", "status": "pending"}
+
+    async def scraped() -> str | None:
+        async with httpx.AsyncClient(base_url=server.base_url) as c:
+            text = (await c.get("/metrics")).text
+        return text if metric(text, "skiplock_group_messages", tenant=other_slug, **labels) is not None else None
+
+    text = await eventually(scraped, timeout=5, what="both tenants' group gauges")
+    assert metric(text, "skiplock_group_messages", tenant=other_slug, **labels) == 2
+    assert metric(text, "skiplock_group_messages", tenant=tenant.slug, **labels) == 0
+    assert metric(text, "skiplock_group_messages", tenant=tenant.slug, **{**labels, "status": "processing"}) == 1
+    assert (await client.post(f"/api/messages/{message_id}/ack", json=ack)).status_code == 204

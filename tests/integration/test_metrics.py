@@ -115,6 +115,32 @@ async def test_gauges_come_from_the_leaders_snapshot(server: Server, db, client,
     assert metric(text, "process_resident_memory_bytes") is not None
 
 
+async def test_each_consumer_group_has_its_depth_and_lag(server: Server, db, client, tenant) -> None:  # type: ignore[no-untyped-def]
+    for group in ("billing", "shipping"):
+        r = await client.post("/api/topics/fan/consumer-groups", json={"consumer_group": group})
+        assert r.status_code == 201, r.text
+    for _ in range(3):
+        await enqueue(client, "fan")
+    await dequeue(client, "fan", 1, consumer_group="billing")
+    await dequeue(client, "fan", 3, consumer_group="shipping")
+    assert (await GaugeRefresher(OperationsRepository(db)).run_once()).ran
+    labels = {"tenant": tenant.slug, "topic": "fan"}
+
+    async def refreshed() -> str | None:
+        text = await scrape(server.base_url)
+        seen = metric(text, "skiplock_group_messages", **labels, consumer_group="billing", status="pending")
+        return text if seen is not None else None
+
+    text = await eventually(refreshed, timeout=5, what="the stored group gauges in /metrics")
+    for group, pending, processing in (("billing", 2, 1), ("shipping", 0, 3)):
+        assert metric(text, "skiplock_group_messages", **labels, consumer_group=group, status="pending") == pending
+        got = metric(text, "skiplock_group_messages", **labels, consumer_group=group, status="processing")
+        assert got == processing
+    lag = metric(text, "skiplock_group_oldest_pending_age_seconds", **labels, consumer_group="billing")
+    assert lag is not None and 0 <= lag < 60
+    assert metric(text, "skiplock_group_oldest_pending_age_seconds", **labels, consumer_group="shipping") is None
+
+
 async def test_reaper_runs_are_counted(server: Server, db, tenant) -> None:  # type: ignore[no-untyped-def]
     await db.execute(
         """INSERT INTO messages (id, tenant_id, topic, payload, max_retries, expires_at)
