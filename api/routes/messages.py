@@ -33,6 +33,7 @@ from api.schemas import (
     Page,
 )
 from mq import errors
+from mq.names import GROUP_PATTERN
 from mq.queue.service import QueueService
 from mq.queue.types import BatchAckView, MessageDetailView, MessageStatus
 from mq.queue.validation import build_item, build_rows
@@ -245,6 +246,13 @@ class MessageController(Controller):
         topic: str | None = None,
         status: MessageStatus | None = None,
         key: str | None = None,
+        consumer_group: Annotated[
+            str | None,
+            Parameter(
+                pattern=GROUP_PATTERN,
+                description="With `topic`: the messages this consumer group still owes, and its dead letters",
+            ),
+        ] = None,
         limit: Annotated[int, Parameter(ge=1, le=MAX_PAGE_LIMIT)] = 50,
         offset: Annotated[int, Parameter(ge=0, le=MAX_OFFSET)] = 0,
     ) -> MessagePage:
@@ -253,7 +261,7 @@ class MessageController(Controller):
         if topic is None and principal.is_member and not grants.allows_every_topic(principal.grants, "read"):
             raise errors.Forbidden("name a topic you may read (a read grant on '*' lists every topic)")
         topics: TopicAdmin = request.app.state.runtime.topics
-        items, total = await topics.browse(tenant, topic, status, key, limit, offset)
+        items, total = await topics.browse(tenant, topic, status, key, limit, offset, consumer_group)
         return Page(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{message_id:str}", summary="One message", operation_id="getMessage")

@@ -398,11 +398,19 @@ class AsyncClient:
         *,
         status: MessageStatus | None = None,
         key: str | None = None,
+        consumer_group: str | None = None,
         limit: int = 50,
         offset: int = 0,
     ) -> Page[Message]:
-        """Browse, newest first."""
-        params = {"topic": topic, "status": status, "key": key, "limit": limit, "offset": offset}
+        """Browse, newest first. `consumer_group` (with a topic): what that group still owes, and its dead letters."""
+        params = {
+            "topic": topic,
+            "status": status,
+            "key": key,
+            "consumer_group": consumer_group,
+            "limit": limit,
+            "offset": offset,
+        }
         return await self._get("/api/messages", Page[Message], {k: v for k, v in params.items() if v is not None})
 
     async def audit(

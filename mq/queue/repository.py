@@ -375,11 +375,18 @@ class MessageRepository:
         return topic
 
     async def browse(
-        self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int
+        self,
+        tenant_id: int,
+        topic: str | None,
+        status: str | None,
+        key: str | None,
+        limit: int,
+        offset: int,
+        group: str | None = None,
     ) -> tuple[list[Record], int]:
         statuses = _known(status)
-        filters = [v for v in (topic, key) if v is not None]
-        shape = {"topic": topic is not None, "key": key is not None}
+        filters = [v for v in (topic, key, group) if v is not None]
+        shape = {"topic": topic is not None, "key": key is not None, "group": group is not None}
         async with self.pool.acquire() as conn:
             rows = await conn.fetch(sql.message_browse(statuses, **shape), tenant_id, *filters, limit, offset)
             total = await conn.fetchval(sql.message_count(statuses, **shape), tenant_id, *filters)

@@ -751,25 +751,31 @@ def _status_condition(statuses: list[str]) -> str:
     return "(" + " OR ".join(arms) + ")"
 
 
-def _filter(statuses: list[str], *, topic: bool, key: bool) -> str:
-    """WHERE clause: $1 tenant, then $2 topic and $3 key when present."""
+def _filter(statuses: list[str], *, topic: bool, key: bool, group: bool = False) -> str:
+    """WHERE clause: $1 tenant, then $2 topic, the key and the consumer group when present. A group (with a topic)
+    keeps the messages it still owes (a probe of its delivery by primary key) and its dead letters."""
     parts = ["m.tenant_id = $1", _status_condition(statuses)]
     if topic:
         parts.append("m.topic = $2")
     if key:
         parts.append(f"m.key = ${3 if topic else 2}")
+    if group:
+        g = f"${2 + topic + key}"
+        parts.append(f"""(m.consumer_group = {g} OR EXISTS (
+    SELECT FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id AND d.message_id = m.id
+    WHERE g.tenant_id = $1 AND g.topic = m.topic AND g.name = {g}))""")
     return " AND ".join(parts)
 
 
-def message_browse(statuses: list[str], *, topic: bool, key: bool) -> str:
-    """Newest first (ids are time-ordered). Parameters: $1 tenant, [$2 topic], [key], then limit, offset."""
-    n = 2 + topic + key
-    return f"""SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key)}
+def message_browse(statuses: list[str], *, topic: bool, key: bool, group: bool = False) -> str:
+    """Newest first (ids are time-ordered). Parameters: $1 tenant, [$2 topic], [key], [group], then limit, offset."""
+    n = 2 + topic + key + group
+    return f"""SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key, group=group)}
 ORDER BY m.id DESC LIMIT ${n} OFFSET ${n + 1}"""
 
 
-def message_count(statuses: list[str], *, topic: bool, key: bool) -> str:
-    return f"SELECT count(*) FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key)}"
+def message_count(statuses: list[str], *, topic: bool, key: bool, group: bool = False) -> str:
+    return f"SELECT count(*) FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key, group=group)}"
 
 
 def message_purge(statuses: list[str]) -> str:

@@ -92,15 +92,25 @@ class TopicAdmin:
         return count
 
     async def browse(
-        self, tenant_id: int, topic: str | None, status: str | None, key: str | None, limit: int, offset: int
+        self,
+        tenant_id: int,
+        topic: str | None,
+        status: str | None,
+        key: str | None,
+        limit: int,
+        offset: int,
+        consumer_group: str | None = None,
     ) -> tuple[list[MessageView], int]:
+        """`consumer_group` (with a topic): the messages that group still owes, and its dead letters."""
+        if consumer_group is not None and topic is None:
+            raise errors.InvalidRequest("consumer_group: name the topic too")
         if topic is not None:
             check_topic(topic, for_enqueue=False)
         if status is not None and status not in STATUSES:
             raise errors.InvalidRequest(f"status must be one of {', '.join(STATUSES)}")
         if key is not None:
             check_text(key, "key")
-        rows, total = await self.messages.browse(tenant_id, topic, status, key, limit, offset)
+        rows, total = await self.messages.browse(tenant_id, topic, status, key, limit, offset, consumer_group)
         return MessageView.from_rows(rows, with_lease=False), total
 
     async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:

@@ -207,6 +207,29 @@ async def test_the_reader_returns_a_dlqs_messages(
     assert pushed.where("status = 'pending'").count() == 5
 
 
+async def test_the_reader_reads_one_consumer_groups_view(
+    spark: Any, connection: dict[str, str], server: Server, tenant: Tenant
+) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        await sk.set_topic_config("fan", max_retries=1)
+        for group in ("billing", "shipping"):
+            await sk.create_consumer_group("fan", group)
+        ids = await sk.send_batch("fan", ["a", "b", "c"])
+        done, declined = await sk.receive("fan", 2, consumer_group="billing")
+        await sk.ack(done, consumer_group="billing")
+        assert await sk.nack(declined, "declined", consumer_group="billing") == "dlq"
+
+    def read(**options: str) -> list[Any]:
+        return spark.read.format("skiplock").options(**connection, **options).load().collect()
+
+    assert sorted(r.id for r in read(topic="fan", consumerGroup="shipping")) == sorted(ids)
+    [owed] = read(topic="fan", consumerGroup="billing")
+    assert owed.id not in (done.id, declined.id) and owed.consumer_group is None
+    [dead] = read(topic="fan.dlq", consumerGroup="billing")
+    assert (dead.payload, dead.consumer_group, dead.original_topic) == (declined.payload, "billing", "fan")
+    assert read(topic="fan.dlq", consumerGroup="shipping") == []
+
+
 def _job(connection: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     environment = {
         **os.environ,

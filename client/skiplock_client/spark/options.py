@@ -136,6 +136,7 @@ class ReadOptions:
     key: str | None
     page_size: int
     push_filters: bool
+    consumer_group: str | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -146,4 +147,5 @@ class ReadOptions:
             key=options.get("key"),
             page_size=_int(options, "pageSize", 200, high=200),
             push_filters=options.get("pushFilters", "false").lower() == "true",
+            consumer_group=options.get("consumerGroup"),
         )

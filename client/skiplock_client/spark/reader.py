@@ -1,6 +1,7 @@
 """Reading a topic's messages (a DLQ, say) through the browse API: paged, newest first, without leasing or changing
 them. `status` and `key` filters (options, or with `pushFilters=true` the `where` clauses Spark pushes down) become
-query parameters. The pages
+query parameters; `consumerGroup` reads one consumer group's view: the messages it still owes and, in the DLQ, its
+dead letters. The pages
 are split among partitions when the reader is planned; a topic that changes meanwhile may show a message twice or
 not at all at a page boundary (the browse API pages by offset)."""
 
@@ -22,7 +23,7 @@ from skiplock_client.spark.options import ReadOptions
 SCHEMA = (
     "id string, topic string, key string, payload binary, metadata string, status string, priority int, "
     "retry_count int, max_retries int, last_error string, created_at timestamp, updated_at timestamp, "
-    "available_at timestamp, expires_at timestamp, original_topic string, dlq_moved_at timestamp"
+    "available_at timestamp, expires_at timestamp, original_topic string, dlq_moved_at timestamp, consumer_group string"
 )
 _PAGES_PER_PARTITION = 10
 
@@ -55,6 +56,7 @@ def _row(m: Message) -> tuple[Any, ...]:
         _time(m.expires_at),
         m.original_topic,
         _time(m.dlq_moved_at),
+        m.consumer_group,
     )
 
 
@@ -85,7 +87,9 @@ class SkiplockReader(DataSourceReader):
 
     async def _page(self, client: AsyncClient, offset: int, limit: int) -> Page[Message]:
         o = self.options
-        return await client.messages(o.topic, status=o.status, key=o.key, limit=limit, offset=offset)
+        return await client.messages(
+            o.topic, status=o.status, key=o.key, consumer_group=o.consumer_group, limit=limit, offset=offset
+        )
 
     def _client(self) -> AsyncClient:
         c = self.options.connection
