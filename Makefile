@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup
+.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -105,6 +105,9 @@ loadtest-fairness: $(STAMP) ## k6 fairness: tenant A floods while tenant B runs 
 
 loadtest-wakeup: $(STAMP) ## k6 long-poll wake-up latency, with WAITERS idle long polls on topics of their own
 	$(BIN)/python loadtests/run.py wakeup
+
+loadtest-fanout: $(STAMP) ## k6 fan-out: one topic, GROUPS=3 consumer groups each receiving every message (RATE=100)
+	$(BIN)/python loadtests/run.py fanout
 
 loadtest-stress: $(STAMP) ## k6 stress: the rate steps up until an SLO breaks; reports the highest rate that held
 	$(BIN)/python loadtests/run.py stress

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from loadtests.prefill import plans, prefill  # noqa: E402
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
 
-SCRIPTS = ("smoke", "load", "spike", "soak", "fairness", "stress", "wakeup")
+SCRIPTS = ("smoke", "load", "spike", "soak", "fairness", "stress", "wakeup", "fanout")
 OUT = ROOT / "loadtests" / "out"
 # The summary holding a script's own verdict, and its key.
 VERDICTS = {"fairness": ("fairness-B", "fair"), "soak": ("soak", "steady"), "spike": ("spike", "recovered")}

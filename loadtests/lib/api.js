@@ -90,9 +90,16 @@ export function enqueueBatch(who, topic, payloads, { allow429 = false, backOff =
   return ok ? payloads.length : 0;
 }
 
-/** Dequeue up to `count` (long polling `waitSeconds`); records delivery latency and the round trip. */
-export function dequeue(who, topic, count = 1, waitSeconds = 0, visibility = 30) {
-  const body = { topic, count, wait_seconds: waitSeconds, visibility_timeout_seconds: visibility };
+/** Dequeue up to `count` (long polling `waitSeconds`), as `group` when given (a consumer group); records delivery
+ * latency and the round trip. */
+export function dequeue(who, topic, count = 1, waitSeconds = 0, visibility = 30, group = undefined) {
+  const body = {
+    topic,
+    count,
+    wait_seconds: waitSeconds,
+    visibility_timeout_seconds: visibility,
+    consumer_group: group,
+  };
   const r = post(who, "/api/messages/dequeue", body, waitSeconds > 0 ? "dequeue_wait" : "dequeue", [200]);
   const ok = check(
     r,
@@ -114,11 +121,11 @@ export function dequeue(who, topic, count = 1, waitSeconds = 0, visibility = 30)
   return messages;
 }
 
-export function ack(who, message) {
+export function ack(who, message, group = undefined) {
   const r = post(
     who,
     `/api/messages/${message.id}/ack`,
-    { receipt: message.receipt },
+    { receipt: message.receipt, consumer_group: group },
     "ack",
     [204],
     "/api/messages/{id}/ack",
@@ -126,9 +133,9 @@ export function ack(who, message) {
   if (check(r, { "ack 204": (x) => x.status === 204 }, { ...who.tags, endpoint: "ack" })) acked.add(1, who.tags);
 }
 
-export function ackBatch(who, messages) {
+export function ackBatch(who, messages, group = undefined) {
   if (messages.length === 0) return;
-  const body = { acks: messages.map((m) => ({ id: m.id, receipt: m.receipt })) };
+  const body = { acks: messages.map((m) => ({ id: m.id, receipt: m.receipt, consumer_group: group })) };
   const r = post(who, "/api/messages/ack", body, "ack_batch", [200]);
   const ok = check(
     r,
@@ -140,10 +147,22 @@ export function ackBatch(who, messages) {
   if (ok) acked.add(messages.length, who.tags);
 }
 
-/** Waiting (pending + processing) messages of `topic`, from GET /api/topics. */
+/** Waiting (pending + processing) messages of `topic`, from GET /api/topics: on a topic with consumer groups, the
+ * messages some group still owes. */
 export function waiting(who, topic) {
   const r = http.get(`${BASE_URL}/api/topics`, { headers: who.headers, tags: { ...who.tags, endpoint: "topics" } });
   check(r, { "topics 200": (x) => x.status === 200 }, { ...who.tags, endpoint: "topics" });
   const found = r.json("items").find((t) => t.topic === topic);
+  return found ? found.pending + found.processing : 0;
+}
+
+/** A consumer group's deliveries still owed (pending + processing), from GET /api/topics/{topic}/consumer-groups. */
+export function owed(who, topic, group) {
+  const r = http.get(`${BASE_URL}/api/topics/${topic}/consumer-groups`, {
+    headers: who.headers,
+    tags: { ...who.tags, endpoint: "consumer_groups", name: "/api/topics/{topic}/consumer-groups" },
+  });
+  check(r, { "consumer groups 200": (x) => x.status === 200 }, { ...who.tags, endpoint: "consumer_groups" });
+  const found = r.json("groups").find((g) => g.consumer_group === group);
   return found ? found.pending + found.processing : 0;
 }

@@ -82,6 +82,19 @@ def test_the_wakeup_load_test_runs_beside_idle_long_polls(server: Server, tmp_pa
     assert metrics["nothing_lost"]["values"]["rate"] == 1
 
 
+def test_the_fanout_load_test_delivers_every_message_to_every_group(server: Server, tmp_path: Path) -> None:
+    """loadtests/fanout.js for seconds: three consumer groups on one topic, each receiving and acking every message;
+    the topic is empty at the end only when every group acked every message."""
+    run_k6("fanout.js", server, tmp_path, DURATION="5s", RATE="40")
+    metrics = json.loads((tmp_path / "fanout-summary.json").read_text())["metrics"]
+    failed = [f"{name} {t}" for name, m in metrics.items() for t, r in m.get("thresholds", {}).items() if not r["ok"]]
+    assert failed == []
+    enqueued = metrics["messages_enqueued"]["values"]["count"]
+    assert enqueued >= 150
+    assert metrics["messages_acked"]["values"]["count"] == 3 * enqueued
+    assert metrics["nothing_lost"]["values"]["rate"] == 1
+
+
 async def test_prefill_writes_waiting_messages_and_plans_use_the_indexes(pg_server_url: str) -> None:
     """loadtests/prefill.py on a database of its own: the messages spread as asked, and the hot statements' plans."""
     from loadtests.prefill import plans, prefill
