@@ -11,6 +11,11 @@ delivery, a token delivered again before its ack answered is a redelivery (after
 a killed server); an ack whose answer was lost may have committed: if its message is gone from the server at
 the end, it was delivered (`acked_answer_lost`). Consumers read the DLQ too: a message whose lease lapsed
 max_retries times is dead-lettered there (a lapse counts as an attempt), not lost.
+
+With consumer groups (`groups=`), the topic has a group per name and each group has a ledger of its own: its
+consumers dequeue and ack as the group, every group must receive every token, and a dead letter read from the DLQ is
+credited to the group whose delivery it was (`consumer_group`). An ack whose answer was lost committed when the
+message is gone or no longer owes that group a delivery.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,13 +107,26 @@ class Load:
     """`producers` and `consumers` tasks against whatever `base_url()` answers now (a drill may move it)."""
 
     def __init__(
-        self, base_url: Callable[[], str], auth: tuple[str, str], tenant: str, producers: int = 4, consumers: int = 4
+        self,
+        base_url: Callable[[], str],
+        auth: tuple[str, str],
+        tenant: str,
+        producers: int = 4,
+        consumers: int = 4,
+        groups: Sequence[str] = (),
     ) -> None:
+        """`groups`: consumer groups of the topic (created beforehand), each with `consumers` of its own."""
         self.base_url = base_url
         self.auth = auth
         self.headers = {"X-Tenant": tenant}
         self.tenant = tenant
         self.ledger = Ledger()
+        # Each group's ledger shares what was enqueued and the request tallies with the first.
+        self.ledgers: dict[str | None, Ledger] = {None: self.ledger} if not groups else {}
+        for group in groups:
+            self.ledgers[group] = Ledger(
+                expected=self.ledger.expected, superseded_ok=self.ledger.superseded_ok, statuses=self.ledger.statuses
+            )
         self.producing = asyncio.Event()
         self.consuming = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -119,7 +137,16 @@ class Load:
         self.producing.set()
         self.consuming.set()
         self._tasks = [asyncio.create_task(self._produce(n)) for n in range(self._producers)]
-        self._tasks += [asyncio.create_task(self._consume()) for _ in range(self._consumers)]
+        self._tasks += [
+            asyncio.create_task(self._consume(group)) for group in self.ledgers for _ in range(self._consumers)
+        ]
+
+    def lost_tokens(self) -> list[str]:
+        return [t for ledger in self.ledgers.values() for t in ledger.lost_tokens()]
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        """Each group's figures (one entry, "", without groups)."""
+        return {group or "": ledger.result() for group, ledger in self.ledgers.items()}
 
     async def stop_producing(self) -> None:
         self.producing.clear()
@@ -130,7 +157,7 @@ class Load:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             await self._settle_unanswered_acks()
-            if not self.ledger.lost_tokens():
+            if not self.lost_tokens():
                 break
             await asyncio.sleep(1)
         self.consuming.clear()
@@ -139,16 +166,25 @@ class Load:
     async def _settle_unanswered_acks(self) -> None:
         """An ack whose answer was lost with a killed server may have committed: its message is then gone (404),
         and was delivered; if it is still there, its lease lapses and it comes back to a consumer. (A message
-        gone because a later delivery's ack committed, its 200 still on the way, is counted once: by that 200.)"""
-        ledger = self.ledger
-        for token, message_id in list(ledger.ack_unanswered.items()):
-            if ledger.delivered[token]:
-                del ledger.ack_unanswered[token]
-                continue
-            r = await self._request("lookup", "GET", f"/api/messages/{message_id}")
-            if r is not None and r.status_code == 404:
-                ledger.acked_answer_lost.add(token)
-                del ledger.ack_unanswered[token]
+        gone because a later delivery's ack committed, its 200 still on the way, is counted once: by that 200.)
+        A group's ack committed when the message no longer owes the group a delivery."""
+        for group, ledger in self.ledgers.items():
+            for token, message_id in list(ledger.ack_unanswered.items()):
+                if ledger.delivered[token]:
+                    del ledger.ack_unanswered[token]
+                    continue
+                r = await self._request("lookup", "GET", f"/api/messages/{message_id}")
+                if r is None or r.status_code not in (200, 404):
+                    continue
+                found = r.json() if r.status_code == 200 else None
+                owed = found is not None and (
+                    group is None
+                    or found["topic"] != TOPIC  # a dead letter: there until acked
+                    or any(d["consumer_group"] == group for d in found.get("deliveries") or [])
+                )
+                if not owed:
+                    ledger.acked_answer_lost.add(token)
+                    del ledger.ack_unanswered[token]
 
     def _client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -197,40 +233,52 @@ class Load:
                         ledger.expected[token] = _payload(token)
                 ledger.superseded_ok.add(first)
 
-    async def _consume(self) -> None:
-        ledger = self.ledger
+    async def _consume(self, group: str | None) -> None:
         rounds = 0
         while self.consuming.is_set():
             rounds += 1
             # Every fifth round reads the DLQ: a message whose leases lapsed max_retries times waits there.
-            topic = f"{TOPIC}.dlq" if rounds % 5 == 0 else TOPIC
-            body = {"topic": topic, "count": 10, "visibility_timeout_seconds": VISIBILITY, "wait_seconds": 1}
+            dlq = rounds % 5 == 0
+            as_group = None if dlq else group
+            body = {
+                "topic": f"{TOPIC}.dlq" if dlq else TOPIC,
+                "count": 10,
+                "visibility_timeout_seconds": VISIBILITY,
+                "wait_seconds": 1,
+                **({"consumer_group": as_group} if as_group else {}),
+            }
             r = await self._request("dequeue", "POST", "/api/messages/dequeue", json=body)
             if r is None or r.status_code != 200:
                 continue
             messages = r.json()["messages"]
             if not messages:
                 continue
-            acks = {"acks": [{"id": m["id"], "receipt": m["receipt"]} for m in messages]}
+            acks = {
+                "acks": [
+                    {"id": m["id"], "receipt": m["receipt"], **({"consumer_group": as_group} if as_group else {})}
+                    for m in messages
+                ]
+            }
             a = await self._request("ack", "POST", "/api/messages/ack", json=acks)
-            if a is None or a.status_code != 200:
-                for m in messages:  # the leases lapse; the messages come back (unless an unanswered ack committed)
-                    with contextlib.suppress(ValueError, KeyError):
-                        token = json.loads(base64.b64decode(m["payload"]))["token"]
-                        ledger.received[token] += 1
-                        if a is None:
-                            ledger.ack_unanswered[token] = m["id"]
-                continue
-            failed = {f["id"] for f in a.json()["failed"]}
+            failed = {f["id"] for f in a.json()["failed"]} if a is not None and a.status_code == 200 else set()
             for m in messages:
+                # A dead letter is the group's whose delivery it was.
+                ledger = self.ledgers.get(m.get("consumer_group") if dlq and group else group)
+                if ledger is None:
+                    continue
                 raw = base64.b64decode(m["payload"])
                 with contextlib.suppress(ValueError, KeyError):
                     token = json.loads(raw)["token"]
                     ledger.received[token] += 1
+                    if a is None or a.status_code != 200:
+                        # the leases lapse; the messages come back (unless an unanswered ack committed)
+                        if a is None:
+                            ledger.ack_unanswered[token] = m["id"]
+                        continue
                     ledger.seen[token] = raw
                     if m["id"] not in failed:
                         ledger.delivered[token] += 1
-                        if m["topic"] != TOPIC:
+                        if dlq:
                             ledger.dead_lettered.add(token)
 
     async def cancel(self) -> None:

@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
-from tests.drills.harness import Load, report, seconds
+from tests.drills.harness import TOPIC, Load, report, seconds
 from tests.support.servers import ADMIN, Server, scratch_dir, start_server, stop_server
 from tests.support.tenants import Tenant
 
@@ -107,6 +107,40 @@ async def test_kill_9_of_the_api_under_load(server_env: dict[str, str], tenant: 
     figures = await _account(figures, load, server_env["SKIPLOCK_DATABASE_URL"])
     report("kill -9 API", figures)
     _assert_no_loss(figures)
+
+
+async def test_kill_9_of_the_api_while_three_consumer_groups_consume(
+    server_env: dict[str, str], tenant: Tenant
+) -> None:
+    """Three consumer groups on the drill's topic, two consumers each, while the API is killed with SIGKILL every few
+    seconds: every group receives every acknowledged message, none acked twice by a group."""
+    port = free_port()
+    env = {**server_env, "SKIPLOCK_PORT": str(port)}
+    server = await _start(env)
+    groups = ("billing", "shipping", "audit")
+    async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}) as admin:
+        for group in groups:
+            r = await admin.post(f"/api/topics/{TOPIC}/consumer-groups", json={"consumer_group": group})
+            assert r.status_code == 201, r.text
+    load = Load(lambda: f"http://127.0.0.1:{port}", ADMIN, tenant.slug, producers=3, consumers=2, groups=groups)
+    load.start()
+    kills = 0
+    deadline = time.monotonic() + seconds(20, 180)
+    try:
+        while time.monotonic() < deadline:
+            await asyncio.sleep(3)
+            server.process.kill()
+            server.process.wait(10)
+            kills += 1
+            server = await _start(env)
+        await load.drain(timeout=90)
+    finally:
+        await load.cancel()
+        stop_server(server)
+    per_group = load.results()
+    report("kill -9 API, 3 consumer groups", {"kills": kills} | per_group)
+    for group, figures in per_group.items():
+        _assert_no_loss(figures | {"slow_requests": load.ledger.slow, "group": group})
 
 
 async def test_kill_9_of_make_run_and_start_again_on_the_same_data(tenant: Tenant) -> None:
