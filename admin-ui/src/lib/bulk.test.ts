@@ -8,6 +8,7 @@ describe("bulk actions", () => {
       metadata: { region: "eu" },
     });
     expect(jobFilter({})).toEqual({});
+    expect(jobFilter({ consumer_group: "billing" })).toEqual({ consumer_group: "billing" });
     expect(() => jobFilter({ metadata: "{nope" })).toThrow(/not JSON/);
   });
 
@@ -31,5 +32,6 @@ describe("bulk actions", () => {
     expect(describeFilter({ status: "failed", key: "k", metadata: '{"a":1}' })).toBe(
       'status failed, key “k”, metadata containing {"a":1}',
     );
+    expect(describeFilter({ consumer_group: "billing" })).toBe("consumer group “billing”");
   });
 });

@@ -17,7 +17,7 @@ export function describeBulk(action: BulkAction, results: BulkResult[]): string 
   return `${verb}: ${done.toLocaleString("en-US")} done, ${skipped.toLocaleString("en-US")} skipped${why ? ` — ${why}` : ""}.`;
 }
 
-type Filter = { status?: string; key?: string; metadata?: string };
+type Filter = { status?: string; key?: string; metadata?: string; consumer_group?: string };
 
 /** A bulk job's filter as the API takes it: the metadata filter is a JSON object, not the text typed. */
 export function jobFilter(filter: Filter): Schemas["BulkJobBody"]["filter"] {
@@ -29,17 +29,23 @@ export function jobFilter(filter: Filter): Schemas["BulkJobBody"]["filter"] {
       throw new Error(`The metadata filter is not JSON: ${filter.metadata}`);
     }
   }
-  const out: Record<string, unknown> = { status: filter.status, key: filter.key, metadata };
+  const out: Record<string, unknown> = {
+    status: filter.status,
+    key: filter.key,
+    metadata,
+    consumer_group: filter.consumer_group,
+  };
   return Object.fromEntries(
     Object.entries(out).filter(([, v]) => v !== undefined),
   ) as Schemas["BulkJobBody"]["filter"];
 }
 
-/** "status failed, key “k”, metadata {"region":"eu"}". */
+/** "status failed, key “k”, metadata containing {"region":"eu"}, consumer group “billing”". */
 export function describeFilter(filter: Filter): string {
   const parts = [];
   if (filter.status) parts.push(`status ${filter.status}`);
   if (filter.key) parts.push(`key “${filter.key}”`);
   if (filter.metadata) parts.push(`metadata containing ${filter.metadata}`);
+  if (filter.consumer_group) parts.push(`consumer group “${filter.consumer_group}”`);
   return parts.join(", ");
 }

@@ -12,3 +12,16 @@ it("places the API's validation message at its field", () => {
   });
   expect(fieldErrors(new ApiError(409, "key_conflict", "taken", "r3"))).toEqual({});
 });
+
+it("places a refusal about one field by its code", () => {
+  const taken = new ApiError(
+    409,
+    "group_exists",
+    "This topic already has a consumer group of that name.",
+    "r4",
+  );
+  expect(fieldErrors(taken, { group_exists: "consumer_group" })).toEqual({
+    consumer_group: "This topic already has a consumer group of that name.",
+  });
+  expect(fieldErrors(taken)).toEqual({});
+});
