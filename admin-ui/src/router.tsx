@@ -7,6 +7,7 @@ import { jobsQuery } from "./api/maintenance";
 import { preload } from "./api/preload";
 import { tenantsQuery } from "./api/tenants";
 import {
+  consumerGroupsQuery,
   messageFilter,
   seriesQuery,
   tenantSeriesQuery,
@@ -39,6 +40,8 @@ export interface TopicSearch {
   key?: string;
   metadata?: string;
   id?: string;
+  /** In a dead-letter topic: the dead letters of this consumer group (a group's row links here). */
+  consumer_group?: string;
   /** The message whose drawer is open: a link to it. */
   message?: string;
   /** The chart's range (the last hour when absent). */
@@ -73,16 +76,18 @@ const topic = createRoute({
     key: typeof s.key === "string" && s.key ? s.key : undefined,
     metadata: typeof s.metadata === "string" && s.metadata ? s.metadata : undefined,
     id: typeof s.id === "string" && s.id ? s.id : undefined,
+    consumer_group: typeof s.consumer_group === "string" && s.consumer_group ? s.consumer_group : undefined,
     message: typeof s.message === "string" && s.message ? s.message : undefined,
     range: s.range === "24h" || s.range === "7d" ? s.range : undefined,
     from: s.from === "end" ? "end" : undefined,
   }),
   // The drawer (`message`) is not a dependency: opening one loads nothing again.
-  loaderDeps: ({ search: { status, key, metadata, id, range, from } }) => ({
+  loaderDeps: ({ search: { status, key, metadata, id, consumer_group, range, from } }) => ({
     status,
     key,
     metadata,
     id,
+    consumer_group,
     range,
     from,
   }),
@@ -93,6 +98,7 @@ const topic = createRoute({
       deps.id
         ? q.query(topicMessageQuery(topic, deps.id))
         : q.pages(topicMessagesQuery(topic, messageFilter(deps))),
+      ...(topic.endsWith(".dlq") ? [] : [q.query(consumerGroupsQuery(topic))]),
     ]),
 });
 const topicConfig = createRoute({

@@ -13,6 +13,7 @@ export const keys = {
     message: (id: string) => [t(), "topics", "message", id] as const,
     messageIn: (topic: string, id: string) => [t(), "topics", "messages", topic, "id", id] as const,
     config: (topic: string) => [t(), "topics", "config", topic] as const,
+    groups: (topic: string) => [t(), "topics", "groups", topic] as const,
   },
   tenantSeries: (range: string) => [t(), "series", range] as const,
   audit: (filter: object) => [t(), "audit", filter] as const,

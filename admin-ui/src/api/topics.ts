@@ -26,6 +26,8 @@ export type MessageFilter = {
   status?: "pending" | "delayed" | "processing" | "failed" | "expired";
   key?: string;
   metadata?: string;
+  /** In a dead-letter topic: the dead letters of this consumer group. */
+  consumer_group?: string;
   /** The list from its end: finished messages oldest first, then live ones from the last to be delivered. */
   reverse?: boolean;
 };
@@ -36,6 +38,7 @@ export function messageFilter(search: MessageFilter & { from?: "end" }): Message
     status: search.status,
     key: search.key,
     metadata: search.metadata,
+    consumer_group: search.consumer_group,
     reverse: search.from === "end" || undefined,
   };
 }
@@ -85,6 +88,13 @@ export const topicConfigQuery = (topic: string) =>
     queryFn: () => unwrap(api.GET("/api/topics/{topic}/config", { params: { path: { topic } } })),
   });
 
+/** A topic's consumer groups, each with what it still owes (pending, processing), its dead letters and its lag. */
+export const consumerGroupsQuery = (topic: string) =>
+  queryOptions({
+    queryKey: keys.topics.groups(topic),
+    queryFn: () => unwrap(api.GET("/api/topics/{topic}/consumer-groups", { params: { path: { topic } } })),
+  });
+
 export const bulkJobsQuery = () =>
   queryOptions({ queryKey: keys.bulkJobs.all(), queryFn: () => unwrap(api.GET("/api/bulk-jobs")) });
 
@@ -108,6 +118,12 @@ export const setPaused = (topic: string, paused: boolean) =>
       params: { path: { topic } },
     }),
   );
+
+export const createConsumerGroup = (topic: string, body: Schemas["ConsumerGroupBody"]) =>
+  unwrap(api.POST("/api/topics/{topic}/consumer-groups", { params: { path: { topic } }, body }));
+
+export const deleteConsumerGroup = (topic: string, group: string) =>
+  unwrap(api.DELETE("/api/topics/{topic}/consumer-groups/{group}", { params: { path: { topic, group } } }));
 
 export type BulkAction = "retry" | "requeue" | "delete";
 

@@ -1,10 +1,10 @@
 // A message's whole story: payload (pretty JSON, text or hex), metadata, every timestamp, retries, last error, each
-// delivery (who leased it, how it ended), and a link to itself.
+// delivery (who leased it, how it ended), what each consumer group still owes of it, and a link to itself.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { actOnMessage, type MessageAction, messageQuery } from "../api/messages";
 import { formatTime, showPayload } from "../lib/format";
-import { can, isAdmin, type Me } from "../lib/grants";
+import { canConsumeAs, isAdmin, type Me } from "../lib/grants";
 import { ErrorNote, TableWrap } from "./ui";
 
 export function MessageDrawer({
@@ -44,6 +44,9 @@ export function MessageDrawer({
     m?.status === "pending" && m.available_at !== null && Date.parse(m.available_at) > Date.now();
   const attempts = m?.attempts ?? [];
   const current = attempts.find((a) => a.outcome === "processing");
+  const deliveries = m?.deliveries ?? [];
+  // A dead letter of a consumer group is retried and requeued by those who may consume as that group.
+  const mayConsume = m ? canConsumeAs(me, m.topic, m.consumer_group) : false;
   return (
     <dialog ref={ref} className="drawer" aria-labelledby="drawer-title" onClose={onClose}>
       <div className="row between">
@@ -105,7 +108,43 @@ export function MessageDrawer({
                 <dd>{m.original_topic}</dd>
               </>
             )}
+            {m.consumer_group && (
+              <>
+                <dt>Consumer group</dt>
+                <dd className="mono">{m.consumer_group}</dd>
+              </>
+            )}
           </dl>
+          {deliveries.length > 0 && (
+            <>
+              <h3>Consumer groups that still owe it</h3>
+              <TableWrap label="Deliveries by consumer group">
+                <table className="attempts">
+                  <caption className="sr-only">Deliveries by consumer group</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Group</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Retries</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {deliveries.map((d) => (
+                      <tr key={d.consumer_group}>
+                        <th scope="row" className="mono">
+                          {d.consumer_group}
+                        </th>
+                        <td>
+                          <span className={`badge ${d.status}`}>{d.status}</span>
+                        </td>
+                        <td className="num">{d.retry_count}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableWrap>
+            </>
+          )}
           <div className="row between">
             <h3>
               Payload <span className="muted">({payload.kind})</span>
@@ -158,14 +197,15 @@ export function MessageDrawer({
             </TableWrap>
           )}
           <div className="row">
-            {can(me, "consume", m.topic) && (["failed", "expired"].includes(m.status) || delayed) && (
+            {mayConsume && (["failed", "expired"].includes(m.status) || delayed) && (
               <button type="button" onClick={() => act.mutate("retry")}>
                 {delayed ? "Deliver now" : "Retry"}
               </button>
             )}
-            {can(me, "consume", m.topic) && m.original_topic && (
+            {mayConsume && m.original_topic && (
               <button type="button" onClick={() => act.mutate("requeue")}>
                 Requeue to {m.original_topic}
+                {m.consumer_group ? ` (for ${m.consumer_group} only)` : ""}
               </button>
             )}
             {isAdmin(me) && (

@@ -19,11 +19,13 @@ import { MessageDrawer } from "../components/MessageDrawer";
 import { Confirm, Empty, ErrorNote } from "../components/ui";
 import { type BulkAction, describeBulk, describeFilter, jobFilter } from "../lib/bulk";
 import { formatCount } from "../lib/format";
-import { can, isAdmin } from "../lib/grants";
+import { can, canConsumeAs, consumeGroups, isAdmin } from "../lib/grants";
 import { listEnds } from "../lib/order";
 import { useDenseTables } from "../lib/settings";
 import type { TopicSearch } from "../router";
 import { RangePicker, TopicChart } from "./Overview";
+import { ConsumerGroups } from "./topic/ConsumerGroups";
+import { GroupChip, PinnedGroupsNote } from "./topic/GroupFilter";
 import { MessageTable } from "./topic/MessageTable";
 import { BULK_IDS, type ConfirmRequest, DeleteByKey, PurgeButton, topicTotal } from "./topic/TopicActions";
 
@@ -72,9 +74,9 @@ export function TopicPage() {
       ? [byId.data]
       : []
     : (pages.data?.pages.flatMap((p) => p.items) ?? []);
-  // The total the filter can have, from the topic's live counts (a key or metadata filter: not known).
+  // The total the filter can have, from the topic's live counts (a key, metadata or group filter: not known).
   const total =
-    !summary || filter.key || filter.metadata
+    !summary || filter.key || filter.metadata || filter.consumer_group
       ? null
       : filter.status
         ? summary[filter.status]
@@ -95,7 +97,9 @@ export function TopicPage() {
   });
   if (!me) return null;
   const admin = isAdmin(me);
-  const mayConsume = can(me, "consume", topic);
+  // A consume grant pinned to a consumer group acts on that group's dead letters only: on the list filtered by it.
+  const mayConsume = canConsumeAs(me, topic, filter.consumer_group);
+  const pinned = can(me, "consume", topic) ? (consumeGroups(me, topic) ?? []) : [];
   const mayRead = can(me, "read", topic);
   const isDlq = topic.endsWith(".dlq");
 
@@ -119,7 +123,9 @@ export function TopicPage() {
     return null;
   };
   const ends = listEnds(search.status);
-  const filtered = Boolean(filter.status || filter.key || filter.metadata || search.id);
+  const filtered = Boolean(
+    filter.status || filter.key || filter.metadata || filter.consumer_group || search.id,
+  );
   const filterText = filtered ? "matching the current filter" : "in this topic";
   const pause = (paused: boolean) => async () => {
     await setPaused(topic, !paused);
@@ -191,6 +197,7 @@ export function TopicPage() {
         />
       </div>
       <TopicChart topic={topic} range={search.range ?? "1h"} />
+      {!isDlq && <ConsumerGroups topic={topic} admin={admin} live={live} />}
 
       <form
         className="filters row wrap"
@@ -240,7 +247,14 @@ export function TopicPage() {
         <label className="inline">
           <input type="checkbox" checked={dense} onChange={(e) => setDense(e.target.checked)} /> Dense rows
         </label>
+        {search.consumer_group && (
+          <GroupChip
+            group={search.consumer_group}
+            onRemove={() => setFilter({ ...search, consumer_group: undefined })}
+          />
+        )}
       </form>
+      {isDlq && !mayConsume && pinned.length > 0 && <PinnedGroupsNote topic={topic} groups={pinned} />}
 
       {!search.id && (
         <div className="row wrap">
@@ -308,7 +322,7 @@ export function TopicPage() {
         </fieldset>
       )}
       {jobId && <BulkJobProgress id={jobId} onFinished={refresh} />}
-      {(mayConsume || admin) && <BulkJobHistory topic={topic} live={live} />}
+      {(can(me, "consume", topic) || admin) && <BulkJobHistory topic={topic} live={live} />}
 
       <ErrorNote error={pages.error ?? byId.error} />
       {loaded && messages.length === 0 && (
@@ -322,6 +336,7 @@ export function TopicPage() {
         <MessageTable
           dense={dense}
           topic={topic}
+          showGroup={isDlq && messages.some((m) => m.consumer_group)}
           messages={messages}
           selected={selected}
           onSelected={setSelected}

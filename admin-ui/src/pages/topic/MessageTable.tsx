@@ -13,9 +13,12 @@ export function MessageTable({
   onSelected,
   onOpen,
   dense = false,
+  showGroup = false,
 }: {
   topic: string;
   dense?: boolean;
+  /** A dead-letter topic's column of each dead letter's consumer group (shown when one has a group). */
+  showGroup?: boolean;
   messages: Message[];
   selected: Set<string>;
   onSelected: (update: Set<string> | ((s: Set<string>) => Set<string>)) => void;
@@ -40,6 +43,7 @@ export function MessageTable({
             <th scope="col">Id</th>
             <th scope="col">Status</th>
             <th scope="col">Key</th>
+            {showGroup && <th scope="col">Consumer group</th>}
             <th scope="col">Priority</th>
             <th scope="col">Retries</th>
             <th scope="col">Payload</th>
@@ -53,6 +57,7 @@ export function MessageTable({
             <MessageRow
               key={m.id}
               message={m}
+              showGroup={showGroup}
               selected={selected.has(m.id)}
               onSelect={(on) =>
                 onSelected((s) => {
@@ -73,11 +78,13 @@ export function MessageTable({
 
 function MessageRow({
   message: m,
+  showGroup,
   selected,
   onSelect,
   onOpen,
 }: {
   message: Message;
+  showGroup: boolean;
   selected: boolean;
   onSelect: (on: boolean) => void;
   onOpen: () => void;
@@ -106,6 +113,7 @@ function MessageRow({
         <span className={`badge ${m.status}`}>{m.status}</span>
       </td>
       <td className="mono">{m.key ?? "–"}</td>
+      {showGroup && <td className="mono">{m.consumer_group ?? "–"}</td>}
       <td className="num">{m.priority}</td>
       <td className="num">
         {m.retry_count} / {m.max_retries}
