@@ -271,9 +271,12 @@ function UserRow({
   );
 }
 
+type GrantAction = Schemas["GrantBody"]["action"];
+
 function Grants({ user }: { user: User }) {
   const queryClient = useQueryClient();
   const grants = useQuery(grantsQuery(user.id));
+  const [action, setAction] = useState<GrantAction>("read");
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.users.grants(user.id) });
   const add = useMutation({
     mutationFn: (body: Schemas["GrantBody"]) => addGrant(user.id, body),
@@ -291,17 +294,25 @@ function Grants({ user }: { user: User }) {
         every topic starting with <code>orders.</code>, anything else one topic exactly. A grant on{" "}
         <code>orders</code> also covers its dead letters, <code>orders.dlq</code>. <em>produce</em> = enqueue;{" "}
         <em>consume</em> = dequeue, ack, nack, retry and requeue; <em>read</em> = browse messages and counts.
+        A <em>consume</em> grant may name a consumer group: its holder then consumes those topics only as that
+        group, and requeues only that group's dead letters.
       </p>
       <ErrorNote error={grants.error ?? add.error ?? remove.error} />
       <ul className="grants">
         {(grants.data?.items ?? []).map((g) => (
           <li key={g.id}>
-            <span className="badge">{g.action}</span> <code>{g.topic_pattern}</code>{" "}
+            <span className="badge">{g.action}</span> <code>{g.topic_pattern}</code>
+            {g.consumer_group && (
+              <>
+                {" "}
+                as <code>{g.consumer_group}</code>
+              </>
+            )}{" "}
             <button
               type="button"
               className="link"
               onClick={() => remove.mutate(g.id)}
-              aria-label={`Remove ${g.action} on ${g.topic_pattern}`}
+              aria-label={`Remove ${g.action} on ${g.topic_pattern}${g.consumer_group ? ` as ${g.consumer_group}` : ""}`}
             >
               remove
             </button>
@@ -317,16 +328,25 @@ function Grants({ user }: { user: User }) {
         onSubmit={(e) => {
           e.preventDefault();
           const form = new FormData(e.currentTarget);
-          const action = String(form.get("action"));
+          const group = String(form.get("consumer_group") ?? "").trim();
           add.mutate({
-            action: action === "produce" || action === "consume" ? action : "read",
+            action,
             topic_pattern: String(form.get("pattern")),
+            ...(action === "consume" && group ? { consumer_group: group } : {}),
           });
         }}
       >
         <label className="inline">
           Action{" "}
-          <select name="action" defaultValue="read">
+          <select
+            name="action"
+            value={action}
+            onChange={(e) =>
+              setAction(
+                e.target.value === "produce" || e.target.value === "consume" ? e.target.value : "read",
+              )
+            }
+          >
             <option value="read">read</option>
             <option value="produce">produce</option>
             <option value="consume">consume</option>
@@ -335,6 +355,11 @@ function Grants({ user }: { user: User }) {
         <label className="inline">
           Topic pattern <input name="pattern" required placeholder="orders.*" />
         </label>
+        {action === "consume" && (
+          <label className="inline">
+            Consumer group <input name="consumer_group" placeholder="any (optional)" />
+          </label>
+        )}
         <button type="submit">Add grant</button>
       </form>
     </div>
