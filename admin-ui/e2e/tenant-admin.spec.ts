@@ -1,7 +1,7 @@
 // A tenant admin runs the tenant's queues: every page and action of the topics, their configs, users and grants.
 import { expect, test } from "@playwright/test";
 import { expectAccessible, screenshot, signIn } from "./helpers";
-import { PASSWORD, seed } from "./seed";
+import { adminApi, PASSWORD, seed } from "./seed";
 
 const s = seed();
 
@@ -277,6 +277,17 @@ test("users and grants: create, role, password, grants, delete, and a refusal sh
   await expect(page.getByRole("button", { name: "Remove consume on payments" })).toBeVisible();
   await page.getByRole("button", { name: "Remove consume on payments" }).click();
   await expect(page.getByText("No grants: this member can do nothing yet.")).toBeVisible();
+  await grants.getByLabel("Action").selectOption("read");
+  await expect(grants.getByLabel("Consumer group")).toBeHidden(); // only a consume grant names one
+  await grants.getByLabel("Action").selectOption("consume");
+  await grants.getByLabel("Topic pattern").fill("orders");
+  await grants.getByLabel("Consumer group").fill("billing");
+  await grants.getByRole("button", { name: "Add grant" }).click();
+  await expect(page.getByRole("listitem").filter({ hasText: "as billing" })).toHaveText(
+    /consume\s*orders as billing/,
+  );
+  await page.getByRole("button", { name: "Remove consume on orders as billing" }).click();
+  await expect(page.getByText("No grants: this member can do nothing yet.")).toBeVisible();
 
   await row.getByLabel(`New password for ${name}`).fill("another-password-456");
   await row.getByRole("button", { name: "Set password" }).click();
@@ -298,4 +309,102 @@ test("users and grants: create, role, password, grants, delete, and a refusal sh
     .getByRole("button", { name: "Delete" })
     .click();
   await expect(row).toBeHidden();
+});
+
+test("consumer groups: create two, what each owes, one group's dead letter requeued to it, delete one", async ({
+  page,
+}) => {
+  const api = await adminApi(s.tenant);
+  await api.put("/api/topic-configs/fanout", { data: { max_retries: 1 } });
+  await page.getByLabel("Live refresh").selectOption("2");
+  await page.goto("/topics/fanout");
+  const section = page.getByRole("region", { name: "Consumer groups", exact: true });
+  await expect(section.getByText("No consumer groups")).toBeVisible();
+  await expectAccessible(page);
+
+  await section.getByRole("button", { name: "Create a group…" }).click();
+  const create = section.getByRole("form", { name: "Create a consumer group on fanout" });
+  await create.getByLabel("Group name").fill("bad name!");
+  await create.getByRole("button", { name: "Create group" }).click();
+  await expect(create.getByRole("alert")).toContainText("matching regex"); // the API's 400, at its field
+  await create.getByLabel("Group name").fill("billing");
+  await create.getByRole("button", { name: "Create group" }).click();
+  const groups = section.getByRole("table", { name: "Consumer groups of fanout" });
+  await expect(groups.getByRole("rowheader", { name: "billing" })).toBeVisible();
+  await create.getByLabel("Group name").fill("billing");
+  await create.getByRole("button", { name: "Create group" }).click();
+  await expect(create.getByRole("alert")).toContainText("already has a consumer group"); // 409 group_exists
+  await create.getByLabel("Group name").fill("shipping");
+  await create.getByLabel(/^earliest/).check();
+  await create.getByRole("button", { name: "Create group" }).click();
+  await expect(groups.getByRole("rowheader")).toHaveText(["billing", "shipping"]);
+  await expectAccessible(page);
+
+  const payload = (text: string) => Buffer.from(text).toString("base64");
+  const parcels = [1, 2, 3].map((i) => ({ payload: payload(`parcel ${i}`) }));
+  await api.post("/api/messages/batch", { data: { topic: "fanout", messages: parcels } });
+  const row = (group: string) =>
+    groups.getByRole("row").filter({ has: page.getByRole("rowheader", { name: group }) });
+  // Cells after the group's name: start, pending, processing, oldest pending, dead letters, created.
+  await expect(row("billing").getByRole("cell").nth(1)).toHaveText("3");
+  await expect(row("shipping").getByRole("cell").nth(1)).toHaveText("3");
+
+  // Each group takes the first parcel and gives up on it (max_retries 1): a dead letter of its own in fanout.dlq.
+  for (const group of ["billing", "shipping"]) {
+    const taken = await (
+      await api.post("/api/messages/dequeue", { data: { topic: "fanout", consumer_group: group } })
+    ).json();
+    const m = taken.messages[0];
+    const nack = { consumer_group: group, receipt: m.receipt, error: `${group} refused it` };
+    expect((await api.post(`/api/messages/${m.id}/nack`, { data: nack })).ok()).toBe(true);
+  }
+  await expect(row("billing").getByRole("cell").nth(1)).toHaveText("2");
+  await expect(row("billing").getByRole("cell").nth(4)).toHaveText("1 dead letters of billing");
+
+  await row("billing").getByRole("link", { name: "1 dead letters of billing" }).click();
+  await expect(page).toHaveURL(/\/topics\/fanout\.dlq\?consumer_group=billing$/);
+  const chip = page.getByRole("button", { name: "Remove the filter consumer group: billing" });
+  await expect(chip).toBeVisible();
+  const dead = page.getByRole("table", { name: "Messages of fanout.dlq" });
+  await expect(dead.locator("tbody tr")).toHaveCount(1);
+  await expect(dead.getByRole("columnheader", { name: "Consumer group" })).toBeVisible();
+  await expect(dead.locator("tbody tr")).toContainText("billing refused it");
+  await dead.locator("tbody tr").getByRole("button").click();
+  const drawer = page.getByRole("dialog", { name: "Message" });
+  await expect(drawer.getByRole("definition").filter({ hasText: /^billing$/ })).toBeVisible();
+  await expect(drawer.getByRole("button", { name: "Requeue to fanout (for billing only)" })).toBeVisible();
+  await drawer.getByRole("button", { name: "Close" }).click();
+  await expectAccessible(page);
+
+  await page.getByRole("button", { name: "Requeue all" }).click();
+  const confirm = page.getByRole("dialog", { name: /Requeue every message matching the filter/ });
+  await expect(confirm).toContainText("consumer group “billing”");
+  await confirm.getByRole("button", { name: "Requeue all" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "requeue done" })).toContainText("1 done");
+  await expect(page.getByText("No messages here")).toBeVisible();
+  await chip.click(); // the job carried the filter: shipping's dead letter is still there
+  await expect(page).not.toHaveURL(/consumer_group/);
+  await expect(dead.locator("tbody tr")).toHaveCount(1);
+  await expect(dead.locator("tbody tr")).toContainText("shipping refused it");
+
+  // Requeued to billing only: billing owes 3 again, shipping still 2 and its dead letter.
+  await page.goto("/topics/fanout");
+  await expect(row("billing").getByRole("cell").nth(1)).toHaveText("3");
+  await expect(row("billing").getByRole("cell").nth(4)).toHaveText("0 dead letters of billing");
+  await expect(row("shipping").getByRole("cell").nth(1)).toHaveText("2");
+  await expect(row("shipping").getByRole("cell").nth(4)).toHaveText("1 dead letters of shipping");
+  const messages = page.getByRole("table", { name: "Messages of fanout" });
+  await messages.locator("tbody tr").filter({ hasText: "parcel 2" }).getByRole("button").click();
+  const deliveries = drawer.getByRole("table", { name: "Deliveries by consumer group" });
+  await expect(deliveries.getByRole("rowheader")).toHaveText(["billing", "shipping"]);
+  await expectAccessible(page);
+  await drawer.getByRole("button", { name: "Close" }).click();
+
+  await row("shipping").getByRole("button", { name: "Delete…" }).click();
+  const sure = page.getByRole("dialog", { name: "Delete consumer group shipping?" });
+  await expect(sure).toContainText("(2 pending, 0 processing) is released");
+  await sure.getByRole("button", { name: "Delete group" }).click();
+  await expect(section.getByRole("status")).toHaveText("Deleted consumer group shipping.");
+  await expect(groups.getByRole("rowheader")).toHaveText(["billing"]);
+  await api.dispose();
 });
