@@ -126,7 +126,8 @@ def _expire_twins(pairs: str, expire_default: str, dlq_default: str) -> str:
     relation `k(topic, key)`), so that the statement after them does not mistake one for a live twin. Each pair is
     one probe of messages_pending_key_uq (a LATERAL with LIMIT 1, the expiry test outside it: a join let the
     planner scan messages_expiry_idx, every tenant's due messages, for each statement). Plan: Nested Loop <- the
-    pairs, Limit <- Index Scan using messages_pending_key_uq; ~1 µs a key when nothing is due."""
+    pairs, Limit <- Index Scan using messages_pending_key_uq; ~1 µs a key when nothing is due. An expired twin's
+    deliveries (a grouped topic) go too: `dead_twin_deliveries`."""
     return f"""dead_twins AS (
     UPDATE messages AS m SET {EXPIRE_SET}
     FROM (
@@ -142,7 +143,12 @@ def _expire_twins(pairs: str, expire_default: str, dlq_default: str) -> str:
         WHERE m.expires_at <= now()
     ) AS p
     WHERE m.id = p.id AND m.status = 'pending' AND m.original_topic IS NULL  -- still so once locked
-    RETURNING 1
+    RETURNING m.id, m.topic
+), dead_twin_deliveries AS (
+    -- a twin that consumer groups owed: their deliveries go with it (one probe per group of its topic, only when
+    -- a twin was due)
+    DELETE FROM deliveries AS d USING dead_twins AS t, consumer_groups AS g
+    WHERE g.tenant_id = $1 AND g.topic = t.topic AND d.group_id = g.id AND d.message_id = t.id
 )"""
 
 
@@ -461,7 +467,11 @@ MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $
 # that has used up max_retries this way is not delivered but answered as `fate` 'spent' (its id only), and the
 # caller dead-letters it as a nack would (`GROUP_NACK_LAPSED`). A keyed
 # message that a group received leaves the key's unique index (status 'processing' on the message row, which no
-# plain statement leases: `owed` is set): a keyed enqueue then stores a new message instead of replacing it.
+# plain statement leases: `owed` is set): a keyed enqueue then stores a new message instead of replacing it. Every
+# group's dequeue of a keyed message takes the message row's lock (`received`, even when another group flipped it
+# already) and answers the row's latest content: an upsert that committed while the dequeue ran is what the group
+# receives, never the content it replaced (the drill with three groups found that race: the snapshot's payload,
+# then the upsert's content owed to nobody who had already acked).
 # Plan: Nested Loop <- CTE picked: Limit <- LockRows <- Index Scan using deliveries_dequeue_idx; Index Scan using
 # messages_pkey per leased row. $2 topic, $3 group id, $4 count, $5 visibility s, $6 secret, $7 consumer
 GROUP_DEQUEUE = f"""
@@ -489,14 +499,17 @@ WITH picked AS (
     RETURNING d.message_id, d.status, d.retry_count, d.last_error, d.available_at, d.receipt, p.lapsed
 ), received AS (
     UPDATE messages AS m SET status = 'processing'
-    FROM leased AS l WHERE m.id = l.message_id AND m.status = 'pending' AND m.key IS NOT NULL
+    FROM leased AS l WHERE m.id = l.message_id AND m.key IS NOT NULL
+    RETURNING m.id, m.payload, m.metadata, m.updated_at
 )
-SELECT m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata, l.status, m.priority,
+SELECT m.id::text AS id, m.topic, m.key, coalesce(r.payload, m.payload) AS payload,
+    coalesce(r.metadata, m.metadata)::text AS metadata, l.status, m.priority,
     l.retry_count, m.max_retries, l.last_error, {rfc3339("m.created_at")} AS created_at,
-    {rfc3339("m.updated_at")} AS updated_at, {rfc3339("l.available_at")} AS available_at,
+    {rfc3339("coalesce(r.updated_at, m.updated_at)")} AS updated_at, {rfc3339("l.available_at")} AS available_at,
     {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
     l.receipt::text AS receipt, m.consumer_group, NULL::float8 AS waited, NULL::text AS fate, l.lapsed
 FROM leased AS l JOIN messages AS m ON m.id = l.message_id AND m.tenant_id + 0 = $1 AND m.topic = $2
+LEFT JOIN received AS r ON r.id = l.message_id
 UNION ALL
 SELECT p.message_id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, 'spent', true

@@ -244,7 +244,7 @@ class Load:
                 "topic": f"{TOPIC}.dlq" if dlq else TOPIC,
                 "count": 10,
                 "visibility_timeout_seconds": VISIBILITY,
-                "wait_seconds": 1,
+                "wait_seconds": 0 if dlq else 1,  # dead letters are few: no waiting on them
                 **({"consumer_group": as_group} if as_group else {}),
             }
             r = await self._request("dequeue", "POST", "/api/messages/dequeue", json=body)

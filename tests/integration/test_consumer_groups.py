@@ -346,6 +346,45 @@ async def test_a_keyed_enqueue_replaces_a_twin_only_while_no_group_has_received_
     assert [m["id"] for m in a_more] == [second]
 
 
+async def test_a_keyed_enqueue_racing_a_groups_dequeue_is_never_lost_to_that_group(client: httpx.AsyncClient) -> None:
+    """The upsert replaces the content a group is receiving at that moment, or stores a new message: either way the
+    group receives the last content enqueued under the key."""
+    await _group(client, "race", "a")
+    await _group(client, "race", "b")
+    for n in range(300):
+        key = f"k{n}"
+        await enqueue(client, "race", "old", key=key)
+        received, _ = await asyncio.gather(
+            dequeue(client, "race", 1, consumer_group="a"), enqueue(client, "race", "new", key=key)
+        )
+        payloads = [m["payload"] for m in received]
+        for m in received:
+            assert (await _ack(client, m, "a")).status_code == 204
+        payloads += [m["payload"] for m in await dequeue(client, "race", 10, consumer_group="a")]
+        assert payloads[-1] == b64("new"), (n, payloads)
+        of_b = await dequeue(client, "race", 10, consumer_group="b")
+        assert [m["payload"] for m in of_b][-1] == b64("new"), n  # "old" too when group a had received it
+        for m in of_b:
+            assert (await _ack(client, m, "b")).status_code == 204
+        for m in await dequeue(client, "race", 10, consumer_group="a"):
+            assert (await _ack(client, m, "a")).status_code == 204
+
+
+async def test_a_keyed_enqueue_over_an_expired_twin_drops_the_twins_deliveries(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any]
+) -> None:
+    await _group(client, "twins", "a")
+    await _group(client, "twins", "b")
+    old = await enqueue(client, "twins", "v1", key="k")
+    await db.execute("UPDATE messages SET expires_at = now() - interval '1 second' WHERE id = $1::uuid", old)
+    new = await enqueue(client, "twins", "v2", key="k")
+    assert new != old
+    assert (await client.get(f"/api/messages/{old}")).json()["status"] == "expired"
+    groups = (await client.get("/api/topics/twins/consumer-groups")).json()["groups"]
+    assert [(g["pending"], g["oldest_pending_age_seconds"] is not None) for g in groups] == [(1, True), (1, True)]
+    assert await db.fetchval("SELECT count(*) FROM deliveries WHERE message_id = $1::uuid", old) == 0
+
+
 async def test_max_depth_counts_the_messages_some_group_still_owes(client: httpx.AsyncClient) -> None:
     await client.put("/api/topic-configs/capped", json={"max_depth": 2})
     await _group(client, "capped", "a")
