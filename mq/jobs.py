@@ -22,6 +22,7 @@ from mq.audit import sql as audit_sql
 from mq.db.repository import OperationsRepository, as_rows
 from mq.metrics import Metrics
 from mq.queue import sql
+from mq.queue.configs import STALE_SECONDS
 from mq.schedule import check_schedule, normalized
 from mq.settings import Settings
 
@@ -130,6 +131,31 @@ class AuditTrimmer(_BatchJob):
         return (self.retention_seconds,)
 
 
+class GroupSettler:
+    """Owes each new consumer group its strays, once, after the config caches' staleness (`sql.GROUP_SETTLE`):
+    messages an instance that did not know the group yet stored without its delivery."""
+
+    name = "group_settler"
+
+    def __init__(self, repository: OperationsRepository, stale_seconds: float = STALE_SECONDS) -> None:
+        self.repository = repository
+        self.stale_seconds = stale_seconds
+
+    async def run_once(self, *, wait: bool = False) -> JobResult:
+        started = time.perf_counter()
+        async with self.repository.job_lock(self.name, wait=wait) as conn:
+            if conn is None:
+                return JobResult(ran=False)
+            by_topic: Counter[tuple[str, str]] = Counter()
+            for group_id in await conn.column(sql.GROUPS_UNSETTLED, self.stale_seconds):
+                by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, group_id, self.stale_seconds)))
+            total = sum(by_topic.values())
+            await conn.record_run(self.name, time.perf_counter() - started, total)
+        if total:
+            log.warning("%s: %d messages stored without a new consumer group's delivery owed to it", self.name, total)
+        return JobResult(ran=True, rows=total, by_topic=by_topic)
+
+
 #: A scheduled gauge recount rests at least this many times as long as the last one took.
 GAUGES_REST_FACTOR = 3
 
@@ -206,6 +232,7 @@ class Jobs:
         self.delete = DeleteReaper(repository, batch, settings.failed_retention_seconds)
         self.audit = AuditTrimmer(repository, batch, settings.audit_retention_days)
         self.gauges = GaugeRefresher(repository)
+        self.groups = GroupSettler(repository)
         self.schedule = DeleteSchedule(repository, settings.delete_reaper_schedule, publish)
         self.schedule_listeners: list[Callable[[], None]] = []
 
@@ -216,10 +243,12 @@ class Jobs:
 
     async def expire(self, *, wait: bool = False) -> JobResult:
         """One expiry reaper run, counted in this process's metrics; then the orphan sweeper (rows of deleted
-        tenants are not counted: they belong to no tenant any more) and the audit trail's retention."""
+        tenants are not counted: they belong to no tenant any more), the audit trail's retention and the consumer
+        groups' strays."""
         result = await self.expiry.run_once(wait=wait)
         await self.orphans.run_once(wait=wait)
         await self.audit.run_once(wait=wait)
+        await self.groups.run_once(wait=wait)
         self.metrics.count_by_topic(self.metrics.expired, result.by_topic)
         return result
 

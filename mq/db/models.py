@@ -230,6 +230,8 @@ class ConsumerGroup(Base):
     name: Mapped[str] = mapped_column(Text)
     start: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    #: When its strays were settled (`mq.jobs.GroupSettler`); null until the caches' staleness has passed.
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (
         CheckConstraint("start IN ('latest', 'earliest')", name="consumer_groups_start_check"),

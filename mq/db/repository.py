@@ -70,6 +70,10 @@ class JobConnection:
         """One batch of a batch job: `statement` returns rows (tenant, topic, n)."""
         return [TopicCount(*row) for row in await self._conn.fetch(statement, *arguments)]
 
+    async def column(self, statement: str, *arguments: Any) -> list[Any]:
+        """The first column of `statement`'s rows."""
+        return [row[0] for row in await self._conn.fetch(statement, *arguments)]
+
     async def replace_gauges(self) -> int:
         """Recount into `queue_gauges`, replaced whole in one transaction; returns the rows stored."""
         rows = await self._count_messages()

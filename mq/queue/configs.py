@@ -34,6 +34,11 @@ log = logging.getLogger(__name__)
 
 CHANNEL = redis_keys.CONFIG_CHANNEL
 _MAX_ENTRIES = 10_000
+#: Tier 1's and tier 2's lifetimes: together, how long an instance may act on a config that changed (a missed
+#: broadcast, and a tier-2 refill with the old row just after the write). A consumer group is settled after it.
+TTL_SECONDS = 5.0
+REDIS_TTL_SECONDS = 30
+STALE_SECONDS = TTL_SECONDS + REDIS_TTL_SECONDS
 
 
 class _Stored(msgspec.Struct, array_like=True):
@@ -57,8 +62,8 @@ class TopicConfigs:
         settings: Settings,
         redis: aioredis.Redis | None = None,
         broadcast: Broadcast | None = None,
-        ttl_seconds: float = 5.0,
-        redis_ttl_seconds: int = 30,
+        ttl_seconds: float = TTL_SECONDS,
+        redis_ttl_seconds: int = REDIS_TTL_SECONDS,
     ) -> None:
         self._repository = repository
         self._settings = settings

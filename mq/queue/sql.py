@@ -515,6 +515,53 @@ SELECT p.message_id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, 'spent', true
 FROM picked AS p WHERE p.spent"""
 
+# Strays: an instance whose cached topic config (`mq.queue.configs`) did not know a group yet, in the moments after
+# it was created on another instance, stores a message as for a topic without groups (no deliveries, `owed` NULL)
+# or without the new group's delivery. Once the caches' staleness has passed ($2 seconds after the group's
+# creation), the group is settled once: each message of its topic created since the group and not owed to it is
+# owed to it and, if no group owed it yet, to every group that existed when it was created. Only that span of the
+# topic is read: ids are UUIDv7, so the span is a primary-key range (5 s of margin for the clocks of the instances
+# that made the ids). A stray a stale instance leased or consumed as a plain message in the meantime is left as it
+# is. Returns the tenant, topic and how many messages were settled. $1 group id, $2 staleness seconds
+GROUPS_UNSETTLED = """
+SELECT id FROM consumer_groups WHERE settled_at IS NULL AND created_at < now() - make_interval(secs => $1)
+ORDER BY id LIMIT 100"""
+
+
+def _uuid7_at(instant: str) -> str:
+    """The smallest UUIDv7 of `instant`'s millisecond."""
+    return f"(lpad(to_hex(floor(extract(epoch FROM {instant}) * 1000)::int8), 12, '0') || repeat('0', 20))::uuid"
+
+
+GROUP_SETTLE = f"""
+WITH g AS (
+    UPDATE consumer_groups SET settled_at = now() WHERE id = $1 AND settled_at IS NULL
+    RETURNING id, tenant_id, topic, created_at
+), strays AS (
+    SELECT m.id, m.owed, m.priority, m.available_at, m.expires_at, m.created_at
+    FROM g JOIN messages AS m ON m.tenant_id = g.tenant_id AND m.topic = g.topic
+    WHERE m.id >= {_uuid7_at("g.created_at - interval '5 seconds'")}
+      AND m.id < {_uuid7_at("g.created_at + make_interval(secs => $2 + 5)")}
+      AND m.created_at >= g.created_at AND m.original_topic IS NULL AND {_ALIVE}
+      AND (m.status = 'pending' OR (m.status = 'processing' AND m.owed IS NOT NULL))
+      AND NOT EXISTS (SELECT FROM deliveries AS d WHERE d.group_id = g.id AND d.message_id = m.id)
+    FOR UPDATE OF m
+), minted AS (
+    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
+    SELECT x.id, s.id, s.priority, s.available_at, s.expires_at
+    FROM strays AS s CROSS JOIN g JOIN consumer_groups AS x ON x.tenant_id = g.tenant_id AND x.topic = g.topic
+    WHERE CASE WHEN s.owed IS NULL THEN x.created_at <= s.created_at ELSE x.id = g.id END
+    ON CONFLICT DO NOTHING
+    RETURNING message_id
+), counted AS (
+    UPDATE messages AS m SET owed = coalesce(m.owed, 0) + c.n
+    FROM (SELECT message_id, count(*)::int AS n FROM minted GROUP BY 1) AS c
+    WHERE m.id = c.message_id
+    RETURNING 1
+)
+SELECT t.slug AS tenant, g.topic, (SELECT count(*) FROM counted)::int AS n
+FROM g JOIN tenants AS t ON t.id = g.tenant_id"""
+
 # A group's ack (single or batch): `skiplock_group_ack` deletes the named group's processing deliveries whose
 # receipt matches (none given: any holder), counts their messages down and deletes those no group owes any more;
 # answers each deleted delivery's message id, the receipt of the lease that ended, and its topic. An ack names the

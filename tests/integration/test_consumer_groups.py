@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 import httpx
 
+from mq.ids import uuid7
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, long_polls_waiting
 from tests.support.servers import Server
 from tests.support.tenants import Tenant
@@ -383,6 +384,49 @@ async def test_a_keyed_enqueue_over_an_expired_twin_drops_the_twins_deliveries(
     groups = (await client.get("/api/topics/twins/consumer-groups")).json()["groups"]
     assert [(g["pending"], g["oldest_pending_age_seconds"] is not None) for g in groups] == [(1, True), (1, True)]
     assert await db.fetchval("SELECT count(*) FROM deliveries WHERE message_id = $1::uuid", old) == 0
+
+
+async def test_messages_stored_without_a_new_groups_delivery_are_owed_to_it_once_settled(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """What an instance whose cached config did not know a new group yet stores (no delivery for it) is owed to the
+    group once the caches' staleness has passed: the expiry reaper's run settles each new group once."""
+    await _group(client, "strays", "a")
+    await _group(client, "strays", "b")
+    await db.execute(  # b was created a staleness ago (35 s) and is not settled yet
+        """UPDATE consumer_groups SET created_at = now() - interval '36 seconds', settled_at = NULL
+           WHERE tenant_id = $1 AND topic = 'strays' AND name = 'b'""",
+        tenant.id,
+    )
+    stray, half, older = uuid7(), uuid7(), uuid7()
+    insert = "INSERT INTO messages (id, tenant_id, topic, payload, max_retries, owed, created_at) VALUES "
+    await db.execute(insert + "($1, $2, 'strays', 'none', 3, NULL, now())", stray, tenant.id)  # knew no group
+    await db.execute(insert + "($1, $2, 'strays', 'a only', 3, 1, now())", half, tenant.id)  # knew a, not b
+    await db.execute(
+        """INSERT INTO deliveries (group_id, message_id, priority, available_at)
+           SELECT id, $2, 0, now() FROM consumer_groups WHERE tenant_id = $1 AND topic = 'strays' AND name = 'a'""",
+        tenant.id,
+        half,
+    )
+    before_b = "($1, $2, 'strays', 'before b', 3, NULL, now() - interval '60 seconds')"
+    await db.execute(insert + before_b, older, tenant.id)  # stored before b: not b's
+    assert (await client.post("/api/admin/expiry-reaper/run")).status_code == 200
+
+    async def owed_to(message_id: uuid.UUID) -> list[str]:
+        detail = (await client.get(f"/api/messages/{message_id}")).json()
+        return [d["consumer_group"] for d in detail["deliveries"] or []]
+
+    assert await owed_to(stray) == ["a", "b"]  # both existed when it was stored
+    assert await owed_to(half) == ["a", "b"]
+    assert await owed_to(older) == []  # stored before either group: owed to none (`earliest` takes such ones)
+    for group in ("a", "b"):
+        got = await dequeue(client, "strays", 10, consumer_group=group)
+        assert sorted(m["id"] for m in got) == sorted([str(stray), str(half)])
+    settled = await db.fetch(
+        "SELECT name, settled_at IS NOT NULL AS settled FROM consumer_groups WHERE tenant_id = $1 ORDER BY id",
+        tenant.id,
+    )
+    assert [tuple(r) for r in settled] == [("a", False), ("b", True)]  # a: within its staleness still
 
 
 async def test_max_depth_counts_the_messages_some_group_still_owes(client: httpx.AsyncClient) -> None:
