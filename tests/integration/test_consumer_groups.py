@@ -12,7 +12,7 @@ import httpx
 
 from mq.ids import uuid7
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, long_polls_waiting
-from tests.support.servers import Server
+from tests.support.servers import ADMIN, Server
 from tests.support.tenants import Tenant
 from tests.support.waiting import eventually
 
@@ -444,3 +444,96 @@ async def test_max_depth_counts_the_messages_some_group_still_owes(client: httpx
     [m, _] = await dequeue(client, "capped", 10, consumer_group="b")
     assert (await _ack(client, m, "b")).status_code == 204
     assert (await client.post("/api/messages", json={"topic": "capped", "payload": b64("3")})).status_code == 201
+
+
+async def _race(
+    bases: list[str], tenant: Tenant, groups: list[str], *, producers: int, rounds: int, churn: Any = None
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Producers on both instances enqueue `rounds` times each (a batch of 4, then a single) while 4 consumers per
+    group, spread over the instances, lease 5 at a time and ack; `churn` runs beside them. Returns what was
+    enqueued and, per group, every id it received, in order."""
+    headers = {"X-Tenant": tenant.slug}
+    clients = [httpx.AsyncClient(base_url=b, auth=ADMIN, headers=headers, timeout=30) for b in bases]
+    enqueued: list[str] = []
+    received: dict[str, list[str]] = {g: [] for g in groups}
+    producing = True
+
+    async def produce(c: httpx.AsyncClient) -> None:
+        for n in range(rounds):
+            batch = {"topic": "race3", "messages": [{"payload": b64(f"b{n}-{i}")} for i in range(4)]}
+            r = await c.post("/api/messages/batch", json=batch)
+            assert r.status_code == 201, r.text
+            enqueued.extend(r.json()["ids"])
+            enqueued.append(await enqueue(c, "race3", f"s{n}"))
+
+    async def consume(c: httpx.AsyncClient, group: str) -> None:
+        while True:
+            got = await dequeue(c, "race3", 5, consumer_group=group, visibility_timeout_seconds=60)
+            if not got:
+                if not producing:
+                    return
+                await asyncio.sleep(0.01)
+                continue
+            received[group].extend(m["id"] for m in got)
+            acks = [{"id": m["id"], "receipt": m["receipt"], "consumer_group": group} for m in got]
+            r = await c.post("/api/messages/ack", json={"acks": acks})
+            assert r.json() == {"acked": len(got), "failed": []}, r.text
+
+    try:
+        consumers = [asyncio.create_task(consume(clients[n % len(clients)], g)) for g in groups for n in range(4)]
+        side = asyncio.create_task(churn(clients, enqueued)) if churn else None
+        await asyncio.gather(*(produce(clients[n % len(clients)]) for n in range(producers)))
+        if side is not None:
+            await side
+        producing = False
+        await asyncio.gather(*consumers)
+    finally:
+        for c in clients:
+            await c.aclose()
+    return enqueued, received
+
+
+async def test_three_groups_of_four_racing_consumers_on_two_instances_receive_each_message_once(
+    client: httpx.AsyncClient, server: Server, second_server: Server, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    groups = ["billing", "shipping", "audit"]
+    for name in groups:
+        await _group(client, "race3", name)
+    bases = [server.base_url, second_server.base_url]
+    enqueued, received = await _race(bases, tenant, groups, producers=4, rounds=25)
+    assert len(enqueued) == len(set(enqueued)) == 500
+    for name in groups:
+        assert len(received[name]) == len(set(received[name])), name  # none twice
+        assert set(received[name]) == set(enqueued), name  # none lost
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+
+
+async def test_groups_created_and_deleted_while_producers_and_consumers_run(
+    client: httpx.AsyncClient, server: Server, second_server: Server, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """`stays` receives everything; `temp`, deleted midway, releases what it owed (nothing is left behind for it);
+    `late`, created midway, receives what came after it and nothing before."""
+    for name in ("stays", "temp"):
+        await _group(client, "race3", name)
+    created: dict[str, Any] = {}
+
+    async def churn(clients: list[httpx.AsyncClient], enqueued: list[str]) -> None:
+        await asyncio.sleep(0.3)
+        created["before"] = set(enqueued)  # committed before the group is created
+        created["late"] = await _group(clients[1], "race3", "late")
+        await asyncio.sleep(0.3)
+        assert (await clients[0].delete("/api/topics/race3/consumer-groups/temp")).status_code == 204
+
+    bases = [server.base_url, second_server.base_url]
+    enqueued, received = await _race(bases, tenant, ["stays"], producers=2, rounds=40, churn=churn)
+    assert set(received["stays"]) == set(enqueued) and len(received["stays"]) == len(enqueued)
+    late: list[dict[str, Any]] = []
+    while got := await dequeue(client, "race3", 100, consumer_group="late"):
+        late += got
+        for m in got:
+            assert (await _ack(client, m, "late")).status_code == 204
+    assert not {m["id"] for m in late} & created["before"]  # nothing stored before it was created
+    assert len(late) > 0 and len(late) == len({m["id"] for m in late})
+    groups = (await client.get("/api/topics/race3/consumer-groups")).json()["items"]
+    assert groups == ["stays", "late"]
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
