@@ -133,7 +133,8 @@ class AuditTrimmer(_BatchJob):
 
 class GroupSettler:
     """Owes each new consumer group its strays, once, after the config caches' staleness (`sql.GROUP_SETTLE`):
-    messages an instance that did not know the group yet stored without its delivery."""
+    messages an instance that did not know the group yet stored without its delivery. Then releases what deleted
+    groups still owe (a deletion's request or background task was interrupted, or met leased deliveries)."""
 
     name = "group_settler"
 
@@ -149,12 +150,19 @@ class GroupSettler:
             by_topic: Counter[tuple[str, str]] = Counter()
             for group_id in await conn.column(sql.GROUPS_UNSETTLED, self.stale_seconds):
                 by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, group_id, self.stale_seconds)))
+            for group_id in await conn.column(sql.DELETED_GROUPS):  # what a deletion's request left
+                while await conn.column(sql.GROUP_RELEASE, group_id, RELEASE_BATCH) != [0]:
+                    pass
+                await conn.column(sql.GROUP_FORGET, group_id)
             total = sum(by_topic.values())
             await conn.record_run(self.name, time.perf_counter() - started, total)
         if total:
             log.warning("%s: %d messages stored without a new consumer group's delivery owed to it", self.name, total)
         return JobResult(ran=True, rows=total, by_topic=by_topic)
 
+
+#: Deliveries of a deleted group released per statement.
+RELEASE_BATCH = 5000
 
 #: A scheduled gauge recount rests at least this many times as long as the last one took.
 GAUGES_REST_FACTOR = 3

@@ -297,6 +297,16 @@ class QueueGauge(Base):
     oldest_pending_age_seconds: Mapped[float | None] = mapped_column(Double)
 
 
+class DeletedGroup(Base):
+    """A deleted consumer group whose deliveries are still being released (`mq.topics.service.TopicAdmin`, then
+    `mq.jobs.GroupSettler` for what a request left); gone with its last delivery."""
+
+    __tablename__ = "deleted_groups"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    deleted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
 class GroupGauge(Base):
     """A consumer group's deliveries by status and its oldest pending age, as the leader last counted them."""
 

@@ -562,6 +562,15 @@ WITH g AS (
 SELECT t.slug AS tenant, g.topic, (SELECT count(*) FROM counted)::int AS n
 FROM g JOIN tenants AS t ON t.id = g.tenant_id"""
 
+# What a deleted group owed, released a batch at a time (`skiplock_group_release`): its deliveries go, and the
+# messages no other group owes with them; leased deliveries locked at that moment are skipped, for a later batch.
+# Then its tombstone, once no delivery is left. $1 group id, $2 batch
+GROUP_RELEASE = "SELECT skiplock_group_release($1, $2)"
+GROUP_FORGET = """
+DELETE FROM deleted_groups WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM deliveries WHERE group_id = $1)
+RETURNING id"""
+DELETED_GROUPS = "SELECT id FROM deleted_groups ORDER BY id LIMIT 100"
+
 # A group's ack (single or batch): `skiplock_group_ack` deletes the named group's processing deliveries whose
 # receipt matches (none given: any holder), counts their messages down and deletes those no group owes any more;
 # answers each deleted delivery's message id, the receipt of the lease that ended, and its topic. An ack names the

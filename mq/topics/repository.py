@@ -10,6 +10,7 @@ from typing import Any
 
 import asyncpg
 
+from mq.queue import sql as queue_sql
 from mq.topics import sql
 
 Record = asyncpg.Record
@@ -134,9 +135,14 @@ class TopicRepository:
         return group_id
 
     async def release_group(self, group_id: int, batch: int) -> int:
-        """Release up to `batch` of a deleted group's deliveries; how many went (0: none left)."""
-        released: int = await self.pool.fetchval(sql.GROUP_RELEASE, group_id, batch)
+        """Release up to `batch` of a deleted group's deliveries; how many went (0: none, or only locked ones,
+        left)."""
+        released: int = await self.pool.fetchval(queue_sql.GROUP_RELEASE, group_id, batch)
         return released
+
+    async def forget_group(self, group_id: int) -> bool:
+        """Drop a deleted group's tombstone if no delivery of it is left; whether it went."""
+        return await self.pool.fetchval(queue_sql.GROUP_FORGET, group_id) is not None
 
 
 def _extra(first: int, *values: str | None) -> tuple[Sequence[Any], list[int]]:

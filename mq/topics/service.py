@@ -61,6 +61,8 @@ _JOB_FAILURES: tuple[type[Exception], ...] = (errors.SkiplockError, *DATABASE_ER
 _JOB_IDLE_SECONDS = 60.0
 #: Deliveries a deleted group's release deletes per statement.
 _RELEASE_BATCH = 5000
+#: Seconds a group's deletion releases what it owed in the request; a larger group goes on in the background.
+_RELEASE_BUDGET_SECONDS = 2.0
 #: The series' step: one sample mark of the gauge job (`mq.db.sql.SAMPLES_RECORD`).
 SERIES_STEP_SECONDS = 30
 _PHASES = ("live", "done")
@@ -218,8 +220,36 @@ class TopicAdmin:
         if group_id is None:
             raise errors.NotFound(f"topic {topic!r} has no consumer group {name!r}")
         await self.queue.configs.changed(tenant_id, topic)
-        while await self.repository.release_group(group_id, _RELEASE_BATCH):
-            pass
+        if not await self._release(group_id, _RELEASE_BUDGET_SECONDS):  # a large group: the rest in the background
+            task = asyncio.get_running_loop().create_task(self._release_rest(group_id))
+            self._jobs.add(task)
+            task.add_done_callback(self._jobs.discard)
+
+    async def _release_rest(self, group_id: int) -> None:
+        await self._release(group_id, None)
+
+    async def _release(self, group_id: int, budget: float | None) -> bool:
+        """Release what a deleted group owed, a batch at a time, within `budget` seconds (None: until done or
+        only leased deliveries that stay locked are left: the group settler's next run takes those); whether
+        all of it went."""
+        loop = asyncio.get_running_loop()
+        deadline = None if budget is None else loop.time() + budget
+        tries = 0
+        try:
+            while True:
+                if await self.repository.release_group(group_id, _RELEASE_BATCH):
+                    if deadline is not None and loop.time() > deadline:
+                        return False
+                    continue
+                if await self.repository.forget_group(group_id):
+                    return True
+                tries += 1  # only locked deliveries left (a group ack or nack in flight): a moment later
+                if tries > 3 or deadline is not None:
+                    return False
+                await asyncio.sleep(1)
+        except DATABASE_ERRORS as exc:
+            log.warning("releasing deleted consumer group %s: %s (the group settler goes on)", group_id, exc)
+            return False
 
     async def settings(self, tenant_id: int, topic: str) -> TopicSettingsView:
         """The topic's overrides, the global defaults and the values in force, from the config cache."""

@@ -219,8 +219,6 @@ LEFT JOIN LATERAL (
 WHERE g.tenant_id = $1 AND g.topic = $2
 ORDER BY g.id"""
 
-# $2 topic, $3 name
+# The group goes; a trigger leaves its tombstone in `deleted_groups` until what it owed is released
+# (`GROUP_RELEASE`). $2 topic, $3 name
 GROUP_DELETE = "DELETE FROM consumer_groups WHERE tenant_id = $1 AND topic = $2 AND name = $3 RETURNING id"
-# What a deleted group owed, released a batch at a time (`skiplock_group_release`): its deliveries go, and the
-# messages no other group owes with them. $1 group id, $2 batch
-GROUP_RELEASE = "SELECT skiplock_group_release($1, $2)"

@@ -537,3 +537,46 @@ async def test_groups_created_and_deleted_while_producers_and_consumers_run(
     groups = (await client.get("/api/topics/race3/consumer-groups")).json()["items"]
     assert groups == ["stays", "late"]
     assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+
+
+async def test_a_deleted_groups_leftovers_are_released_by_the_group_settler(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """A deletion interrupted (or meeting leased deliveries) leaves its tombstone; the settler releases the rest.
+    A tenant deleted with its groups leaves tombstones too: its deliveries have no foreign key to go with."""
+    await _group(client, "left", "stays")
+    gone = await _group(client, "left", "gone")
+    for _ in range(3):
+        await enqueue(client, "left")
+    gone_id = await db.fetchval("SELECT id FROM consumer_groups WHERE tenant_id = $1 AND name = 'gone'", tenant.id)
+    # as if the request died right after deleting the group: the row and its tombstone go, the deliveries stay
+    await db.execute("ALTER TABLE consumer_groups DISABLE TRIGGER consumer_groups_tombstone")
+    try:
+        await db.execute("DELETE FROM consumer_groups WHERE id = $1", gone_id)
+    finally:
+        await db.execute("ALTER TABLE consumer_groups ENABLE TRIGGER consumer_groups_tombstone")
+    await db.execute("INSERT INTO deleted_groups (id) VALUES ($1)", gone_id)
+    assert gone["consumer_group"] == "gone"
+    assert await db.fetchval("SELECT count(*) FROM deliveries WHERE group_id = $1", gone_id) == 3
+    assert (await client.post("/api/admin/expiry-reaper/run")).status_code == 200
+    assert await db.fetchval("SELECT count(*) FROM deliveries WHERE group_id = $1", gone_id) == 0
+    assert await db.fetchval("SELECT count(*) FROM deleted_groups WHERE id = $1", gone_id) == 0
+    owed = await db.fetch("SELECT owed FROM messages WHERE tenant_id = $1 AND topic = 'left'", tenant.id)
+    assert [r["owed"] for r in owed] == [1, 1, 1]  # still "stays"'s
+
+    assert (await client.delete("/api/topics/left/consumer-groups/stays")).status_code == 204
+    assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant.id) == 0
+
+    other = f"t-{uuid.uuid4().hex[:12]}"
+    await db.execute("INSERT INTO tenants (slug, name) VALUES ($1, $1)", other)
+    as_other = {"X-Tenant": other}
+    r = await client.post("/api/topics/left/consumer-groups", json={"consumer_group": "g"}, headers=as_other)
+    assert r.status_code == 201, r.text
+    r = await client.post("/api/messages", json={"topic": "left", "payload": b64("x")}, headers=as_other)
+    assert r.status_code == 201, r.text
+    other_group = await db.fetchval(
+        "SELECT g.id FROM consumer_groups AS g JOIN tenants AS t ON t.id = g.tenant_id WHERE t.slug = $1", other
+    )
+    assert (await client.delete(f"/api/tenants/{other}", params={"force": "true"})).status_code == 204
+    assert (await client.post("/api/admin/expiry-reaper/run")).status_code == 200
+    assert await db.fetchval("SELECT count(*) FROM deliveries WHERE group_id = $1", other_group) == 0
