@@ -43,6 +43,8 @@ def test_readme_quickstart_works_as_printed(server_env: dict[str, str]) -> None:
 
     assert '"topic":"orders.dlq"' in out
     assert '{"requeued":1}' in out
+    assert out.count('"payload":"aW52b2ljZS03"') == 2  # enqueued once, received by each of the two groups
+    assert '"items":["billing","audit"]' in out
     long_poll, config = out.rstrip().rsplit("\n", 1)
     assert long_poll.endswith("]}")  # the long poll answered with the requeued message
     assert '"max_depth":10000' in config and '"retry_backoff_seconds":[1,5,30]' in config
