@@ -342,7 +342,9 @@ async def test_me_lists_a_members_grants_for_the_console(  # type: ignore[no-unt
     await client.post(f"/api/users/{member_id}/grants", json={"action": "read", "topic_pattern": "orders.*"})
     async with httpx.AsyncClient(base_url=server.base_url, auth=member) as c:
         me = (await c.get("/api/auth/me")).json()
-    assert me["role"] == "member" and me["grants"] == [{"action": "read", "topic_pattern": "orders.*"}]
+    assert me["role"] == "member" and me["grants"] == [
+        {"action": "read", "topic_pattern": "orders.*", "consumer_group": None}
+    ]
 
 
 async def test_series_over_a_day_and_a_week_and_for_the_whole_tenant(
