@@ -19,6 +19,7 @@ from api.observability import ObservabilityMiddleware, stamp_response
 from api.openapi import finish_document
 from api.routes.admin import AdminController
 from api.routes.audit import AuditController
+from api.routes.history import MessageLogController
 from api.routes.messages import MessageController
 from api.routes.session import change_password, login, logout, me
 from api.routes.system import auth_status, healthz, metrics, readyz, version
@@ -55,6 +56,7 @@ def create_app(
             AdminController,
             TopicConsoleController,
             ConsumerGroupController,
+            MessageLogController,
             AuditController,
             healthz,
             readyz,

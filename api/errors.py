@@ -26,6 +26,7 @@ DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
     (errors.LeaseLost, 409, "lease_lost"),
     (errors.KeyConflict, 409, "key_conflict"),
     (errors.GroupExists, 409, "group_exists"),
+    (errors.NotReplayable, 409, "not_replayable"),
     (errors.AlreadyExists, 409, "already_exists"),
     (errors.TenantNotEmpty, 409, "tenant_not_empty"),
     (errors.LastAdmin, 409, "last_admin"),

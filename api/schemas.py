@@ -8,6 +8,7 @@ one generic `Page` (paged) or a `...ListView`. Bounds, statuses, roles and actio
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
@@ -23,6 +24,7 @@ from mq.queue.types import (
     MAX_DEQUEUE_COUNT,
     MAX_KEY_LENGTH,
     MAX_PRIORITY,
+    MAX_REPLAY_WINDOW_SECONDS,
     MAX_RETRIES_LIMIT,
     MAX_THROUGHPUT_LIMIT,
     MAX_TTL_SECONDS,
@@ -272,6 +274,19 @@ class TopicConfigBody(Strict):
     ) = None
     dlq_enabled: bool | None = None
     expire_to_dlq: bool | None = None
+    #: Keep every acked message in the topic's message log (replay, history).
+    replayable: bool | None = None
+    #: How long the log keeps an entry; null = until trimmed.
+    replay_window_seconds: Annotated[int, Meta(ge=1, le=MAX_REPLAY_WINDOW_SECONDS)] | None = None
+
+
+class ReplayBody(Strict):
+    """POST /api/topics/{topic}/replay: which logged messages to enqueue again (all, without bounds)."""
+
+    from_time: datetime | None = None
+    to_time: datetime | None = None
+    key: Annotated[str, Meta(min_length=1, max_length=MAX_KEY_LENGTH)] | None = None
+    consumer_group: GroupName | None = None
 
 
 class PasswordChangeBody(Strict):

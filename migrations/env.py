@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from mq.db.engine import sqlalchemy_url
-from mq.db.models import Base
+from mq.db.models import Base, include_name
 from mq.settings import get_settings
 
 target_metadata = Base.metadata
@@ -23,7 +23,9 @@ def _url() -> str:
 
 
 def _run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=target_metadata, compare_type=True)
+    context.configure(
+        connection=connection, target_metadata=target_metadata, compare_type=True, include_name=include_name
+    )
     with context.begin_transaction():
         context.run_migrations()
 

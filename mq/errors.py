@@ -62,6 +62,10 @@ class GroupExists(AlreadyExists):
     """This topic already has a consumer group of that name."""
 
 
+class NotReplayable(SkiplockError):
+    """The topic is not replayable: set `replayable` in its config to keep a message log."""
+
+
 class LastAdmin(SkiplockError):
     """This is the tenant's last tenant_admin: make another user tenant_admin first, or the tenant has none left."""
 

@@ -20,6 +20,7 @@ from typing import Any
 from mq import redis_keys
 from mq.audit import sql as audit_sql
 from mq.db.repository import OperationsRepository, as_rows
+from mq.history.partitions import LogPartitions
 from mq.metrics import Metrics
 from mq.queue import sql
 from mq.queue.configs import STALE_SECONDS
@@ -161,6 +162,27 @@ class GroupSettler:
         return JobResult(ran=True, rows=total, by_topic=by_topic)
 
 
+class ArchiveReaper:
+    """The message log's partitions (`mq.history.partitions`): the next ones made ahead, those below every topic's
+    visible floor dropped whole."""
+
+    name = "archive_reaper"
+
+    def __init__(self, repository: OperationsRepository, partitions: LogPartitions) -> None:
+        self.repository = repository
+        self.partitions = partitions
+
+    async def run_once(self, *, wait: bool = False) -> JobResult:
+        started = time.perf_counter()
+        async with self.repository.job_lock(self.name, wait=wait) as conn:
+            if conn is None:
+                return JobResult(ran=False)
+            await self.partitions.ensure(conn.connection)
+            dropped = await self.partitions.drop_expired(conn.connection)
+            await conn.record_run(self.name, time.perf_counter() - started, dropped)
+        return JobResult(ran=True, rows=dropped)
+
+
 #: Deliveries of a deleted group released per statement.
 RELEASE_BATCH = 5000
 
@@ -241,6 +263,7 @@ class Jobs:
         self.audit = AuditTrimmer(repository, batch, settings.audit_retention_days)
         self.gauges = GaugeRefresher(repository)
         self.groups = GroupSettler(repository)
+        self.archive = ArchiveReaper(repository, LogPartitions(settings.history_partition_seconds))
         self.schedule = DeleteSchedule(repository, settings.delete_reaper_schedule, publish)
         self.schedule_listeners: list[Callable[[], None]] = []
 

@@ -13,6 +13,8 @@ from mq.buckets import TokenBuckets
 from mq.db.engine import Engine, Pool, create_engine, create_pool
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
+from mq.history.repository import HistoryRepository
+from mq.history.service import History
 from mq.jobs import SCHEDULE_CHANNEL, Jobs
 from mq.metrics import Metrics
 from mq.queue.activity import Activity
@@ -53,6 +55,7 @@ class Runtime:
     jobs: Jobs
     topics: TopicAdmin
     audit: AuditTrail
+    history: History
 
     @classmethod
     async def open(cls, settings: Settings, *, bootstrap_users: bool = True) -> Runtime:
@@ -137,6 +140,7 @@ class Runtime:
             jobs=jobs,
             topics=TopicAdmin(TopicRepository(pool), queue),
             audit=AuditTrail(AuditRepository(pool)),
+            history=History(HistoryRepository(pool), queue),
         )
 
     async def close(self) -> None:

@@ -125,6 +125,10 @@ class Settings(BaseSettings):
     """The audit trail keeps entries this many days; the expiry reaper's runs drop older ones."""
     reaper_batch_size: int = Field(default=5000, ge=1, le=100_000)
     """Rows per reaper statement: each batch is its own short transaction."""
+    archive_reaper_interval_seconds: float = Field(default=300, gt=0)
+    """How often the archive reaper makes the message log's next partitions and drops those nothing can see."""
+    history_partition_seconds: int = Field(default=86_400, ge=60)
+    """The span of `acked_at` one partition of the message log holds (a day: see bench/RESULTS.md, "history")."""
     gauges_interval_seconds: float = Field(default=15, gt=0)
     """How often the leader recounts messages by tenant, topic and status for /metrics (one GROUP BY; a large
     table a range of pages at a time, and the job rests at least 3x its last duration)."""

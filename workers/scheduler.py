@@ -47,6 +47,13 @@ class Workers:
             **options,
         )
         self.scheduler.add_job(
+            self.jobs.archive.run_once,
+            IntervalTrigger(seconds=settings.archive_reaper_interval_seconds),
+            id="archive_reaper",
+            next_run_time=now,
+            **options,
+        )
+        self.scheduler.add_job(
             self.jobs.gauges.run_once,
             IntervalTrigger(seconds=settings.gauges_interval_seconds),
             id="gauges",

@@ -22,6 +22,7 @@ from api.schemas import (
     ScheduleView,
 )
 from mq import errors
+from mq.history.views import ArchiveRunView
 from mq.jobs import Jobs
 from mq.queue.types import rfc3339
 from mq.schedule import MAX_SCHEDULE_LENGTH, next_runs
@@ -60,6 +61,18 @@ class AdminController(Controller):
         expired = (await _jobs(request).expire(wait=True)).rows
         await audit(request, "reaper.expiry_run", "expiry-reaper", {"expired": expired}, tenant=(None, None))
         return ExpiredView(expired=expired)
+
+    @post(
+        "/archive-reaper/run",
+        status_code=HTTP_200_OK,
+        summary="Make the message log's next partitions and drop those nothing can see, now",
+        operation_id="runArchiveReaper",
+    )
+    async def run_archive_reaper(self, request: AnyRequest) -> ArchiveRunView:
+        """Returns the log entries whose partitions were dropped (hidden before by a trim or a topic's window)."""
+        deleted = (await _jobs(request).archive.run_once(wait=True)).rows
+        await audit(request, "reaper.archive_run", "archive-reaper", {"deleted": deleted}, tenant=(None, None))
+        return ArchiveRunView(deleted=deleted)
 
     @post(
         "/delete-reaper/run",

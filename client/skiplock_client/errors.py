@@ -111,6 +111,12 @@ class GroupExists(AlreadyExists):
     code = "group_exists"
 
 
+class NotReplayable(Conflict):
+    """The topic keeps no message log (its config's `replayable` is off)."""
+
+    code = "not_replayable"
+
+
 class TenantNotEmpty(Conflict):
     code = "tenant_not_empty"
 
@@ -176,6 +182,7 @@ BY_CODE: dict[str, type[SkiplockError]] = {
         KeyConflict,
         AlreadyExists,
         GroupExists,
+        NotReplayable,
         TenantNotEmpty,
         LastAdmin,
         PayloadTooLarge,

@@ -147,6 +147,8 @@ class TopicConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     retry_backoff_seconds: list[int] | None = None
     dlq_enabled: bool | None = None
     expire_to_dlq: bool | None = None
+    replayable: bool | None = None
+    replay_window_seconds: int | None = None
 
 
 class TopicConfigView(TopicConfig, frozen=True):

@@ -70,6 +70,11 @@ class JobConnection:
         """One batch of a batch job: `statement` returns rows (tenant, topic, n)."""
         return [TopicCount(*row) for row in await self._conn.fetch(statement, *arguments)]
 
+    @property
+    def connection(self) -> asyncpg.pool.PoolConnectionProxy[Any]:
+        """The lock holder's connection, for a job's own statements (`mq.history.partitions`)."""
+        return self._conn
+
     async def column(self, statement: str, *arguments: Any) -> list[Any]:
         """The first column of `statement`'s rows."""
         return [row[0] for row in await self._conn.fetch(statement, *arguments)]

@@ -76,6 +76,8 @@ class TopicConfigs:
         self._cache: TtlCache[tuple[int, str], tuple[TopicConfig | None, EffectiveConfig]] = TtlCache(
             ttl_seconds, _MAX_ENTRIES
         )
+        # tenant -> whether any of its topics is replayable (its acks then keep a copy in the message log)
+        self._logging: TtlCache[int, bool] = TtlCache(ttl_seconds, _MAX_ENTRIES)
         if broadcast is not None:
             broadcast.on(CHANNEL, self._on_broadcast)
 
@@ -85,6 +87,14 @@ class TopicConfigs:
 
     async def effective(self, tenant_id: int, topic: str) -> EffectiveConfig:
         return (await self._entry(tenant_id, topic))[1]
+
+    async def logs_acks(self, tenant_id: int) -> bool:
+        """Whether some topic of the tenant is replayable: its acks take the statement that keeps the log (the
+        others' acks stay as they are). In process only, dropped with any config change of the tenant."""
+        hit = self._logging.get(tenant_id)
+        if hit is None:
+            hit = self._logging.put(tenant_id, await self._repository.has_replayable_topics(tenant_id))
+        return hit
 
     async def _entry(self, tenant_id: int, topic: str) -> tuple[TopicConfig | None, EffectiveConfig]:
         key = (tenant_id, topic)
@@ -107,6 +117,7 @@ class TopicConfigs:
         """A topic's config was written or deleted, the topic paused or resumed, or a group of it created or deleted
         (and committed): forget it here, in Redis and everywhere."""
         self._cache.pop((tenant_id, topic))
+        self._logging.pop(tenant_id)
         if self._redis is not None:
             try:
                 await self._redis.delete(redis_keys.topic_config(tenant_id, topic))
@@ -118,9 +129,11 @@ class TopicConfigs:
     def _on_broadcast(self, payload: bytes | None) -> None:
         if payload is None:  # the listener reconnected: anything may have changed meanwhile
             self._cache.clear()
+            self._logging.clear()
             return
         tenant, _, topic = payload.decode().partition(":")  # topic names have no ':'
         self._cache.pop((int(tenant), topic))
+        self._logging.pop(int(tenant))
 
     def _redis_usable(self) -> bool:
         return self._redis is not None and time.monotonic() >= self._redis_away_until
@@ -165,6 +178,8 @@ class TopicConfigs:
             ),
             dlq_enabled=c.dlq_enabled if c.dlq_enabled is not None else s.dlq_enabled,
             expire_to_dlq=c.expire_to_dlq if c.expire_to_dlq is not None else s.expire_to_dlq,
+            replayable=bool(c.replayable),
+            replay_window_seconds=c.replay_window_seconds or None,
             paused=paused,
             groups=groups,
         )

@@ -216,10 +216,17 @@ class MessageRepository:
         return value
 
     async def ack_batch(
-        self, tenant_id: int, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
+        self,
+        tenant_id: int,
+        ids: Sequence[uuid.UUID],
+        receipts: Sequence[uuid.UUID | None],
+        *,
+        logged: bool = False,
     ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
-        """The messages that were acknowledged (deleted): id -> (topic, the receipt of the lease that ended)."""
-        rows = await self.pool.fetch(sql.MESSAGE_ACK_BATCH, tenant_id, _id_list(ids), _id_list(receipts))
+        """The messages that were acknowledged (deleted): id -> (topic, the receipt of the lease that ended).
+        `logged`: those of replayable topics are kept in the message log, in the same statement."""
+        statement = sql.MESSAGE_ACK_BATCH_LOGGED if logged else sql.MESSAGE_ACK_BATCH
+        rows = await self.pool.fetch(statement, tenant_id, _id_list(ids), _id_list(receipts))
         return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
 
     async def statuses(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
@@ -405,6 +412,9 @@ class MessageRepository:
     async def topic_summaries(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_SUMMARY, tenant_id)
 
+    async def has_replayable_topics(self, tenant_id: int) -> bool:
+        return bool(await self.pool.fetchval(sql.TENANT_HAS_REPLAYABLE, tenant_id))
+
     async def topic_config(self, tenant_id: int, topic: str) -> Record:
         """The topic's config columns with `configured` (false: it has none, the columns are null) and `paused`."""
         row: Record | None = await self.pool.fetchrow(sql.TOPIC_CONFIG_GET, tenant_id, topic)
@@ -427,6 +437,8 @@ class MessageRepository:
                 config.dlq_enabled,
                 max_topics,
                 config.expire_to_dlq,
+                config.replayable,
+                config.replay_window_seconds,
             )
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)

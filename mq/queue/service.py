@@ -304,7 +304,8 @@ class QueueService:
         owes it). Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
-            [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group)
+            logged = consumer_group is None and await self.configs.logs_acks(tenant_id)
+            [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group, logged)
             if topic is STALE_RECEIPT:
                 raise errors.LeaseLost()
             if isinstance(topic, str):
@@ -345,7 +346,8 @@ class QueueService:
             else:
                 ids.append(mid)
                 receipts.append(rec)
-        claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group) if ids else []
+        logged = consumer_group is None and bool(ids) and await self.configs.logs_acks(tenant_id)
+        claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group, logged) if ids else []
         acked = 0
         for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
             self.metrics.count(self.metrics.acked, tenant_id, topic, n)

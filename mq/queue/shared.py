@@ -43,6 +43,8 @@ class _Ack(NamedTuple):
     receipts: Sequence[uuid.UUID | None]
     #: the consumer group whose deliveries are acknowledged; None: the messages themselves
     group: str | None = None
+    #: the tenant has replayable topics: the statement that keeps their acked messages in the log
+    logged: bool = False
 
 
 class _Dequeue(NamedTuple):
@@ -143,10 +145,12 @@ class SharedStatements:
         ids: Sequence[uuid.UUID],
         receipts: Sequence[uuid.UUID | None],
         group: str | None = None,
+        logged: bool = False,
     ) -> list[AckOutcome]:
         """Delete processing messages, or a consumer group's deliveries of them (`group`, its name); per id, the
-        topic of the message this request acknowledged, `STALE_RECEIPT`, or None."""
-        request = _Ack(tenant_id, ids, receipts, group)
+        topic of the message this request acknowledged, `STALE_RECEIPT`, or None. `logged`: keep the acked messages
+        of replayable topics in their log."""
+        request = _Ack(tenant_id, ids, receipts, group, logged)
         if len(ids) < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._acks.submit(request)
@@ -263,18 +267,18 @@ class SharedStatements:
         """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it
         deleted, `STALE_RECEIPT` or None (see `credit`)."""
 
-        async def delete(key: tuple[int, str | None], chosen: list[_Ack]) -> list[list[AckOutcome]]:
-            tenant_id, group = key
+        async def delete(key: tuple[int, str | None, bool], chosen: list[_Ack]) -> list[list[AckOutcome]]:
+            tenant_id, group, logged = key
             ids = [m for a in chosen for m in a.ids]
             receipts = [r for a in chosen for r in a.receipts]
             if group is None:
-                deleted = await self.repository.ack_batch(tenant_id, ids, receipts)
+                deleted = await self.repository.ack_batch(tenant_id, ids, receipts, logged=logged)
             else:
                 deleted = await self.repository.group_ack(tenant_id, group, ids, receipts)
             outcomes = credit(ids, receipts, deleted)
             return split(outcomes, [len(ack.ids) for ack in chosen])
 
-        return await _per_group(acks, lambda a: (a.tenant_id, a.group), delete)
+        return await _per_group(acks, lambda a: (a.tenant_id, a.group, a.logged), delete)
 
 
 async def _per_group(

@@ -454,6 +454,28 @@ DELETE FROM messages AS m USING found AS f
 WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
 RETURNING m.id, m.topic, m.receipt"""
 
+# The same for a tenant with replayable topics: the acked messages of those topics are kept in the message log by
+# the same statement, so an acked message is in the log exactly once and a refused ack adds nothing. A narrow row
+# (no lease columns) into the current `acked_at` partition, through its one index. $2 ids, $3 receipts
+MESSAGE_ACK_BATCH_LOGGED = f"""
+WITH found AS MATERIALIZED (
+    SELECT m.id, m.status, m.receipt
+    FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
+    CROSS JOIN LATERAL (SELECT x.id, x.tenant_id, x.status, x.receipt FROM messages AS x WHERE x.id = w.id LIMIT 1) AS m
+    WHERE m.tenant_id = $1 AND m.status = 'processing' AND (w.receipt IS NULL OR w.receipt = m.receipt)
+), gone AS (
+    DELETE FROM messages AS m USING found AS f
+    WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
+    RETURNING m.id, m.topic, m.receipt, m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at
+), logged AS (
+    INSERT INTO message_log (tenant_id, topic, acked_at, id, key, payload, metadata, priority, retry_count, created_at)
+    SELECT $1, g.topic, now(), g.id, g.key, g.payload, g.metadata, g.priority, g.retry_count, g.created_at
+    FROM gone AS g JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = g.topic
+    WHERE tc.replayable
+)
+SELECT id, topic, receipt FROM gone"""
+TENANT_HAS_REPLAYABLE = "SELECT EXISTS (SELECT 1 FROM topic_configs WHERE tenant_id = $1 AND replayable)"
+
 # Why an ack, nack or extend of one message matched nothing: missing (404) or leased by someone else (409).
 MESSAGE_LEASE_PROBE = "SELECT status, receipt, owed FROM messages WHERE tenant_id = $1 AND id = $2"
 
@@ -893,7 +915,8 @@ SELECT coalesce(c.topic, k.topic) AS topic, coalesce(c.pending, 0) AS pending,
            AS paused,
        coalesce(r.enqueue_rate, 0)::float8 AS enqueue_rate, coalesce(r.ack_rate, 0)::float8 AS ack_rate,
        tc.topic IS NOT NULL AS configured, tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit,
-       tc.visibility_timeout_seconds, tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq
+       tc.visibility_timeout_seconds, tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.replayable,
+       tc.replay_window_seconds
 FROM counts AS c
 FULL JOIN known AS k ON k.topic = c.topic
 LEFT JOIN rates AS r ON r.topic = coalesce(c.topic, k.topic)
@@ -903,7 +926,8 @@ ORDER BY 1"""
 # A topic's config (`configured` false: it has none) and whether it is paused: one row, always.
 TOPIC_CONFIG_GET = """
 SELECT tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit, tc.visibility_timeout_seconds,
-       tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.topic IS NOT NULL AS configured,
+       tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.replayable, tc.replay_window_seconds,
+       tc.topic IS NOT NULL AS configured,
        EXISTS (SELECT 1 FROM topic_pauses AS p WHERE p.tenant_id = $1 AND p.topic = $2) AS paused,
        ARRAY(SELECT g.name FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = $2 ORDER BY g.id)
            AS group_names,
@@ -912,13 +936,13 @@ SELECT tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit
 FROM (SELECT) AS one LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2"""
 
 _CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-    retry_backoff_seconds, dlq_enabled, expire_to_dlq"""
+    retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds"""
 
 # Create or replace a topic's config (every field; NULL = the global default). A topic new to the tenant passes
 # max_topics first ($10, NULL: none; see `_admission`). The topic's max_depth gate is dropped: the next capped
 # enqueue recounts (a cap set after a time without one must not trust a bound nobody kept).
 # $2 topic, $3 max_retries, $4 ttl s, $5 max_depth, $6 throughput_limit, $7 visibility s, $8 backoff, $9 dlq,
-# $11 expire_to_dlq
+# $11 expire_to_dlq, $12 replayable, $13 replay_window_seconds
 TOPIC_CONFIG_PUT = f"""
 WITH admitted AS MATERIALIZED (
     SELECT skiplock_admit($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
@@ -926,13 +950,14 @@ WITH admitted AS MATERIALIZED (
     DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2 AND (SELECT ok FROM admitted)
 )
 INSERT INTO topic_configs AS tc (tenant_id, topic, {_CONFIG_COLUMNS})
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11 WHERE (SELECT ok FROM admitted)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13 WHERE (SELECT ok FROM admitted)
 ON CONFLICT (tenant_id, topic) DO UPDATE SET
     max_retries = EXCLUDED.max_retries, message_ttl_seconds = EXCLUDED.message_ttl_seconds,
     max_depth = EXCLUDED.max_depth, throughput_limit = EXCLUDED.throughput_limit,
     visibility_timeout_seconds = EXCLUDED.visibility_timeout_seconds,
     retry_backoff_seconds = EXCLUDED.retry_backoff_seconds, dlq_enabled = EXCLUDED.dlq_enabled,
-    expire_to_dlq = EXCLUDED.expire_to_dlq, updated_at = now()
+    expire_to_dlq = EXCLUDED.expire_to_dlq, replayable = EXCLUDED.replayable,
+    replay_window_seconds = EXCLUDED.replay_window_seconds, updated_at = now()
 RETURNING {_CONFIG_COLUMNS}"""
 
 TOPIC_CONFIG_DELETE = """
@@ -941,7 +966,7 @@ DELETE FROM topic_configs WHERE tenant_id = $1 AND topic = $2 RETURNING topic"""
 
 TOPIC_CONFIG_LIST = """
 SELECT topic, max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-       retry_backoff_seconds, dlq_enabled, expire_to_dlq
+       retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds
 FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
 
 # Long-poll wake-ups across instances: one NOTIFY per distinct (tenant, topic) in a flush, outside the enqueue's

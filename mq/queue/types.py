@@ -28,6 +28,8 @@ MAX_WAIT_SECONDS = 20
 # Bounds of a topic config's fields.
 MAX_RETRIES_LIMIT = 1000
 MAX_TTL_SECONDS = 31_536_000
+#: The longest a message log keeps an entry: ten years.
+MAX_REPLAY_WINDOW_SECONDS = 315_360_000
 MAX_DEPTH_LIMIT = 2_000_000_000
 MAX_THROUGHPUT_LIMIT = 1_000_000
 MAX_BACKOFF_SECONDS = 86_400
@@ -243,6 +245,10 @@ class TopicConfig(msgspec.Struct, frozen=True):
     retry_backoff_seconds: list[int] | None = None
     dlq_enabled: bool | None = None
     expire_to_dlq: bool | None = None
+    #: Every acked message is kept in the topic's message log (contract, "Message history and replay").
+    replayable: bool | None = None
+    #: How long the log keeps an entry (None: until trimmed).
+    replay_window_seconds: int | None = None
 
 
 class EffectiveConfig(msgspec.Struct, frozen=True):
@@ -256,6 +262,8 @@ class EffectiveConfig(msgspec.Struct, frozen=True):
     retry_backoff_seconds: list[int]
     dlq_enabled: bool
     expire_to_dlq: bool
+    replayable: bool = False
+    replay_window_seconds: int | None = None
     #: Dequeues answer empty (enqueues are accepted) until the topic is resumed.
     paused: bool = False
     #: The topic's consumer groups, (name, id) in creation order: with any, it is consumed through them only, and

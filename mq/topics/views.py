@@ -78,6 +78,8 @@ class ConfigValuesView(msgspec.Struct):
     retry_backoff_seconds: list[int]
     dlq_enabled: bool
     expire_to_dlq: bool
+    replayable: bool
+    replay_window_seconds: int | None
 
     @classmethod
     def of(cls, config: EffectiveConfig) -> ConfigValuesView:

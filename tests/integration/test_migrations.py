@@ -15,14 +15,14 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
 from mq.db.engine import alembic_config, create_engine, migrate
-from mq.db.models import Base
+from mq.db.models import Base, include_name
 
 
 async def test_models_match_migrations(database_url: str) -> None:
     engine = create_engine(database_url)
 
     def diff(connection: Connection) -> list[object]:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        context = MigrationContext.configure(connection, opts={"compare_type": True, "include_name": include_name})
         return list(compare_metadata(context, Base.metadata))
 
     async with engine.connect() as conn:

@@ -53,6 +53,8 @@ async def test_put_get_list_and_delete_a_config(client: httpx.AsyncClient) -> No
         "retry_backoff_seconds": [1, 5, 15, 30, 60],
         "dlq_enabled": False,
         "expire_to_dlq": True,
+        "replayable": True,
+        "replay_window_seconds": 86400,
     }
     assert await put_config(client, "orders", **full) == full
     assert (await client.get("/api/topic-configs/orders")).json() == full

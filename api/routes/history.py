@@ -1,0 +1,91 @@
+"""Message history: a replayable topic's message log, its trims and replays (contract, "Message history and
+replay")."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from litestar import Controller, Request, delete, get
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_200_OK
+
+from api.audit import audit
+from api.auth import tenant_for
+from api.body import json_post
+from api.schemas import ReplayBody
+from mq import errors
+from mq.history.service import History
+from mq.history.views import LogPageView, ReplayedView, TrimmedView
+from mq.tenancy.auth import Principal
+
+AnyRequest = Request[Principal, Any, Any]
+
+#: The log's page size bounds (contract).
+MAX_LOG_LIMIT = 1000
+
+
+def _history(request: AnyRequest) -> History:
+    history: History = request.app.state.runtime.history
+    return history
+
+
+class MessageLogController(Controller):
+    path = "/api/topics/{topic:str}"
+    tags = ["message history"]
+
+    @get("/message-log", summary="A topic's message log, oldest first", operation_id="getMessageLog")
+    async def page(
+        self,
+        request: AnyRequest,
+        topic: str,
+        from_time: Annotated[datetime | None, Parameter(description="Entries acked at or after (RFC 3339)")] = None,
+        to_time: Annotated[datetime | None, Parameter(description="Entries acked before (RFC 3339)")] = None,
+        key: str | None = None,
+        limit: Annotated[int, Parameter(ge=1, le=MAX_LOG_LIMIT)] = 100,
+        cursor: Annotated[str | None, Parameter(description="`next_cursor` of the previous page")] = None,
+    ) -> LogPageView:
+        """Every message acked while the topic was replayable, in `acked_at` order (keyset paging: acks that
+        arrive meanwhile never shift a page), within its `replay_window_seconds` and after its last trim."""
+        tenant = tenant_for(request.user, action="read", topic=topic)
+        return await _history(request).page(tenant, topic, _aware(from_time), _aware(to_time), key, limit, cursor)
+
+    @delete(
+        "/message-log",
+        status_code=HTTP_200_OK,
+        summary="Trim a topic's message log",
+        operation_id="trimMessageLog",
+    )
+    async def trim(
+        self,
+        request: AnyRequest,
+        topic: str,
+        before: Annotated[datetime, Parameter(description="Entries acked before this go (RFC 3339)")],
+    ) -> TrimmedView:
+        """The entries go from every read and replay at once; their storage with their partition."""
+        tenant = tenant_for(request.user, admin_only=True)
+        aware = _aware(before)
+        assert aware is not None
+        deleted = await _history(request).trim(tenant, topic, aware)
+        await audit(request, "topic.log_trim", topic, {"before": aware.isoformat(), "deleted": deleted})
+        return TrimmedView(deleted=deleted)
+
+    @json_post("/replay", ReplayBody, status_code=HTTP_200_OK, summary="Replay logged messages", operation_id="replay")
+    async def replay(self, request: AnyRequest, topic: str, data: ReplayBody) -> ReplayedView:
+        """Every logged message acked in [from_time, to_time) (with `key`, when given) is enqueued again as a new
+        message, in `acked_at` order. Refused midway (max_depth, a quota, a rate limit): 429 with `details:
+        {replayed, resume_from}`; give `resume_from` as `from_time` to go on."""
+        tenant = tenant_for(request.user, admin_only=True)
+        if data.consumer_group is not None:
+            raise errors.InvalidRequest("consumer_group: a replay to one consumer group is not available yet")
+        since, until = _aware(data.from_time), _aware(data.to_time)
+        replayed = await _history(request).replay(tenant, topic, since, until, data.key)
+        await audit(request, "topic.replay", topic, {"replayed": replayed, "key": data.key})
+        return ReplayedView(replayed=replayed)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """A time without a zone is UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)

@@ -1,0 +1,35 @@
+"""The message log's reads and writes (`mq.history.sql`)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import asyncpg
+
+from mq.history import sql
+
+Record = asyncpg.Record
+
+
+class HistoryRepository:
+    def __init__(self, pool: asyncpg.Pool[asyncpg.Record]) -> None:
+        self.pool = pool
+
+    async def page(
+        self,
+        tenant_id: int,
+        topic: str,
+        window_seconds: int | None,
+        after: tuple[datetime, uuid.UUID],
+        since: datetime,
+        until: datetime,
+        key: str | None,
+        limit: int,
+    ) -> list[Record]:
+        return await self.pool.fetch(
+            sql.PAGE, tenant_id, topic, window_seconds, after[0], after[1], since, until, limit, key
+        )
+
+    async def trim(self, tenant_id: int, topic: str, window_seconds: int | None, before: datetime) -> int:
+        return int(await self.pool.fetchval(sql.TRIM, tenant_id, topic, window_seconds, before))

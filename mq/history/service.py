@@ -1,0 +1,183 @@
+"""The message log (contract, "Message history and replay"): pages oldest first, trims, and replays into the topic.
+
+The ack statements keep the log (see `mq.history.sql`); this reads it. A page is keyset-paged on (acked_at, id), so
+acks arriving meanwhile never shift it. A replay walks the same order and enqueues each page through the topic's
+own batch enqueue (max_depth, quotas and rate limits apply as to any producer). Entries sharing an `acked_at` (one
+batch ack) are replayed together or not at all, so that `resume_from`, an `acked_at`, resumes exactly: refused
+midway, the replay finds by halving how much of the refused batch still fits, and stops before the first entry
+that did not.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+
+from mq import errors
+from mq.history.repository import HistoryRepository, Record
+from mq.history.views import LogEntryView, LogPageView
+from mq.queue.service import QueueService
+from mq.queue.types import NewRow, rfc3339
+from mq.queue.validation import check_topic
+
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+LATEST = datetime(9999, 12, 31, tzinfo=UTC)
+_NO_ID = uuid.UUID(int=0)
+#: Entries a replay reads per page, and enqueues per statement at most (whole batches of one ack kept together).
+REPLAY_PAGE = 1000
+REPLAY_CHUNK = 500
+_REFUSALS = (errors.QueueFull, errors.RateLimited, errors.QuotaExceeded)
+
+
+class History:
+    def __init__(self, repository: HistoryRepository, queue: QueueService) -> None:
+        self.repository = repository
+        self.queue = queue
+
+    async def _window(self, tenant_id: int, topic: str) -> tuple[bool, int | None]:
+        check_topic(topic, for_enqueue=False)
+        config = await self.queue.configs.effective(tenant_id, topic)
+        return config.replayable, config.replay_window_seconds
+
+    async def page(
+        self,
+        tenant_id: int,
+        topic: str,
+        since: datetime | None,
+        until: datetime | None,
+        key: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> LogPageView:
+        _, window = await self._window(tenant_id, topic)
+        after = _decode_cursor(cursor) if cursor else (EARLIEST, _NO_ID)
+        rows = await self.repository.page(
+            tenant_id, topic, window, after, since or EARLIEST, until or LATEST, key, limit + 1
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        next_cursor = _encode_cursor(rows[-1]["acked_at"], rows[-1]["id"]) if more else None
+        return LogPageView(items=[_entry(r) for r in rows], next_cursor=next_cursor)
+
+    async def trim(self, tenant_id: int, topic: str, before: datetime) -> int:
+        _, window = await self._window(tenant_id, topic)
+        return await self.repository.trim(tenant_id, topic, window, before)
+
+    async def replay(
+        self, tenant_id: int, topic: str, since: datetime | None, until: datetime | None, key: str | None
+    ) -> int:
+        """Enqueue again every visible entry acked in [since, until) (and with `key`), in `acked_at` order; how
+        many. Refused midway: the refusal, its details saying how many were replayed and where to resume."""
+        replayable, window = await self._window(tenant_id, topic)
+        if not replayable:
+            raise errors.NotReplayable(f"topic {topic!r} is not replayable")
+        max_retries, ttl, grouped = await self.queue.limits(tenant_id, topic)
+        after: tuple[datetime, uuid.UUID] = (EARLIEST, _NO_ID)
+        replayed = 0
+        while True:
+            rows = await self.repository.page(
+                tenant_id, topic, window, after, since or EARLIEST, until or LATEST, key, REPLAY_PAGE
+            )
+            if not rows:
+                return replayed
+            batches = _by_ack(rows)
+            if len(rows) == REPLAY_PAGE and len(batches) > 1:
+                batches.pop()  # it may go on in the next page: read it whole then
+            for chunk in _chunks(batches, REPLAY_CHUNK):
+                done, refused = await self._enqueue_prefix(tenant_id, chunk, (max_retries, ttl, grouped))
+                replayed += done
+                if refused is not None:
+                    exc, at = refused
+                    details = {"replayed": replayed, "resume_from": _precise(at)}
+                    retry_after = getattr(exc, "retry_after", None)
+                    raise type(exc)(exc.message, details=details, retry_after=retry_after)  # type: ignore[call-arg]
+            last = batches[-1][-1]
+            after = (last["acked_at"], uuid.UUID(last["id"]))
+
+    async def _enqueue_prefix(
+        self, tenant_id: int, batches: list[list[Record]], limits: tuple[int, int, bool]
+    ) -> tuple[int, tuple[errors.SkiplockError, datetime] | None]:
+        """Enqueue as many whole batches from the start as are admitted: how many entries, and (the refusal, the
+        `acked_at` of the first batch refused) when not all were."""
+        rows = [r for batch in batches for r in batch]
+        try:
+            await self.queue.enqueue_batch(tenant_id, [_row(r, limits) for r in rows])
+            return len(rows), None
+        except _REFUSALS as exc:
+            if len(batches) == 1:
+                return 0, (exc, batches[0][0]["acked_at"])
+        half = len(batches) // 2
+        done, refused = await self._enqueue_prefix(tenant_id, batches[:half], limits)
+        if refused is not None:
+            return done, refused
+        more, refused = await self._enqueue_prefix(tenant_id, batches[half:], limits)
+        return done + more, refused
+
+
+def _row(r: Record, limits: tuple[int, int, bool]) -> NewRow:
+    max_retries, ttl, grouped = limits
+    return NewRow(r["topic"], r["payload"], r["metadata"], r["key"], 0.0, r["priority"], max_retries, ttl, grouped)
+
+
+def _by_ack(rows: Sequence[Record]) -> list[list[Record]]:
+    """Consecutive entries of one `acked_at` (one ack statement) together."""
+    batches: list[list[Record]] = []
+    for r in rows:
+        if batches and batches[-1][0]["acked_at"] == r["acked_at"]:
+            batches[-1].append(r)
+        else:
+            batches.append([r])
+    return batches
+
+
+def _chunks(batches: list[list[Record]], size: int) -> list[list[list[Record]]]:
+    chunks: list[list[list[Record]]] = [[]]
+    count = 0
+    for batch in batches:
+        if chunks[-1] and count + len(batch) > size:
+            chunks.append([])
+            count = 0
+        chunks[-1].append(batch)
+        count += len(batch)
+    return chunks
+
+
+def _entry(r: Record) -> LogEntryView:
+    return LogEntryView(
+        id=r["id"],
+        topic=r["topic"],
+        key=r["key"],
+        payload=r["payload"],
+        metadata=msgspec.Raw(r["metadata"].encode()) if r["metadata"] is not None else None,
+        priority=r["priority"],
+        retry_count=r["retry_count"],
+        created_at=rfc3339(r["created_at"]) or "",
+        acked_at=_precise(r["acked_at"]),
+    )
+
+
+def _precise(at: datetime) -> str:
+    """An `acked_at` to the microsecond (RFC 3339), so that `from_time` and `resume_from` resume exactly."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _encode_cursor(at: datetime, entry_id: str) -> str:
+    micros = (at - _EPOCH) // _MICROSECOND  # exact: a float would be off by one now and then
+    return base64.urlsafe_b64encode(f"{micros}.{entry_id}".encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        micros, entry_id = raw.split(".", 1)
+        at = _EPOCH + int(micros) * _MICROSECOND
+        return at, uuid.UUID(entry_id)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise errors.InvalidRequest("cursor: not one this log gave") from None

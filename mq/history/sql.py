@@ -1,0 +1,75 @@
+"""The message log's statements (contract, "Message history and replay").
+
+`message_log` is partitioned by range of `acked_at` (migration `2026_11_25_message_log`); the ack statements write
+it (`mq.queue.sql.MESSAGE_ACK_BATCH_LOGGED`, `skiplock_group_done`). What a topic shows starts at its visible
+floor: the latest of its trim (`message_log_trims`) and now minus its `replay_window_seconds`. Rows below it stay
+until their partition is dropped (`mq.history.partitions`): no row-by-row DELETE on the log.
+"""
+
+from __future__ import annotations
+
+_COLUMNS = "l.id::text AS id, l.topic, l.key, l.payload, l.metadata::text AS metadata, l.priority, l.retry_count"
+
+# The topic's visible floor. $1 tenant, $2 topic, $3 window seconds (NULL: none)
+_FLOOR = """greatest(
+    (SELECT t.before FROM message_log_trims AS t WHERE t.tenant_id = $1 AND t.topic = $2),
+    now() - make_interval(secs => $3::float8))"""
+
+# A page, oldest first by (acked_at, id), from after the cursor ($4, $5), within [$6, $7) and above the floor; the
+# key when given ($9). Plan: Index Scan using message_log_page_idx on each partition the range touches (Append,
+# pruned at run time by the bounds), Limit: the page's rows and no more, at any depth.
+# $4 cursor acked_at, $5 cursor id, $6 from, $7 to, $8 limit, $9 key
+PAGE = f"""
+SELECT {_COLUMNS}, l.created_at, l.acked_at
+FROM message_log AS l
+WHERE l.tenant_id = $1 AND l.topic = $2 AND (l.acked_at, l.id) > ($4::timestamptz, $5::uuid)
+  AND l.acked_at >= greatest($6::timestamptz, {_FLOOR}) AND l.acked_at < $7::timestamptz
+  AND ($9::text IS NULL OR l.key = $9::text)
+ORDER BY l.acked_at, l.id
+LIMIT $8"""
+
+# Trim: entries acked before $4 are hidden from now on (a trim never moves back); answers how many were visible.
+# $3 window seconds, $4 before
+TRIM = f"""
+WITH hidden AS (
+    SELECT count(*) AS n FROM message_log AS l
+    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.acked_at < $4
+      AND l.acked_at >= coalesce({_FLOOR}, '-infinity')
+), mark AS (
+    INSERT INTO message_log_trims AS t (tenant_id, topic, before) VALUES ($1, $2, $4)
+    ON CONFLICT (tenant_id, topic) DO UPDATE SET before = greatest(t.before, EXCLUDED.before)
+)
+SELECT n FROM hidden"""
+
+# --- partitions ----------------------------------------------------------------------------------------------------
+
+PARTITIONS = """
+SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
+FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+WHERE i.inhparent = 'message_log'::regclass"""
+
+# The topics that have entries in one partition (a loose index scan: one probe per topic, not a pass over the
+# rows), each with its visible floor. Filled in: the partition's name.
+PARTITION_TOPICS = """
+WITH RECURSIVE t AS (
+    (SELECT tenant_id, topic FROM {partition} ORDER BY tenant_id, topic LIMIT 1)
+    UNION ALL
+    SELECT n.tenant_id, n.topic FROM t, LATERAL (
+        SELECT p.tenant_id, p.topic FROM {partition} AS p
+        WHERE (p.tenant_id, p.topic) > (t.tenant_id, t.topic) ORDER BY p.tenant_id, p.topic LIMIT 1) AS n
+)
+SELECT t.tenant_id, t.topic, greatest(
+    (SELECT x.before FROM message_log_trims AS x WHERE x.tenant_id = t.tenant_id AND x.topic = t.topic),
+    now() - make_interval(secs => tc.replay_window_seconds::float8)) AS floor
+FROM t LEFT JOIN topic_configs AS tc ON tc.tenant_id = t.tenant_id AND tc.topic = t.topic
+     LEFT JOIN tenants AS te ON te.id = t.tenant_id
+WHERE te.id IS NOT NULL"""
+
+# Rows that fell into the default partition (no partition made in time), deleted once below their topic's floor.
+DEFAULT_TRIM = """
+DELETE FROM message_log_p_default AS l
+USING (SELECT tenant_id, topic FROM message_log_p_default GROUP BY 1, 2) AS k
+LEFT JOIN topic_configs AS tc ON tc.tenant_id = k.tenant_id AND tc.topic = k.topic
+WHERE l.tenant_id = k.tenant_id AND l.topic = k.topic AND l.acked_at < greatest(
+    (SELECT x.before FROM message_log_trims AS x WHERE x.tenant_id = k.tenant_id AND x.topic = k.topic),
+    now() - make_interval(secs => tc.replay_window_seconds::float8))"""

@@ -1,0 +1,169 @@
+"""Message history (contract, "Message history and replay"): the log kept by acks, its pages, trims and replays,
+and the partitions that hold it."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import httpx
+
+from mq.history.partitions import LogPartitions
+from tests.integration.helpers import assert_error, b64, dequeue, enqueue
+from tests.support.tenants import Tenant
+
+
+async def _replayable(client: httpx.AsyncClient, topic: str, **config: Any) -> None:
+    r = await client.put(f"/api/topic-configs/{topic}", json={"replayable": True, **config})
+    assert r.status_code == 200, r.text
+
+
+async def _consume(client: httpx.AsyncClient, topic: str, n: int) -> list[str]:
+    """Dequeue `n` and ack them: the first one by one, the rest in one batch."""
+    got = await dequeue(client, topic, n)
+    assert len(got) == n
+    first, rest = got[0], got[1:]
+    assert (
+        await client.post(f"/api/messages/{first['id']}/ack", json={"receipt": first["receipt"]})
+    ).status_code == 204
+    if rest:
+        acks = {"acks": [{"id": m["id"], "receipt": m["receipt"]} for m in rest]}
+        assert (await client.post("/api/messages/ack", json=acks)).json()["acked"] == len(rest)
+    return [m["id"] for m in got]
+
+
+async def _log(client: httpx.AsyncClient, topic: str, **params: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        r = await client.get(
+            f"/api/topics/{topic}/message-log", params={**params, **({"cursor": cursor} if cursor else {})}
+        )
+        assert r.status_code == 200, r.text
+        body = r.json()
+        items += body["items"]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            return items
+
+
+async def test_every_ack_of_a_replayable_topic_is_logged_once_and_nothing_else(client: httpx.AsyncClient) -> None:
+    await _replayable(client, "orders")
+    for n in range(5):
+        await enqueue(client, "orders", f"o{n}", key=f"k{n}" if n == 0 else None)
+    acked = await _consume(client, "orders", 5)
+    await enqueue(client, "orders", "nacked")
+    [m] = await dequeue(client, "orders")
+    assert (await client.post(f"/api/messages/{m['id']}/nack", json={"receipt": m["receipt"]})).status_code == 200
+    stale = {"receipt": str(uuid.uuid4())}
+    [m] = await dequeue(client, "orders")
+    assert (await client.post(f"/api/messages/{m['id']}/ack", json=stale)).status_code == 409  # refused: nothing
+    await enqueue(client, "plain", "not logged")
+    await _consume(client, "plain", 1)
+
+    log = await _log(client, "orders", limit=2)
+    assert [e["id"] for e in log] == acked  # oldest first, once each
+    assert [e["payload"] for e in log] == [b64(f"o{n}") for n in range(5)]
+    assert log[0]["key"] == "k0" and log[0]["topic"] == "orders" and log[0]["retry_count"] == 0
+    assert all(e["acked_at"] >= e["created_at"][:19] for e in log)
+    assert await _log(client, "plain") == []
+
+
+async def test_the_log_filters_by_time_and_key_and_pages_stably(client: httpx.AsyncClient) -> None:
+    await _replayable(client, "paged")
+    for n in range(3):
+        await enqueue(client, "paged", f"a{n}", key="same" if n == 1 else None)
+    await _consume(client, "paged", 3)
+    middle = (await _log(client, "paged"))[1]["acked_at"]
+    first = await client.get("/api/topics/paged/message-log", params={"limit": 1})
+    for n in range(3):
+        await enqueue(client, "paged", f"b{n}")
+    await _consume(client, "paged", 3)  # acks after the first page do not shift it
+    rest = await _log(client, "paged", cursor=first.json()["next_cursor"])
+    whole = [first.json()["items"][0], *rest]
+    assert [unb(e) for e in whole] == ["a0", "a1", "a2", "b0", "b1", "b2"]
+    assert [unb(e) for e in await _log(client, "paged", key="same")] == ["a1"]
+    assert [unb(e) for e in await _log(client, "paged", from_time=middle)][:2] == ["a1", "a2"]
+    assert_error(await client.get("/api/topics/paged/message-log", params={"cursor": "nope"}), 400, "invalid_request")
+    assert_error(await client.get("/api/topics/paged/message-log", params={"limit": 1001}), 400, "invalid_request")
+
+
+def unb(entry: dict[str, Any]) -> str:
+    import base64
+
+    return base64.b64decode(entry["payload"]).decode()
+
+
+async def test_a_trim_hides_entries_at_once(client: httpx.AsyncClient) -> None:
+    await _replayable(client, "trimmed")
+    for n in range(4):
+        await enqueue(client, "trimmed", f"t{n}")
+    await _consume(client, "trimmed", 4)
+    cut = datetime.now(UTC) + timedelta(seconds=1)
+    r = await client.delete("/api/topics/trimmed/message-log", params={"before": cut.isoformat()})
+    assert r.json() == {"deleted": 4}
+    assert await _log(client, "trimmed") == []
+    r = await client.delete("/api/topics/trimmed/message-log", params={"before": cut.isoformat()})
+    assert r.json() == {"deleted": 0}
+
+
+async def test_a_replay_enqueues_again_in_acked_order_and_stops_at_max_depth_to_resume_exactly(
+    client: httpx.AsyncClient,
+) -> None:
+    await _replayable(client, "again")
+    for n in range(5):
+        await enqueue(client, "again", f"r{n}")
+        await _consume(client, "again", 1)  # one ack each: five acked_at
+    until = datetime.now(UTC).isoformat()
+    r = await client.post("/api/topics/again/replay", json={"to_time": until})
+    assert r.json() == {"replayed": 5}, r.text
+    got = await dequeue(client, "again", 10)
+    assert [unb(m) for m in got] == [f"r{n}" for n in range(5)]
+    old_ids = {e["id"] for e in await _log(client, "again", to_time=until)}
+    assert not {m["id"] for m in got} & old_ids  # new messages
+    for m in got:
+        assert (await client.post(f"/api/messages/{m['id']}/ack", json={"receipt": m["receipt"]})).status_code == 204
+
+    await client.put("/api/topic-configs/again", json={"replayable": True, "max_depth": 3})
+    r = await client.post("/api/topics/again/replay", json={"to_time": until})
+    assert r.status_code == 429, r.text
+    body = r.json()
+    assert body["code"] == "queue_full" and body["details"]["replayed"] == 3
+    resume = body["details"]["resume_from"]
+    got = await dequeue(client, "again", 10)
+    assert [unb(m) for m in got] == ["r0", "r1", "r2"]
+    for m in got:
+        await client.post(f"/api/messages/{m['id']}/ack", json={"receipt": m["receipt"]})
+    r = await client.post("/api/topics/again/replay", json={"from_time": resume, "to_time": until})
+    assert r.json() == {"replayed": 2}, r.text
+    assert [unb(m) for m in await dequeue(client, "again", 10)] == ["r3", "r4"]
+
+    assert_error(await client.post("/api/topics/never/replay", json={}), 409, "not_replayable")
+
+
+async def test_a_partition_below_every_floor_is_dropped_whole(db: asyncpg.Pool[Any], tenant: Tenant) -> None:
+    """A partition of a minute in 2020 holding a trimmed topic's entries goes as one DROP TABLE."""
+    partitions = LogPartitions(60)
+    start = datetime(2020, 1, 1, tzinfo=UTC).timestamp()
+    async with db.acquire() as conn:
+        assert await partitions.ensure(conn, now=start) == 3
+        await conn.execute(
+            """INSERT INTO message_log (tenant_id, topic, acked_at, id, payload, priority, retry_count, created_at)
+               SELECT $1, 'old', to_timestamp($2) + n * interval '1 second', gen_random_uuid(), 'x', 0, 0, now()
+               FROM generate_series(0, 9) AS n""",
+            tenant.id,
+            start,
+        )
+        name = f"message_log_p{int(start)}_{int(start) + 60}"
+        assert await conn.fetchval(f"SELECT count(*) FROM {name}") == 10
+        await partitions.drop_expired(conn)  # (other tests' trimmed rows in the default partition go)
+        assert await conn.fetchval("SELECT to_regclass($1)", name) is not None  # kept until trimmed
+        await conn.execute(
+            "INSERT INTO message_log_trims (tenant_id, topic, before) VALUES ($1, 'old', now())", tenant.id
+        )
+        assert await partitions.drop_expired(conn) >= 10
+        assert await conn.fetchval("SELECT to_regclass($1)", name) is None
+        for span in await partitions.spans(conn):  # the empty ones of 2020 too
+            assert span.end > start + 60
