@@ -167,3 +167,35 @@ async def test_a_partition_below_every_floor_is_dropped_whole(db: asyncpg.Pool[A
         assert await conn.fetchval("SELECT to_regclass($1)", name) is None
         for span in await partitions.spans(conn):  # the empty ones of 2020 too
             assert span.end > start + 60
+
+
+async def test_a_grouped_message_is_logged_once_when_its_last_group_acks(client: httpx.AsyncClient) -> None:
+    await _replayable(client, "fanlog")
+    for group in ("a", "b"):
+        r = await client.post("/api/topics/fanlog/consumer-groups", json={"consumer_group": group})
+        assert r.status_code == 201, r.text
+    message_id = await enqueue(client, "fanlog", "once")
+    for group in ("a", "b"):
+        [m] = await dequeue(client, "fanlog", consumer_group=group)
+        ack = {"receipt": m["receipt"], "consumer_group": group}
+        assert (await client.post(f"/api/messages/{message_id}/ack", json=ack)).status_code == 204
+        logged = [e["id"] for e in await _log(client, "fanlog")]
+        assert logged == ([] if group == "a" else [message_id])  # a still owed to b: not yet
+
+
+async def test_another_tenant_never_sees_trims_or_replays_a_tenants_log(
+    client: httpx.AsyncClient, make_client: Any, db: asyncpg.Pool[Any]
+) -> None:
+    await _replayable(client, "private")
+    await enqueue(client, "private", "mine")
+    await _consume(client, "private", 1)
+    other_slug = f"t-{uuid.uuid4().hex[:12]}"
+    await db.execute("INSERT INTO tenants (slug, name) VALUES ($1, $1)", other_slug)
+    other = make_client(headers={"X-Tenant": other_slug})
+    assert (await other.get("/api/topics/private/message-log")).json() == {"items": [], "next_cursor": None}
+    r = await other.delete("/api/topics/private/message-log", params={"before": "2100-01-01T00:00:00Z"})
+    assert r.json() == {"deleted": 0}
+    assert_error(await other.post("/api/topics/private/replay", json={}), 409, "not_replayable")
+    await _replayable(other, "private")
+    assert (await other.post("/api/topics/private/replay", json={})).json() == {"replayed": 0}
+    assert [unb(e) for e in await _log(client, "private")] == ["mine"]  # untouched
