@@ -168,9 +168,10 @@ class ArchiveReaper:
 
     name = "archive_reaper"
 
-    def __init__(self, repository: OperationsRepository, partitions: LogPartitions) -> None:
+    def __init__(self, repository: OperationsRepository, partitions: LogPartitions, metrics: Metrics) -> None:
         self.repository = repository
         self.partitions = partitions
+        self.metrics = metrics
 
     async def run_once(self, *, wait: bool = False) -> JobResult:
         started = time.perf_counter()
@@ -178,7 +179,8 @@ class ArchiveReaper:
             if conn is None:
                 return JobResult(ran=False)
             await self.partitions.ensure(conn.connection)
-            dropped = await self.partitions.drop_expired(conn.connection)
+            dropped, partitions = await self.partitions.drop_expired(conn.connection)
+            self.metrics.partitions_dropped.inc(partitions)
             await conn.record_run(self.name, time.perf_counter() - started, dropped)
         return JobResult(ran=True, rows=dropped)
 
@@ -263,7 +265,7 @@ class Jobs:
         self.audit = AuditTrimmer(repository, batch, settings.audit_retention_days)
         self.gauges = GaugeRefresher(repository)
         self.groups = GroupSettler(repository)
-        self.archive = ArchiveReaper(repository, LogPartitions(settings.history_partition_seconds))
+        self.archive = ArchiveReaper(repository, LogPartitions(settings.history_partition_seconds), metrics)
         self.schedule = DeleteSchedule(repository, settings.delete_reaper_schedule, publish)
         self.schedule_listeners: list[Callable[[], None]] = []
 

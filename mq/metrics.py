@@ -185,6 +185,13 @@ class Metrics:
             "reason",
         )
         self.throttled = counter("skiplock_dequeues_throttled", "Dequeues cut short by the topic's throughput_limit")
+        self.logged = counter("skiplock_history_written", "Acked messages kept in a replayable topic's message log")
+        self.replayed = counter("skiplock_history_replayed", "Logged messages enqueued again by replays")
+        self.partitions_dropped = Counter(
+            "skiplock_history_partitions_dropped",
+            "Message log partitions dropped by the archive reaper run in this process",
+            registry=self.registry,
+        )
         self.http = Histogram(
             "skiplock_http_request_duration_seconds",
             "HTTP requests by route template, method and status class",

@@ -77,10 +77,10 @@ class LogPartitions:
                 log.warning("message log: could not make partition %s: %s", name, exc)
         return made
 
-    async def drop_expired(self, conn: Connection, now: float | None = None) -> int:
-        """Drop every partition wholly below the visible floor of each topic in it; rows dropped."""
+    async def drop_expired(self, conn: Connection, now: float | None = None) -> tuple[int, int]:
+        """Drop every partition wholly below the visible floor of each topic in it: (rows, partitions) dropped."""
         now = time.time() if now is None else now
-        dropped = 0
+        dropped = partitions = 0
         for span in await self.spans(conn):
             if span.end > now:
                 break
@@ -91,8 +91,9 @@ class LogPartitions:
             await conn.execute(f"DROP TABLE {span.name}")
             log.info("message log: dropped partition %s (%d rows)", span.name, rows)
             dropped += rows
+            partitions += 1
         dropped += _affected(await conn.execute(sql.DEFAULT_TRIM))
-        return dropped
+        return dropped, partitions
 
 
 def _at(seconds: int) -> str:

@@ -93,6 +93,8 @@ class History:
             for chunk in _chunks(batches, REPLAY_CHUNK):
                 done, refused = await self._enqueue_prefix(tenant_id, chunk, (max_retries, ttl, grouped))
                 replayed += done
+                metrics = self.queue.metrics
+                metrics.count(metrics.replayed, tenant_id, topic, done)
                 if refused is not None:
                     exc, at = refused
                     details = {"replayed": replayed, "resume_from": _precise(at)}

@@ -309,8 +309,7 @@ class QueueService:
             if topic is STALE_RECEIPT:
                 raise errors.LeaseLost()
             if isinstance(topic, str):
-                self.metrics.count(self.metrics.acked, tenant_id, topic)
-                self.activity.acked(tenant_id, topic)
+                await self._counted(tenant_id, topic, 1, logged=logged)
                 return
         await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
 
@@ -329,6 +328,13 @@ class QueueService:
             acked += part.acked
             failed += part.failed
         return BatchAckView(acked=acked, failed=failed)
+
+    async def _counted(self, tenant_id: int, topic: str, n: int, *, logged: bool) -> None:
+        """`n` acks of a topic in the metrics and the activity; in the log's metric too where the ack kept them."""
+        self.metrics.count(self.metrics.acked, tenant_id, topic, n)
+        self.activity.acked(tenant_id, topic, n)
+        if logged and (await self.configs.effective(tenant_id, topic)).replayable:
+            self.metrics.count(self.metrics.logged, tenant_id, topic, n)
 
     async def _ack_batch(
         self, tenant_id: int, acks: Sequence[tuple[str, str | None]], consumer_group: str | None
@@ -350,8 +356,7 @@ class QueueService:
         claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group, logged) if ids else []
         acked = 0
         for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
-            self.metrics.count(self.metrics.acked, tenant_id, topic, n)
-            self.activity.acked(tenant_id, topic, n)
+            await self._counted(tenant_id, topic, n, logged=logged)
             acked += n
         missed: list[tuple[uuid.UUID, uuid.UUID | None]] = []
         for mid, rec, outcome in zip(ids, receipts, claimed, strict=True):
