@@ -3,7 +3,9 @@ set. Everything else in this package is built on it (the sync `Client`, the cons
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
@@ -13,6 +15,7 @@ from skiplock_client import errors
 from skiplock_client._http import Transport, tls_context
 from skiplock_client._version import __version__
 from skiplock_client.consumer import Consumer
+from skiplock_client.errors import QueueFull, QuotaExceeded, RateLimited
 from skiplock_client.handling import Middleware
 from skiplock_client.models import (
     AckItem,
@@ -32,6 +35,8 @@ from skiplock_client.models import (
     IdView,
     Item,
     ItemsView,
+    LogEntry,
+    LogPage,
     Me,
     Message,
     MessageStatus,
@@ -39,6 +44,7 @@ from skiplock_client.models import (
     NackView,
     Page,
     Quotas,
+    ReplayedView,
     Role,
     StatRow,
     StatsView,
@@ -465,6 +471,73 @@ class AsyncClient:
     async def delete_consumer_group(self, topic: str, name: str) -> None:
         """Delete a group: what it owed is released (messages no other group owes go)."""
         await self._call("DELETE", f"/api/topics/{quote(topic, safe='')}/consumer-groups/{quote(name, safe='')}")
+
+    async def message_log(
+        self,
+        topic: str,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        key: str | None = None,
+        page_size: int = 500,
+    ) -> AsyncIterator[LogEntry]:
+        """A replayable topic's message log, oldest first by `acked_at`, page after page (keyset: acks arriving
+        meanwhile never shift it); entries acked in [since, until), with `key` when given."""
+        params: dict[str, str | int] = {"limit": page_size}
+        for name, value in (("from_time", since), ("to_time", until)):
+            if value is not None:
+                params[name] = value.isoformat() if isinstance(value, datetime) else value
+        if key is not None:
+            params["key"] = key
+        path = f"/api/topics/{quote(topic, safe='')}/message-log"
+        while True:
+            page = await self._get(path, LogPage, params)
+            for entry in page.items:
+                yield entry
+            if page.next_cursor is None:
+                return
+            params["cursor"] = page.next_cursor
+
+    async def trim_message_log(self, topic: str, before: datetime | str) -> int:
+        """Hide (and in time drop) the log's entries acked before `before` (tenant admins); how many."""
+        at = before.isoformat() if isinstance(before, datetime) else before
+        path = f"/api/topics/{quote(topic, safe='')}/message-log"
+        answer = await self._call("DELETE", path, params={"before": at}, decode=CountView)
+        assert answer is not None
+        return answer.deleted
+
+    async def replay(
+        self,
+        topic: str,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        key: str | None = None,
+        resume: bool = True,
+        pause_seconds: float = 1.0,
+    ) -> int:
+        """Enqueue the logged messages acked in [since, until) again, in `acked_at` order (tenant admins); how many.
+        Refused midway (`max_depth`, a quota, a rate limit), it waits `pause_seconds` (or the answer's Retry-After)
+        and goes on from the server's `resume_from` while `resume`; otherwise the refusal is raised, its
+        `details` saying how many were replayed and where to resume."""
+        body: dict[str, str] = {}
+        for name, value in (("from_time", since), ("to_time", until)):
+            if value is not None:
+                body[name] = value.isoformat() if isinstance(value, datetime) else value
+        if key is not None:
+            body["key"] = key
+        path = f"/api/topics/{quote(topic, safe='')}/replay"
+        replayed = 0
+        while True:
+            try:
+                return replayed + (await self._post(path, body, ReplayedView, NO_RETRY)).replayed
+            except (QueueFull, RateLimited, QuotaExceeded) as exc:
+                details = exc.details if isinstance(exc.details, dict) else {}
+                if not resume or "resume_from" not in details:
+                    raise
+                replayed += int(details.get("replayed", 0))
+                body["from_time"] = details["resume_from"]
+                await asyncio.sleep(max(pause_seconds, float(exc.retry_after or 0)))
 
     async def purge(self, topic: str, statuses: Sequence[MessageStatus] | None = None) -> int:
         body = {"statuses": list(statuses)} if statuses is not None else {}

@@ -309,6 +309,33 @@ class ExtendView(msgspec.Struct):
     visibility_deadline: str
 
 
+class LogEntry(msgspec.Struct, frozen=True):
+    """A message kept in a replayable topic's message log when it was acked."""
+
+    id: str
+    topic: str
+    key: str | None
+    payload: bytes
+    metadata: dict[str, Any] | None
+    priority: int
+    retry_count: int
+    created_at: str
+    #: To the microsecond: a `from_time` that resumes exactly here.
+    acked_at: str
+
+    def text(self, encoding: str = "utf-8") -> str:
+        return self.payload.decode(encoding)
+
+
+class LogPage(msgspec.Struct, frozen=True):
+    items: list[LogEntry]
+    next_cursor: str | None
+
+
+class ReplayedView(msgspec.Struct):
+    replayed: int
+
+
 class CountView(msgspec.Struct):
     """`{requeued: n}`, `{deleted: n}`, `{expired: n}`: whichever the route answers."""
 

@@ -275,3 +275,5 @@ class Client:
     grants = _blocking(AsyncClient.grants)
     grant = _blocking(AsyncClient.grant)
     revoke = _blocking(AsyncClient.revoke)
+    trim_message_log = _blocking(AsyncClient.trim_message_log)
+    replay = _blocking(AsyncClient.replay)

@@ -1,0 +1,57 @@
+"""The client's message history: the log as an async iterator, trims, and replays that resume by themselves."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+from skiplock_client import AsyncClient, Client, QueueFull
+
+from tests.support.servers import ADMIN, Server
+from tests.support.tenants import Tenant
+
+
+async def test_the_log_pages_as_an_iterator_and_a_replay_resumes_past_max_depth(server: Server, tenant: Tenant) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        await sk.set_topic_config("history", replayable=True)
+        for n in range(6):
+            await sk.send("history", f"h{n}")
+            [m] = await sk.receive("history", 1)
+            await sk.ack(m)
+        until = datetime.now(UTC)
+        entries = [e async for e in sk.message_log("history", page_size=4)]
+        assert [e.text() for e in entries] == [f"h{n}" for n in range(6)]
+        assert [e.text() async for e in sk.message_log("history", since=entries[2].acked_at)] == [
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+        ]
+
+        await sk.set_topic_config("history", replayable=True, max_depth=4)
+        with pytest.raises(QueueFull) as refused:
+            await sk.replay("history", until=until, resume=False)
+        assert refused.value.details["replayed"] == 4
+
+        async def drain() -> list[str]:
+            got = await sk.receive("history", 10)
+            if got:
+                await sk.ack_batch(got)
+            return [m.text() for m in got]
+
+        assert await drain() == ["h0", "h1", "h2", "h3"]
+        await sk.set_topic_config("history", replayable=True, max_depth=1)
+        replay = asyncio.create_task(  # refused after each one: it waits, and goes on once a consumer made room
+            sk.replay("history", since=refused.value.details["resume_from"], until=until, pause_seconds=0.2)
+        )
+        drained: list[str] = []
+        while not replay.done() or len(drained) < 2:
+            drained += await drain()
+            await asyncio.sleep(0.05)
+        assert await replay == 2
+        assert drained == ["h4", "h5"]
+        assert await sk.trim_message_log("history", datetime.now(UTC)) >= 6
+
+    with Client(server.base_url, auth=ADMIN, tenant=tenant.slug) as sync:
+        assert sync.replay("history", until=until) == 0  # trimmed: nothing left to replay
