@@ -1,7 +1,7 @@
 """The message lifecycle against a model (Hypothesis, stateful): enqueues with and without keys, dequeues from the
 topic and its DLQ, acks, nacks and extends with current, stale or no receipts, requeues, TTL expiry, lapsed
 leases and reaper runs, in any order. After every step the server's view of every message (browse, all statuses)
-equals the model's.
+equals the model's, and so does the topic's message log (it is replayable): every successful ack, once, in order.
 
 Time is not waited for: a lease lapses, or a TTL passes, by moving that message's timestamp into the past in
 Postgres (a lapsed lease gets an instant in 2000, so lapsed messages come first, in the order they lapsed). The
@@ -72,9 +72,10 @@ class Lifecycle(RuleBasedStateMachine):
         self.http = httpx.Client(
             base_url=self.server.base_url, auth=ADMIN, headers={"X-Tenant": self.tenant_slug}, timeout=30
         )
-        r = self.http.put(f"/api/topic-configs/{self.topic}", json={"max_retries": MAX_RETRIES})
+        r = self.http.put(f"/api/topic-configs/{self.topic}", json={"max_retries": MAX_RETRIES, "replayable": True})
         assert r.status_code == 200, r.text
         self.messages: dict[str, Message] = {}
+        self.logged: list[tuple[str, bytes]] = []  # the message log: each successful ack, in order
         self.clock = itertools.count(1)
         self.lapses = itertools.count(1)
 
@@ -187,6 +188,8 @@ class Lifecycle(RuleBasedStateMachine):
         assert r.status_code == (204 if expected == 200 else expected), r.text
         if expected == 200:
             del self.messages[m.id]
+            if not m.in_dlq:  # the DLQ is a topic of its own, not replayable
+                self.logged.append((m.id, m.payload))
 
     @precondition(lambda self: any(m.status == "processing" for m in self.messages.values()))
     @rule(data=st.data(), which=st.sampled_from(["current", "current", "stale", "none"]))
@@ -289,6 +292,8 @@ class Lifecycle(RuleBasedStateMachine):
                 server[v["id"]] = (v["topic"], v["status"], v["retry_count"], unb64(v["payload"]))
         model = {m.id: (m.topic, m.seen, m.retry_count, m.payload) for m in self.messages.values()}
         assert server == model
+        log = self.http.get(f"/api/topics/{self.topic}/message-log", params={"limit": 1000}).json()["items"]
+        assert [(e["id"], unb64(e["payload"])) for e in log] == self.logged
 
 
 def test_the_message_lifecycle_matches_its_model(server: Server, database_url: str, tenant: Any) -> None:

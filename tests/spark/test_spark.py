@@ -230,6 +230,32 @@ async def test_the_reader_reads_one_consumer_groups_view(
     assert read(topic="fan.dlq", consumerGroup="shipping") == []
 
 
+async def test_a_topics_history_reads_as_a_dataframe_in_time_slices_to_parquet(
+    spark: Any, connection: dict[str, str], server: Server, tenant: Tenant, tmp_path: Path
+) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        await sk.set_topic_config("orders-log", replayable=True)
+        await sk.send_batch("orders-log", [f"o{n}" for n in range(30)])
+        while got := await sk.receive("orders-log", 7):
+            await sk.ack_batch(got)
+        entries = [e async for e in sk.message_log("orders-log")]
+    since, until = entries[0].acked_at, entries[-1].acked_at  # the last batch's ack is outside [since, until)
+    history = (
+        spark.read.format("skiplock")
+        .options(**connection, topic="orders-log", history="true", since=since, until=until, slices="3")
+        .load()
+    )
+    assert history.rdd.getNumPartitions() == 3
+    path = str(tmp_path / "orders.parquet")
+    history.write.parquet(path)  # "last month's orders to Parquet"
+    table = pq.read_table(path)
+    expected = [e for e in entries if e.acked_at < until]
+    assert sorted(table.column("id").to_pylist()) == sorted(e.id for e in expected)
+    assert set(table.column("payload").to_pylist()) == {e.payload for e in expected}
+    pushed = spark.read.format("skiplock").options(**connection, topic="orders-log", history="true", pushFilters="true")
+    assert pushed.load().where(f"acked_at >= '{until}'").count() == len(entries) - len(expected)
+
+
 def _job(connection: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     environment = {
         **os.environ,

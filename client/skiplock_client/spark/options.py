@@ -137,6 +137,11 @@ class ReadOptions:
     page_size: int
     push_filters: bool
     consumer_group: str | None = None
+    #: Read the topic's message log instead of its messages.
+    history: bool = False
+    since: str | None = None
+    until: str | None = None
+    slices: int = 1
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ReadOptions:
@@ -148,4 +153,8 @@ class ReadOptions:
             page_size=_int(options, "pageSize", 200, high=200),
             push_filters=options.get("pushFilters", "false").lower() == "true",
             consumer_group=options.get("consumerGroup"),
+            history=options.get("history", "false").lower() == "true",
+            since=options.get("since"),
+            until=options.get("until"),
+            slices=_int(options, "slices", 4, high=1000),
         )

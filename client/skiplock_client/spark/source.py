@@ -15,6 +15,7 @@ from pyspark.sql.types import StructType
 from skiplock_client import errors
 from skiplock_client.client import AsyncClient
 from skiplock_client.spark.columns import Columns
+from skiplock_client.spark.history import HISTORY_SCHEMA, FilteringHistoryReader, HistoryReader
 from skiplock_client.spark.options import Connection, OptionError, ReadOptions, WriteOptions
 from skiplock_client.spark.reader import SCHEMA, FilteringReader, SkiplockReader
 from skiplock_client.spark.writer import SkiplockStreamWriter, SkiplockWriter
@@ -43,11 +44,13 @@ class SkiplockDataSource(DataSource):
         return "skiplock"
 
     def schema(self) -> str:
-        return SCHEMA
+        return HISTORY_SCHEMA if self.options.get("history", "false").lower() == "true" else SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.from_options(self.options)
         asyncio.run(_check(options.connection))
+        if options.history:
+            return FilteringHistoryReader(options) if options.push_filters else HistoryReader(options)
         return FilteringReader(options) if options.push_filters else SkiplockReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> SkiplockWriter:
