@@ -6,8 +6,8 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3),
-SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,client,spark,longpoll). Raw and
-API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
+SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,history,client,spark,longpoll).
+Raw and API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
 replaced by a fixed caller (`bench.noauth`, a second server on the same database), request for request. The
@@ -61,7 +61,7 @@ ADMIN = ("bench-admin", "bench-admin-password")
 # consumer runtime against the bench's own dequeue + batch ack loop, bench/consumer.py), "spark" (the Spark data
 # source's job against the bench's batch-enqueue loop, bench/spark.py), "longpoll" (single enqueues at a fixed rate
 # to long-polling consumers, end-to-end latency against a raw-SQL LISTEN/NOTIFY loop, bench/longpoll.py).
-PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,client,spark,longpoll").split(","))
+PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,history,client,spark,longpoll").split(","))
 TENANT = "bench"
 
 RAW_SCHEMA = """
@@ -584,6 +584,10 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.groups import measure_groups  # noqa: PLC0415 - it imports this module
 
             rows += await measure_groups(pool, api.base_url, tenant_id, api.process.pid)
+        if "history" in PARTS:
+            from bench.history import measure_history  # noqa: PLC0415 - it imports this module
+
+            rows += await measure_history(pool, api.base_url, tenant_id, api.process.pid)
         if "client" in PARTS:
             from bench.consumer import measure_consumer  # noqa: PLC0415 - it imports this module
 
