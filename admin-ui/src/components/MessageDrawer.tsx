@@ -3,8 +3,9 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { actOnMessage, type MessageAction, messageQuery } from "../api/messages";
-import { formatTime, showPayload } from "../lib/format";
+import { formatTime } from "../lib/format";
 import { canConsumeAs, isAdmin, type Me } from "../lib/grants";
+import { Payload } from "./Payload";
 import { ErrorNote, TableWrap } from "./ui";
 
 export function MessageDrawer({
@@ -19,7 +20,7 @@ export function MessageDrawer({
   onChanged: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
-  const [copied, setCopied] = useState<"payload" | "link" | null>(null);
+  const [linkCopied, setLinkCopied] = useState(false);
   const message = useQuery(messageQuery(id));
   const act = useMutation({
     mutationFn: (action: MessageAction) => actOnMessage(id, action),
@@ -29,15 +30,9 @@ export function MessageDrawer({
     ref.current?.showModal?.();
   }, []);
   const m = message.data;
-  const payload = m ? showPayload(m.payload) : null;
-  const copy = async () => {
-    if (!payload) return;
-    await navigator.clipboard?.writeText(payload.text);
-    setCopied("payload");
-  };
   const copyLink = async () => {
     await navigator.clipboard?.writeText(window.location.href); // the page's URL names this message (?message=)
-    setCopied("link");
+    setLinkCopied(true);
   };
   // Retry takes failed and expired messages, and releases a delayed one now; any other pending one is refused.
   const delayed =
@@ -53,7 +48,7 @@ export function MessageDrawer({
         <h2 id="drawer-title">Message</h2>
         <span className="row">
           <button type="button" onClick={copyLink}>
-            {copied === "link" ? "Link copied" : "Copy link"}
+            {linkCopied ? "Link copied" : "Copy link"}
           </button>
           <button type="button" onClick={onClose} aria-label="Close">
             ×
@@ -61,7 +56,7 @@ export function MessageDrawer({
         </span>
       </div>
       <ErrorNote error={message.error ?? act.error} />
-      {m && payload && (
+      {m && (
         <>
           <dl className="facts">
             <dt>Id</dt>
@@ -145,23 +140,7 @@ export function MessageDrawer({
               </TableWrap>
             </>
           )}
-          <div className="row between">
-            <h3>
-              Payload <span className="muted">({payload.kind})</span>
-            </h3>
-            <button type="button" onClick={copy}>
-              {copied === "payload" ? "Copied" : "Copy"}
-            </button>
-          </div>
-          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard */}
-          <pre className="payload" tabIndex={0}>
-            {payload.text}
-          </pre>
-          <h3>Metadata</h3>
-          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard */}
-          <pre className="payload" tabIndex={0}>
-            {m.metadata ? JSON.stringify(m.metadata, null, 2) : "–"}
-          </pre>
+          <Payload payload={m.payload} metadata={m.metadata} />
           <h3>Attempts</h3>
           {attempts.length === 0 ? (
             <p className="muted">Not delivered yet.</p>
