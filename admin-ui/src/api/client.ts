@@ -12,6 +12,8 @@ export class ApiError extends Error {
     message: string,
     readonly requestId: string | null,
     readonly details: unknown = null,
+    /** Seconds the server asks to wait before trying again (Retry-After on a 429 or 503), when it said. */
+    readonly retryAfter: number | null = null,
   ) {
     super(message);
     this.name = "ApiError";
@@ -84,7 +86,17 @@ export function toError(response: Response, body: unknown): ApiError {
     shaped.error ?? `The server answered ${response.status}`,
     response.headers.get("x-request-id"),
     shaped.details ?? null,
+    retryAfterSeconds(response.headers.get("retry-after")),
   );
+}
+
+/** Retry-After in seconds (the API sends seconds; an HTTP date is read too). */
+function retryAfterSeconds(header: string | null): number | null {
+  if (!header) return null;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 /** Log in: Basic credentials once, for a session cookie. */

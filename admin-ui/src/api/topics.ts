@@ -95,6 +95,31 @@ export const consumerGroupsQuery = (topic: string) =>
     queryFn: () => unwrap(api.GET("/api/topics/{topic}/consumer-groups", { params: { path: { topic } } })),
   });
 
+/** A replayable topic's message log: what `from_time`, `to_time` and `key` select (RFC 3339 times). */
+export type LogFilter = { from_time?: string; to_time?: string; key?: string };
+
+/** The History tab's filter, from the topic page's URL. */
+export function logFilter(search: { log_from?: string; log_to?: string; log_key?: string }): LogFilter {
+  return { from_time: search.log_from, to_time: search.log_to, key: search.log_key };
+}
+
+/** One page of the message log, oldest first by `acked_at` (`limit` 1..1000). */
+export const fetchLogPage = (topic: string, filter: LogFilter, cursor: string | null, limit: number) =>
+  unwrap(
+    api.GET("/api/topics/{topic}/message-log", {
+      params: { path: { topic }, query: { ...filter, cursor: cursor ?? undefined, limit } },
+    }),
+  );
+
+/** The message log as the History tab pages it: 50 at a time by keyset. */
+export const messageLogQuery = (topic: string, filter: LogFilter) =>
+  infiniteQueryOptions({
+    queryKey: keys.topics.logPages(topic, filter),
+    queryFn: ({ pageParam }) => fetchLogPage(topic, filter, pageParam, 50),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+  });
+
 export const bulkJobsQuery = () =>
   queryOptions({ queryKey: keys.bulkJobs.all(), queryFn: () => unwrap(api.GET("/api/bulk-jobs")) });
 
@@ -150,6 +175,15 @@ export const purgeTopic = (topic: string, statuses?: Schemas["PurgeBody"]["statu
       body: statuses ? { statuses } : {},
     }),
   );
+
+/** Enqueue the logged messages of a range again, as new messages; refused midway: a 429 ApiError whose details
+ * say how many went and where to resume (lib/history.ts reads it). */
+export const replayLog = (topic: string, body: Schemas["ReplayBody"]) =>
+  unwrap(api.POST("/api/topics/{topic}/replay", { params: { path: { topic } }, body }));
+
+/** Remove the log's entries acked before `before` (RFC 3339). */
+export const trimLog = (topic: string, before: string) =>
+  unwrap(api.DELETE("/api/topics/{topic}/message-log", { params: { path: { topic }, query: { before } } }));
 
 export const deleteByKey = (topic: string, key: string) =>
   unwrap(api.DELETE("/api/topics/{topic}/messages/by-key/{key}", { params: { path: { topic, key } } }));

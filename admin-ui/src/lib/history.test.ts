@@ -1,0 +1,113 @@
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../api/client";
+import {
+  afterReplay,
+  countEntries,
+  describeCount,
+  describeRange,
+  parseTime,
+  readRange,
+  timeInput,
+} from "./history";
+
+describe("parseTime", () => {
+  it("reads a time as the tables show it, in UTC, and RFC 3339 with its zone", () => {
+    expect(parseTime("2026-11-25 04:10:03 UTC")).toEqual({ ok: true, value: "2026-11-25T04:10:03Z" });
+    expect(parseTime(" 2026-11-25 04:10 ")).toEqual({ ok: true, value: "2026-11-25T04:10:00Z" });
+    expect(parseTime("2026-11-25")).toEqual({ ok: true, value: "2026-11-25T00:00:00Z" });
+    expect(parseTime("2026-11-25T04:10:03.123456Z")).toEqual({
+      ok: true,
+      value: "2026-11-25T04:10:03.123456Z",
+    });
+    expect(parseTime("2026-11-25T04:10:03+0200")).toEqual({ ok: true, value: "2026-11-25T04:10:03+02:00" });
+  });
+
+  it("shows a time for editing in the tables' form, and reads it back exactly", () => {
+    expect(timeInput("2026-11-25T04:10:03.123456Z")).toBe("2026-11-25 04:10:03.123456 UTC");
+    for (const value of ["2026-11-25T04:10:03.123456Z", "2026-11-25T04:10:03+02:00"])
+      expect(parseTime(timeInput(value))).toEqual({ ok: true, value });
+  });
+
+  it("reads a form's range: empty fields left out, a bad time an error at its field", () => {
+    const form = new FormData();
+    form.set("from_time", "2026-11-25 04:10");
+    form.set("to_time", "soon");
+    form.set("key", "");
+    expect(readRange(form)).toEqual({
+      range: { from_time: "2026-11-25T04:10:00Z" },
+      errors: { to_time: expect.stringMatching(/^"soon" is not a time/) },
+    });
+  });
+
+  it("refuses what is not a time instead of sending it", () => {
+    expect(parseTime("yesterday").ok).toBe(false);
+    expect(parseTime("2026-02-30").ok).toBe(false);
+    expect(parseTime("2026-13-01").ok).toBe(false);
+    expect(parseTime("2026-11-25 24:00").ok).toBe(false);
+  });
+});
+
+describe("countEntries", () => {
+  const pages = (sizes: number[]) => async (cursor: string | null) => {
+    const n = cursor === null ? 0 : Number(cursor);
+    return {
+      items: Array.from({ length: sizes[n] ?? 0 }),
+      next_cursor: n + 1 < sizes.length ? String(n + 1) : null,
+    };
+  };
+
+  it("pages to the end of the range", async () => {
+    expect(await countEntries(pages([1000, 1000, 12]), 10_000)).toEqual({ count: 2012, more: false });
+    expect(await countEntries(pages([0]), 10_000)).toEqual({ count: 0, more: false });
+  });
+
+  it("stops at the cap and says there are more", async () => {
+    const read: (string | null)[] = [];
+    const many = pages(Array.from({ length: 50 }, () => 1000));
+    const counted = await countEntries(async (cursor) => {
+      read.push(cursor);
+      return many(cursor);
+    }, 10_000);
+    expect(counted).toEqual({ count: 10_000, more: true });
+    expect(read).toHaveLength(10);
+    expect(describeCount(counted)).toBe("more than 10,000 entries");
+    expect(describeCount({ count: 1, more: false })).toBe("1 entry");
+  });
+});
+
+describe("a replay's course", () => {
+  const range = { from_time: "2026-11-25T00:00:00Z", to_time: "2026-11-26T00:00:00Z", key: "k" };
+
+  it("adds what each call replayed, and goes on from resume_from after a refusal midway", () => {
+    const full = new ApiError(429, "queue_full", "the topic is full", "r1", {
+      replayed: 300,
+      resume_from: "2026-11-25T10:00:00.123456Z",
+    });
+    const refused = afterReplay(0, range, { error: full });
+    expect(refused).toMatchObject({
+      phase: "refused",
+      replayed: 300,
+      next: { from_time: "2026-11-25T10:00:00.123456Z", to_time: range.to_time, key: "k" },
+    });
+    expect(afterReplay(refused.replayed, range, { replayed: 200 })).toEqual({ phase: "done", replayed: 500 });
+  });
+
+  it("retries the same range after a refusal that replayed nothing, and fails on anything else", () => {
+    const limited = new ApiError(429, "rate_limited", "slow down", "r2", null, 3);
+    expect(afterReplay(5, range, { error: limited })).toMatchObject({
+      phase: "refused",
+      replayed: 5,
+      next: range,
+    });
+    const notReplayable = new ApiError(409, "not_replayable", "not replayable", "r3");
+    expect(afterReplay(0, range, { error: notReplayable })).toMatchObject({ phase: "failed", replayed: 0 });
+  });
+
+  it("names a range in words", () => {
+    expect(describeRange(range)).toBe(
+      "acked from 2026-11-25 00:00:00 UTC to 2026-11-26 00:00:00 UTC, with key “k”",
+    );
+    expect(describeRange({})).toBe("acked at any time");
+    expect(describeRange({ to_time: "2026-11-26T00:00:00Z" })).toBe("acked before 2026-11-26 00:00:00 UTC");
+  });
+});

@@ -1,0 +1,122 @@
+// A replayable topic's message log in the console: the times its filters take, how many entries a range holds,
+// how a range is named, and how a replay goes on after the server refused it midway.
+import { ApiError } from "../api/client";
+import { formatTime } from "./format";
+import type { Parsed } from "./parse";
+
+/** A range of the log: entries acked in [from_time, to_time), with `key` when given (RFC 3339 times). */
+export type LogRange = { from_time?: string; to_time?: string; key?: string };
+
+const TIME =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?)?\s*(Z|UTC|[+-]\d{2}:?\d{2})?$/i;
+
+/** A time typed in a filter as the RFC 3339 the API takes. The console shows times in UTC, so a time without a
+ * zone is UTC: "2026-11-25 04:10:03" (as the tables show it, " UTC" included or not), "2026-11-25" (midnight),
+ * or RFC 3339 with its zone. Fractions of a second are kept as typed: the log's `acked_at` has microseconds. */
+export function parseTime(raw: string): Parsed<string> {
+  const text = raw.trim();
+  const m = TIME.exec(text);
+  const bad: Parsed<string> = {
+    ok: false,
+    error: `"${text}" is not a time: write it as 2026-11-25 04:10:03 (UTC) or in RFC 3339`,
+  };
+  if (!m) return bad;
+  const [, y, mo, d, h = "00", mi = "00", s = "00", fraction = "", zone = "Z"] = m;
+  const days = new Date(Date.UTC(Number(y), Number(mo), 0)).getUTCDate(); // day 0 of the next month: the last
+  if (Number(mo) < 1 || Number(mo) > 12 || Number(d) < 1 || Number(d) > days) return bad;
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return bad;
+  const offset = /^(z|utc)$/i.test(zone)
+    ? "Z"
+    : zone.includes(":")
+      ? zone
+      : `${zone.slice(0, 3)}:${zone.slice(3)}`;
+  return { ok: true, value: `${y}-${mo}-${d}T${h}:${mi}:${s}${fraction}${offset}` };
+}
+
+/** A range from a form's `from_time`, `to_time` and `key` fields: empty ones left out, a time that does not parse
+ * an error at its field. */
+export function readRange(form: FormData): { range: LogRange; errors: Record<string, string> } {
+  const range: LogRange = {};
+  const errors: Record<string, string> = {};
+  for (const name of ["from_time", "to_time"] as const) {
+    const raw = String(form.get(name) ?? "").trim();
+    if (!raw) continue;
+    const parsed = parseTime(raw);
+    if (parsed.ok) range[name] = parsed.value;
+    else errors[name] = parsed.error;
+  }
+  const key = String(form.get("key") ?? "");
+  if (key) range.key = key;
+  return { range, errors };
+}
+
+/** A time the API took, as a field shows it for editing: in the tables' form, fractions of a second kept, so that
+ * `parseTime` reads it back as it was. */
+export function timeInput(value: string): string {
+  return value.endsWith("Z") ? `${value.slice(0, -1).replace("T", " ")} UTC` : value;
+}
+
+/** How many entries a range holds, counted by paging the log (`page` fetches one page after `cursor`) up to `cap`:
+ * beyond it, `more` says so instead of reading on. */
+export async function countEntries(
+  page: (cursor: string | null) => Promise<{ items: unknown[]; next_cursor: string | null }>,
+  cap: number,
+): Promise<{ count: number; more: boolean }> {
+  let count = 0;
+  let cursor: string | null = null;
+  for (;;) {
+    const answer = await page(cursor);
+    count += answer.items.length;
+    if (!answer.next_cursor) return { count, more: false };
+    if (count >= cap) return { count, more: true };
+    cursor = answer.next_cursor;
+  }
+}
+
+/** "1 entry", "1,204 entries", "more than 10,000 entries". */
+export function describeCount({ count, more }: { count: number; more: boolean }): string {
+  const n = count.toLocaleString("en-US");
+  if (more) return `more than ${n} entries`;
+  return count === 1 ? "1 entry" : `${n} entries`;
+}
+
+/** "acked from 2026-11-25 04:10:03 UTC to 2026-11-25 05:00:00 UTC, with key “k”", or "every entry". */
+export function describeRange(range: LogRange): string {
+  const from = range.from_time ? formatTime(range.from_time) : null;
+  const to = range.to_time ? formatTime(range.to_time) : null;
+  const when =
+    from && to
+      ? `acked from ${from} to ${to}`
+      : from
+        ? `acked from ${from} on`
+        : to
+          ? `acked before ${to}`
+          : "acked at any time";
+  return range.key ? `${when}, with key “${range.key}”` : when;
+}
+
+/** A replay's course: running, refused midway (a limit; it can go on from `next`), done, or failed. `replayed`
+ * counts every call's entries so far. */
+export type ReplayRun =
+  | { phase: "running"; replayed: number }
+  | { phase: "refused"; replayed: number; next: LogRange; error: ApiError }
+  | { phase: "done"; replayed: number }
+  | { phase: "failed"; replayed: number; error: unknown };
+
+/** The run after one replay call of `range` answered (`replayed`) or failed (`error`). A 429 is a refusal midway:
+ * its details say how many this call replayed and the `acked_at` to resume from, given back as `from_time`. */
+export function afterReplay(
+  soFar: number,
+  range: LogRange,
+  outcome: { replayed: number } | { error: unknown },
+): ReplayRun {
+  if ("replayed" in outcome) return { phase: "done", replayed: soFar + outcome.replayed };
+  const { error } = outcome;
+  if (!(error instanceof ApiError) || error.status !== 429)
+    return { phase: "failed", replayed: soFar, error };
+  const details = (error.details ?? {}) as { replayed?: unknown; resume_from?: unknown };
+  const replayed = typeof details.replayed === "number" ? details.replayed : 0;
+  // A refusal before the first entry (a rate limit) may carry no details: the same range again.
+  const next = typeof details.resume_from === "string" ? { ...range, from_time: details.resume_from } : range;
+  return { phase: "refused", replayed: soFar + replayed, next, error };
+}
