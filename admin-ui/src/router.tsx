@@ -8,7 +8,9 @@ import { preload } from "./api/preload";
 import { tenantsQuery } from "./api/tenants";
 import {
   consumerGroupsQuery,
+  logFilter,
   messageFilter,
+  messageLogQuery,
   seriesQuery,
   tenantSeriesQuery,
   topicConfigQuery,
@@ -48,6 +50,12 @@ export interface TopicSearch {
   range?: "24h" | "7d";
   /** "end": the list from its other end (newest pending, oldest failed); the start when absent. */
   from?: "end";
+  /** "history": the History tab (the topic's message log) instead of its messages. */
+  view?: "history";
+  /** The History tab's filter: entries acked from `log_from`, before `log_to` (RFC 3339), with key `log_key`. */
+  log_from?: string;
+  log_to?: string;
+  log_key?: string;
 }
 
 const login = createRoute({
@@ -67,6 +75,7 @@ const overview = createRoute({
     preload(context.queryClient, "tenant", (q) => [q.query(topicsQuery()), q.query(tenantSeriesQuery("1h"))]),
 });
 const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
+const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
 const topic = createRoute({
   getParentRoute: () => root,
   path: "/topics/$topic",
@@ -80,24 +89,26 @@ const topic = createRoute({
     message: typeof s.message === "string" && s.message ? s.message : undefined,
     range: s.range === "24h" || s.range === "7d" ? s.range : undefined,
     from: s.from === "end" ? "end" : undefined,
+    view: s.view === "history" ? "history" : undefined,
+    log_from: text(s.log_from),
+    log_to: text(s.log_to),
+    log_key: text(s.log_key),
   }),
   // The drawer (`message`) is not a dependency: opening one loads nothing again.
-  loaderDeps: ({ search: { status, key, metadata, id, consumer_group, range, from } }) => ({
-    status,
-    key,
-    metadata,
-    id,
-    consumer_group,
-    range,
-    from,
-  }),
+  loaderDeps: ({
+    search: { status, key, metadata, id, consumer_group, range, from, view, log_from, log_to, log_key },
+  }) => ({ status, key, metadata, id, consumer_group, range, from, view, log_from, log_to, log_key }),
   loader: ({ context, params: { topic }, deps }) =>
     preload(context.queryClient, "tenant", (q) => [
       q.query(topicsQuery()),
       q.query(seriesQuery(topic, deps.range ?? "1h")),
-      deps.id
-        ? q.query(topicMessageQuery(topic, deps.id))
-        : q.pages(topicMessagesQuery(topic, messageFilter(deps))),
+      ...(deps.view === "history"
+        ? [q.query(topicConfigQuery(topic)), q.pages(messageLogQuery(topic, logFilter(deps)))]
+        : [
+            deps.id
+              ? q.query(topicMessageQuery(topic, deps.id))
+              : q.pages(topicMessagesQuery(topic, messageFilter(deps))),
+          ]),
       ...(topic.endsWith(".dlq") ? [] : [q.query(consumerGroupsQuery(topic))]),
     ]),
 });
@@ -113,7 +124,6 @@ export interface AuditSearch {
   actor?: string;
   topic?: string;
 }
-const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
 const audit = createRoute({
   getParentRoute: () => root,
   path: "/audit",

@@ -1,4 +1,5 @@
-// One topic: its counts and chart, pause and resume, its messages by keyset pages with filters, and every action.
+// One topic: its counts and chart, pause and resume, its messages by keyset pages with filters, and every action;
+// its History tab (the message log, replay and trim: topic/History.tsx).
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
 import { useState } from "react";
@@ -7,6 +8,7 @@ import { keys } from "../api/keys";
 import { useMe } from "../api/session";
 import {
   bulkOnIds,
+  logFilter,
   messageFilter,
   setPaused,
   startBulkJob,
@@ -26,6 +28,7 @@ import type { TopicSearch } from "../router";
 import { RangePicker, TopicChart } from "./Overview";
 import { ConsumerGroups } from "./topic/ConsumerGroups";
 import { GroupChip, PinnedGroupsNote } from "./topic/GroupFilter";
+import { History } from "./topic/History";
 import { MessageTable } from "./topic/MessageTable";
 import { BULK_IDS, type ConfirmRequest, DeleteByKey, PurgeButton, topicTotal } from "./topic/TopicActions";
 
@@ -48,12 +51,14 @@ export function TopicPage() {
   const live = useLiveInterval();
 
   const filter = messageFilter(search);
+  // The History tab shows the topic's message log instead of its messages (a dead-letter topic has no history).
+  const history = search.view === "history" && !topic.endsWith(".dlq");
   const pages = useInfiniteQuery({
     ...topicMessagesQuery(topic, filter),
     // A refetch of an infinite query fetches every loaded page again, one after another (31 pages: 62 requests
     // in 11 s): live refresh covers the first page only, and pauses once more are loaded.
     refetchInterval: (q) => ((q.state.data?.pages.length ?? 0) > 1 ? false : live),
-    enabled: !search.id,
+    enabled: !search.id && !history,
   });
   const backToTop = () => {
     // Keep the first page only, then refresh it: the page is live again.
@@ -66,7 +71,7 @@ export function TopicPage() {
   // The id filter: one message by its primary key, shown when it belongs to this topic.
   const byId = useQuery({
     ...topicMessageQuery(topic, search.id ?? ""),
-    enabled: Boolean(search.id),
+    enabled: Boolean(search.id) && !history,
     refetchInterval: live,
   });
   const messages = search.id
@@ -199,182 +204,220 @@ export function TopicPage() {
       <TopicChart topic={topic} range={search.range ?? "1h"} />
       {!isDlq && <ConsumerGroups topic={topic} admin={admin} live={live} />}
 
-      <form
-        className="filters row wrap"
-        aria-label="Filter messages"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const form = new FormData(e.currentTarget);
-          setFilter({
-            ...search,
-            key: String(form.get("key") || "") || undefined,
-            metadata: String(form.get("metadata") || "") || undefined,
-            id: String(form.get("id") || "").trim() || undefined,
-          });
-        }}
-      >
-        <fieldset className="tabs">
-          <legend className="sr-only">Status</legend>
+      {!isDlq && (
+        <fieldset className="tabs view-tabs">
+          <legend className="sr-only">Show</legend>
           <button
             type="button"
-            aria-pressed={!search.status}
-            onClick={() => setFilter({ ...search, status: undefined })}
+            aria-pressed={!history}
+            onClick={() => navigate({ search: { ...search, view: undefined } })}
           >
-            All
+            Messages
           </button>
-          {STATUSES.map((s) => (
-            <button
-              key={s}
-              type="button"
-              aria-pressed={search.status === s}
-              onClick={() => setFilter({ ...search, status: s })}
-            >
-              {s}
-            </button>
-          ))}
-        </fieldset>
-        <label className="inline">
-          Key <input id="search" name="key" defaultValue={search.key ?? ""} placeholder="exact key" />
-        </label>
-        <label className="inline">
-          Id <input name="id" defaultValue={search.id ?? ""} placeholder="message id" className="mono" />
-        </label>
-        <label className="inline">
-          Metadata{" "}
-          <input name="metadata" defaultValue={search.metadata ?? ""} placeholder='{"region": "eu"}' />
-        </label>
-        <button type="submit">Apply</button>
-        <label className="inline">
-          <input type="checkbox" checked={dense} onChange={(e) => setDense(e.target.checked)} /> Dense rows
-        </label>
-        {search.consumer_group && (
-          <GroupChip
-            group={search.consumer_group}
-            onRemove={() => setFilter({ ...search, consumer_group: undefined })}
-          />
-        )}
-      </form>
-      {isDlq && !mayConsume && pinned.length > 0 && <PinnedGroupsNote topic={topic} groups={pinned} />}
-
-      {!search.id && (
-        <div className="row wrap">
-          <fieldset className="tabs" aria-describedby="list-order">
-            <legend className="sr-only">Show from</legend>
-            <button
-              type="button"
-              aria-pressed={search.from !== "end"}
-              onClick={() => setFilter({ ...search, from: undefined })}
-            >
-              {ends.start}
-            </button>
-            <button
-              type="button"
-              aria-pressed={search.from === "end"}
-              onClick={() => setFilter({ ...search, from: "end" })}
-            >
-              {ends.end}
-            </button>
-          </fieldset>
-          <span id="list-order" className="muted">
-            {search.from === "end" ? ends.backward : ends.forward}
-          </span>
-        </div>
-      )}
-      {(mayConsume || admin) && !search.id && (
-        <fieldset className="bulk row wrap">
-          <legend className="sr-only">Bulk actions</legend>
-          <span className="muted">
-            {selected.size ? `${selected.size} selected:` : `Everything ${filterText}:`}
-          </span>
-          {actions
-            .filter((a) => a.allowed)
-            .map((a) => (
-              <button
-                key={a.action}
-                type="button"
-                className={a.action === "delete" ? "danger" : ""}
-                onClick={() =>
-                  setConfirm(
-                    selected.size
-                      ? {
-                          title: `${a.label} ${selected.size} messages?`,
-                          body: `${a.label} the ${selected.size} selected messages of ${topic}.`,
-                          label: a.label,
-                          run: bulkIds(a.action, [...selected]),
-                        }
-                      : {
-                          title: `${a.label} ${filtered ? "every message matching the filter" : `all ${formatCount(topicTotal(summary))} messages of ${topic}`}?`,
-                          body: filtered
-                            ? `${a.label} every message of ${topic} with ${describeFilter(filter)}: it runs on the server in batches, and the number matched shows below as it goes.`
-                            : `${a.label} every message of ${topic} (${topicTotal(summary).toLocaleString("en-US")} now): it runs on the server in batches; progress shows below.`,
-                          label: `${a.label} all`,
-                          run: bulkAll(a.action),
-                        },
-                  )
-                }
-              >
-                {a.label}
-                {selected.size ? " selected" : " all"}
-              </button>
-            ))}
-          {admin && <PurgeButton topic={topic} summary={summary} onConfirm={setConfirm} />}
-          {admin && <DeleteByKey topic={topic} onConfirm={setConfirm} />}
+          <button
+            type="button"
+            aria-pressed={history}
+            onClick={() => navigate({ search: { ...search, view: "history", message: undefined } })}
+          >
+            History
+          </button>
         </fieldset>
       )}
-      {jobId && <BulkJobProgress id={jobId} onFinished={refresh} />}
-      {(can(me, "consume", topic) || admin) && <BulkJobHistory topic={topic} live={live} />}
-
-      <ErrorNote error={pages.error ?? byId.error} />
-      {loaded && messages.length === 0 && (
-        <Empty title="No messages here">
-          {filtered
-            ? "Nothing matches this filter. Clear it to see every message."
-            : "Enqueued messages appear here until they are acked."}
-        </Empty>
-      )}
-      {messages.length > 0 && (
-        <MessageTable
-          dense={dense}
+      {history ? (
+        <History
           topic={topic}
-          showGroup={isDlq && messages.some((m) => m.consumer_group)}
-          messages={messages}
-          selected={selected}
-          onSelected={setSelected}
-          onOpen={(id) => navigate({ search: { ...search, message: id } })}
+          admin={admin}
+          live={live}
+          filter={logFilter(search)}
+          onFilter={(f) =>
+            navigate({ search: { ...search, log_from: f.from_time, log_to: f.to_time, log_key: f.key } })
+          }
         />
-      )}
-      {!search.id && messages.length > 0 && (
-        <div className="row wrap">
-          {pages.hasNextPage && (
-            <button type="button" onClick={() => pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
-              {pages.isFetchingNextPage ? "Loading…" : "Load more"}
-            </button>
-          )}
-          <span className="muted">
-            {messages.length.toLocaleString("en-US")} shown
-            {total !== null ? ` of ${total.toLocaleString("en-US")} ${totalLabel}` : ""},{" "}
-            {formatCount(scanned)} read
-          </span>
-          {(pages.data?.pages.length ?? 0) > 1 && (
-            <>
-              <span className="muted">Live refresh is paused while more than one page is loaded.</span>
-              <button type="button" onClick={backToTop}>
-                Back to the first page
+      ) : (
+        <>
+          <form
+            className="filters row wrap"
+            aria-label="Filter messages"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const form = new FormData(e.currentTarget);
+              setFilter({
+                ...search,
+                key: String(form.get("key") || "") || undefined,
+                metadata: String(form.get("metadata") || "") || undefined,
+                id: String(form.get("id") || "").trim() || undefined,
+              });
+            }}
+          >
+            <fieldset className="tabs">
+              <legend className="sr-only">Status</legend>
+              <button
+                type="button"
+                aria-pressed={!search.status}
+                onClick={() => setFilter({ ...search, status: undefined })}
+              >
+                All
               </button>
-            </>
+              {STATUSES.map((s) => (
+                <button
+                  key={s}
+                  type="button"
+                  aria-pressed={search.status === s}
+                  onClick={() => setFilter({ ...search, status: s })}
+                >
+                  {s}
+                </button>
+              ))}
+            </fieldset>
+            <label className="inline">
+              Key <input id="search" name="key" defaultValue={search.key ?? ""} placeholder="exact key" />
+            </label>
+            <label className="inline">
+              Id <input name="id" defaultValue={search.id ?? ""} placeholder="message id" className="mono" />
+            </label>
+            <label className="inline">
+              Metadata{" "}
+              <input name="metadata" defaultValue={search.metadata ?? ""} placeholder='{"region": "eu"}' />
+            </label>
+            <button type="submit">Apply</button>
+            <label className="inline">
+              <input type="checkbox" checked={dense} onChange={(e) => setDense(e.target.checked)} /> Dense
+              rows
+            </label>
+            {search.consumer_group && (
+              <GroupChip
+                group={search.consumer_group}
+                onRemove={() => setFilter({ ...search, consumer_group: undefined })}
+              />
+            )}
+          </form>
+          {isDlq && !mayConsume && pinned.length > 0 && <PinnedGroupsNote topic={topic} groups={pinned} />}
+
+          {!search.id && (
+            <div className="row wrap">
+              <fieldset className="tabs" aria-describedby="list-order">
+                <legend className="sr-only">Show from</legend>
+                <button
+                  type="button"
+                  aria-pressed={search.from !== "end"}
+                  onClick={() => setFilter({ ...search, from: undefined })}
+                >
+                  {ends.start}
+                </button>
+                <button
+                  type="button"
+                  aria-pressed={search.from === "end"}
+                  onClick={() => setFilter({ ...search, from: "end" })}
+                >
+                  {ends.end}
+                </button>
+              </fieldset>
+              <span id="list-order" className="muted">
+                {search.from === "end" ? ends.backward : ends.forward}
+              </span>
+            </div>
           )}
-        </div>
-      )}
-      {search.message && (
-        <MessageDrawer
-          id={search.message}
-          me={me}
-          onClose={() => navigate({ search: { ...search, message: undefined } })}
-          onChanged={() => {
-            navigate({ search: { ...search, message: undefined } });
-            refresh();
-          }}
-        />
+          {(mayConsume || admin) && !search.id && (
+            <fieldset className="bulk row wrap">
+              <legend className="sr-only">Bulk actions</legend>
+              <span className="muted">
+                {selected.size ? `${selected.size} selected:` : `Everything ${filterText}:`}
+              </span>
+              {actions
+                .filter((a) => a.allowed)
+                .map((a) => (
+                  <button
+                    key={a.action}
+                    type="button"
+                    className={a.action === "delete" ? "danger" : ""}
+                    onClick={() =>
+                      setConfirm(
+                        selected.size
+                          ? {
+                              title: `${a.label} ${selected.size} messages?`,
+                              body: `${a.label} the ${selected.size} selected messages of ${topic}.`,
+                              label: a.label,
+                              run: bulkIds(a.action, [...selected]),
+                            }
+                          : {
+                              title: `${a.label} ${filtered ? "every message matching the filter" : `all ${formatCount(topicTotal(summary))} messages of ${topic}`}?`,
+                              body: filtered
+                                ? `${a.label} every message of ${topic} with ${describeFilter(filter)}: it runs on the server in batches, and the number matched shows below as it goes.`
+                                : `${a.label} every message of ${topic} (${topicTotal(summary).toLocaleString("en-US")} now): it runs on the server in batches; progress shows below.`,
+                              label: `${a.label} all`,
+                              run: bulkAll(a.action),
+                            },
+                      )
+                    }
+                  >
+                    {a.label}
+                    {selected.size ? " selected" : " all"}
+                  </button>
+                ))}
+              {admin && <PurgeButton topic={topic} summary={summary} onConfirm={setConfirm} />}
+              {admin && <DeleteByKey topic={topic} onConfirm={setConfirm} />}
+            </fieldset>
+          )}
+          {jobId && <BulkJobProgress id={jobId} onFinished={refresh} />}
+          {(can(me, "consume", topic) || admin) && <BulkJobHistory topic={topic} live={live} />}
+
+          <ErrorNote error={pages.error ?? byId.error} />
+          {loaded && messages.length === 0 && (
+            <Empty title="No messages here">
+              {filtered
+                ? "Nothing matches this filter. Clear it to see every message."
+                : "Enqueued messages appear here until they are acked."}
+            </Empty>
+          )}
+          {messages.length > 0 && (
+            <MessageTable
+              dense={dense}
+              topic={topic}
+              showGroup={isDlq && messages.some((m) => m.consumer_group)}
+              messages={messages}
+              selected={selected}
+              onSelected={setSelected}
+              onOpen={(id) => navigate({ search: { ...search, message: id } })}
+            />
+          )}
+          {!search.id && messages.length > 0 && (
+            <div className="row wrap">
+              {pages.hasNextPage && (
+                <button
+                  type="button"
+                  onClick={() => pages.fetchNextPage()}
+                  disabled={pages.isFetchingNextPage}
+                >
+                  {pages.isFetchingNextPage ? "Loading…" : "Load more"}
+                </button>
+              )}
+              <span className="muted">
+                {messages.length.toLocaleString("en-US")} shown
+                {total !== null ? ` of ${total.toLocaleString("en-US")} ${totalLabel}` : ""},{" "}
+                {formatCount(scanned)} read
+              </span>
+              {(pages.data?.pages.length ?? 0) > 1 && (
+                <>
+                  <span className="muted">Live refresh is paused while more than one page is loaded.</span>
+                  <button type="button" onClick={backToTop}>
+                    Back to the first page
+                  </button>
+                </>
+              )}
+            </div>
+          )}
+          {search.message && (
+            <MessageDrawer
+              id={search.message}
+              me={me}
+              onClose={() => navigate({ search: { ...search, message: undefined } })}
+              onChanged={() => {
+                navigate({ search: { ...search, message: undefined } });
+                refresh();
+              }}
+            />
+          )}
+        </>
       )}
       <Confirm
         open={confirm !== null}
