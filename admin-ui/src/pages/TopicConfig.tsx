@@ -14,7 +14,8 @@ import { type Parsed, readFields, wholeNumber, wholeNumberList } from "../lib/pa
 type Config = Schemas["TopicConfig"];
 type Name = keyof Config;
 
-const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | "list" }[] = [
+/** Each setting: its label, a line saying what it does, and what no value (null) means when not "unlimited". */
+const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | "list"; none?: string }[] = [
   { name: "max_retries", label: "Max retries", hint: "Attempts before the DLQ (or failed)", kind: "int" },
   { name: "message_ttl_seconds", label: "Message TTL (s)", hint: "0 = messages never expire", kind: "int" },
   {
@@ -52,6 +53,19 @@ const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | 
     label: "Expired messages to the DLQ",
     hint: "Instead of marking them expired",
     kind: "bool",
+  },
+  {
+    name: "replayable",
+    label: "Replayable",
+    hint: "Keep every acked message in the topic's message log, to read and replay it (the History tab)",
+    kind: "bool",
+  },
+  {
+    name: "replay_window_seconds",
+    label: "Replay window (s)",
+    hint: "How long a logged message stays listed and replayable; none = kept until trimmed",
+    kind: "int",
+    none: "kept until trimmed",
   },
 ];
 
@@ -140,8 +154,8 @@ export function TopicConfigPage() {
         <form onSubmit={submit} className="card config" aria-label="Topic configuration">
           {FIELDS.map((f) => {
             const current = formValue(config.data.overrides?.[f.name]);
-            const fallback = show(config.data.defaults[f.name]) || "unlimited";
-            const inForce = show(config.data.effective[f.name]) || "unlimited";
+            const fallback = show(config.data.defaults[f.name]) || (f.none ?? "unlimited");
+            const inForce = show(config.data.effective[f.name]) || (f.none ?? "unlimited");
             return (
               <Field
                 key={f.name}
