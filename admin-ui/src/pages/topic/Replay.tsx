@@ -117,7 +117,7 @@ export function ReplayPanel({
             </Field>
           </div>
           <button type="submit" className="primary" disabled={count.isPending || busy}>
-            {count.isPending ? "Counting…" : "Replay…"}
+            {count.isPending ? "Counting…" : "Replay the range…"}
           </button>
           <ErrorNote error={count.error} />
           {empty && (
@@ -153,7 +153,8 @@ export function ReplayPanel({
           <p>
             The log holds {describeCount(asking.counted)} {describeRange(asking.range)}. Each is enqueued into{" "}
             {topic} again as a new message (a new id; its payload, key, metadata and priority kept, retries
-            from 0), in the order they were acked, and consumers receive it again. The topic's max depth,
+            from 0), in the order they were acked, and consumers receive it again; one whose key a pending
+            message of {topic} holds updates that message instead, as any enqueue does. The topic's max depth,
             quotas and rate limits apply: refused midway, the replay stops, and can go on from there.
           </p>
         )}
