@@ -408,3 +408,94 @@ test("consumer groups: create two, what each owes, one group's dead letter reque
   await expect(groups.getByRole("rowheader")).toHaveText(["billing"]);
   await api.dispose();
 });
+
+test("history: a topic made replayable, its log filtered and opened, a range replayed past a refusal, and trimmed", async ({
+  page,
+}) => {
+  const api = await adminApi(s.tenant);
+  await page.goto("/topics/ledger?view=history");
+  await expect(page.getByText("ledger keeps no history")).toBeVisible();
+  await page.getByRole("link", { name: "Make ledger replayable in its configuration" }).click();
+  const config = page.getByRole("form", { name: "Topic configuration" });
+  await expect(config.getByText(/none = kept until trimmed\. In force: kept until trimmed/)).toBeVisible();
+  await config.getByLabel("Replayable").selectOption("true");
+  await config.getByLabel("Max depth").fill("3"); // the replay below is refused midway
+  await config.getByRole("button", { name: "Save" }).click();
+  await expect(config.getByRole("status")).toContainText("Saved");
+
+  // Four messages, each acked on its own (a replay keeps the entries of one ack together), with keys of their own
+  // (a replayed entry whose key a pending message holds updates that message instead of adding one).
+  const since = new Date(Date.now() - 1000).toISOString();
+  for (const n of [1, 2, 3, 4]) {
+    const payload = Buffer.from(JSON.stringify({ entry: n })).toString("base64");
+    const key = `entry-${n}`;
+    expect((await api.post("/api/messages", { data: { topic: "ledger", payload, key } })).ok()).toBe(true);
+    const taken = await (await api.post("/api/messages/dequeue", { data: { topic: "ledger" } })).json();
+    const m = taken.messages[0];
+    expect((await api.post(`/api/messages/${m.id}/ack`, { data: { receipt: m.receipt } })).ok()).toBe(true);
+  }
+  const acked = new Date().toISOString();
+
+  await page.goto("/topics/ledger");
+  await page.getByRole("button", { name: "History", exact: true }).click();
+  await expect(page).toHaveURL(/view=history/);
+  const log = page.getByRole("table", { name: "Message log of ledger" }).locator("tbody tr");
+  await expect(log).toHaveCount(4);
+  const filters = page.getByRole("form", { name: "Filter the message log" });
+  await filters.getByLabel("Acked from (UTC)").fill("yesterday-ish");
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(filters.getByRole("alert")).toContainText("is not a time");
+  await filters.getByLabel("Acked from (UTC)").fill(since);
+  await filters.getByLabel("Key").fill("entry-3");
+  await filters.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/log_key=entry-3/);
+  await expect(log).toHaveCount(1);
+  await log.first().getByRole("button").click();
+  const drawer = page.getByRole("dialog", { name: "Logged message" });
+  await expect(drawer.getByText('"entry": 3')).toBeVisible();
+  await expect(drawer.getByText("Payload (JSON)")).toBeVisible();
+  await expectAccessible(page);
+  await drawer.getByRole("button", { name: "Close" }).click();
+
+  // Replay all four: max depth 3 refuses the fourth; Continue is refused again while the topic is full, then
+  // going on by itself after Retry-After finishes once there is room.
+  await page.getByRole("button", { name: "Replay…" }).click();
+  const replay = page.getByRole("form", { name: "Replay messages of ledger" });
+  await expect(replay.getByLabel("Only the key")).toHaveValue("entry-3"); // the filter's range, to start from
+  await replay.getByLabel("Only the key").fill("");
+  await replay.getByLabel("Before (UTC)").fill(acked);
+  await replay.getByRole("button", { name: "Replay the range…" }).click();
+  const confirm = page.getByRole("dialog", { name: "Replay 4 entries of ledger?" });
+  await expect(confirm).toContainText("enqueued into ledger again as a new message");
+  await confirm.getByRole("button", { name: "Replay" }).click();
+  const progress = page.getByRole("region", { name: "Replay", exact: true });
+  await expect(progress.getByRole("status")).toHaveText(/^Paused after 3 of 4 replayed.*queue_full/);
+  await expectAccessible(page);
+  await progress.getByRole("button", { name: "Continue", exact: true }).click();
+  await expect(progress.getByRole("status")).toHaveText(/^Paused after 3 of 4 replayed/);
+  await progress.getByLabel(/Continue by itself/).check();
+  const room = { replayable: true, max_depth: 10 };
+  expect((await api.put("/api/topic-configs/ledger", { data: room })).ok()).toBe(true);
+  await expect(progress.getByRole("status")).toHaveText(
+    "Replay done: 4 messages enqueued again into ledger.",
+  );
+
+  await page.getByRole("button", { name: "Messages", exact: true }).click();
+  const messages = page.getByRole("table", { name: "Messages of ledger" }).locator("tbody tr");
+  await expect(messages).toHaveCount(4);
+  await expect(messages.filter({ hasText: "entry-3" })).toHaveCount(1);
+  await expect(messages.first()).toContainText('"entry": 1');
+
+  await page.getByRole("button", { name: "History", exact: true }).click();
+  await page.getByRole("button", { name: "Trim before…" }).click();
+  const trim = page.getByRole("form", { name: "Trim the message log of ledger" });
+  await trim.getByLabel("Trim entries acked before (UTC)").fill(acked);
+  await trim.getByRole("button", { name: "Trim…" }).click();
+  const sure = page.getByRole("dialog", { name: "Trim 4 entries from the log of ledger?" });
+  await sure.getByRole("button", { name: "Trim" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Trimmed" })).toHaveText(
+    "Trimmed 4 entries from the message log of ledger.",
+  );
+  await expect(page.getByText("Nothing in the log here")).toBeVisible();
+  await api.dispose();
+});
