@@ -29,14 +29,14 @@ ORDER BY l.acked_at, l.id
 LIMIT $8"""
 
 # Trim: entries acked before $4 are hidden from now on (a trim never moves back); answers how many were visible.
-# $3 window seconds, $4 before
+# A time in the future trims up to now: acks still to come are never hidden by it. $3 window seconds, $4 before
 TRIM = f"""
 WITH hidden AS (
     SELECT count(*) AS n FROM message_log AS l
-    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.acked_at < $4
+    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.acked_at < least($4, now())
       AND l.acked_at >= coalesce({_FLOOR}, '-infinity')
 ), mark AS (
-    INSERT INTO message_log_trims AS t (tenant_id, topic, before) VALUES ($1, $2, $4)
+    INSERT INTO message_log_trims AS t (tenant_id, topic, before) VALUES ($1, $2, least($4, now()))
     ON CONFLICT (tenant_id, topic) DO UPDATE SET before = greatest(t.before, EXCLUDED.before)
 )
 SELECT n FROM hidden"""
