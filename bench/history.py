@@ -121,7 +121,8 @@ async def _write_log(pool: asyncpg.Pool[Any], tenant_id: int, topic: str, n: int
     for first in range(0, n, 500_000):
         await pool.execute(
             """INSERT INTO message_log (tenant_id, topic, acked_at, id, payload, priority, retry_count, created_at)
-               SELECT $1, $2, $3 + (g / 100) * interval '1 millisecond', gen_random_uuid(), $4, 0, 0, $3
+               SELECT $1, $2, $3::timestamptz + (g / 100) * interval '1 millisecond', gen_random_uuid(), $4, 0, 0,
+                      $3::timestamptz
                FROM generate_series($5::int8, $6::int8) AS g""",
             tenant_id,
             topic,
@@ -163,7 +164,7 @@ async def _pages(pool: asyncpg.Pool[Any], http: HttpConnection, tenant_id: int) 
                 tenant_id,
                 LOGGED,
                 None,
-                datetime.fromisoformat(at),
+                datetime(1, 1, 1, tzinfo=UTC),  # a first page: no cursor, the range's start as `from_time`
                 _zero(),
                 datetime.fromisoformat(at),
                 datetime(9999, 1, 1, tzinfo=UTC),
