@@ -14,7 +14,6 @@ from api.audit import audit
 from api.auth import tenant_for
 from api.body import json_post
 from api.schemas import ReplayBody
-from mq import errors
 from mq.history.service import History
 from mq.history.views import LogPageView, ReplayedView, TrimmedView
 from mq.tenancy.auth import Principal
@@ -73,14 +72,14 @@ class MessageLogController(Controller):
     @json_post("/replay", ReplayBody, status_code=HTTP_200_OK, summary="Replay logged messages", operation_id="replay")
     async def replay(self, request: AnyRequest, topic: str, data: ReplayBody) -> ReplayedView:
         """Every logged message acked in [from_time, to_time) (with `key`, when given) is enqueued again as a new
-        message, in `acked_at` order. Refused midway (max_depth, a quota, a rate limit): 429 with `details:
+        message, in `acked_at` order; with `consumer_group`, delivered to that group only (404 `not_found` when the
+        topic has no such group). Refused midway (max_depth, a quota, a rate limit): 429 with `details:
         {replayed, resume_from}`; give `resume_from` as `from_time` to go on."""
         tenant = tenant_for(request.user, admin_only=True)
-        if data.consumer_group is not None:
-            raise errors.InvalidRequest("consumer_group: a replay to one consumer group is not available yet")
         since, until = _aware(data.from_time), _aware(data.to_time)
-        replayed = await _history(request).replay(tenant, topic, since, until, data.key)
-        await audit(request, "topic.replay", topic, {"replayed": replayed, "key": data.key})
+        replayed = await _history(request).replay(tenant, topic, since, until, data.key, data.consumer_group)
+        details = {"replayed": replayed, "key": data.key, "consumer_group": data.consumer_group}
+        await audit(request, "topic.replay", topic, details)
         return ReplayedView(replayed=replayed)
 
 

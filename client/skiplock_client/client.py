@@ -513,11 +513,13 @@ class AsyncClient:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
         key: str | None = None,
+        consumer_group: str | None = None,
         resume: bool = True,
         pause_seconds: float = 1.0,
     ) -> int:
         """Enqueue the logged messages acked in [since, until) again, in `acked_at` order (tenant admins); how many.
-        Refused midway (`max_depth`, a quota, a rate limit), it waits `pause_seconds` (or the answer's Retry-After)
+        With `consumer_group`, they are delivered to that group only (the others already handled them). Refused
+        midway (`max_depth`, a quota, a rate limit), it waits `pause_seconds` (or the answer's Retry-After)
         and goes on from the server's `resume_from` while `resume`; otherwise the refusal is raised, its
         `details` saying how many were replayed and where to resume."""
         body: dict[str, str] = {}
@@ -526,6 +528,8 @@ class AsyncClient:
                 body[name] = value.isoformat() if isinstance(value, datetime) else value
         if key is not None:
             body["key"] = key
+        if consumer_group is not None:
+            body["consumer_group"] = consumer_group
         path = f"/api/topics/{quote(topic, safe='')}/replay"
         replayed = 0
         while True:

@@ -15,6 +15,7 @@ import binascii
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import msgspec
 
@@ -71,14 +72,24 @@ class History:
         return await self.repository.trim(tenant_id, topic, window, before)
 
     async def replay(
-        self, tenant_id: int, topic: str, since: datetime | None, until: datetime | None, key: str | None
+        self,
+        tenant_id: int,
+        topic: str,
+        since: datetime | None,
+        until: datetime | None,
+        key: str | None,
+        consumer_group: str | None = None,
     ) -> int:
-        """Enqueue again every visible entry acked in [since, until) (and with `key`), in `acked_at` order; how
-        many. Refused midway: the refusal, its details saying how many were replayed and where to resume."""
+        """Enqueue again every visible entry acked in [since, until) (and with `key`), in `acked_at` order, to
+        every consumer group of the topic or to `consumer_group` alone; how many. Refused midway: the refusal, its
+        details saying how many were replayed and where to resume."""
         replayable, window = await self._window(tenant_id, topic)
         if not replayable:
             raise errors.NotReplayable(f"topic {topic!r} is not replayable")
-        max_retries, ttl, grouped = await self.queue.limits(tenant_id, topic)
+        config = await self.queue.configs.effective(tenant_id, topic)
+        if consumer_group is not None and config.group_id(consumer_group) is None:
+            raise errors.NotFound(f"topic {topic!r} has no consumer group {consumer_group!r}")
+        limits = _Limits(config.max_retries, config.message_ttl_seconds, config.grouped, consumer_group)
         after: tuple[datetime, uuid.UUID] = (EARLIEST, _NO_ID)
         replayed = 0
         while True:
@@ -91,7 +102,7 @@ class History:
             if len(rows) == REPLAY_PAGE and len(batches) > 1:
                 batches.pop()  # it may go on in the next page: read it whole then
             for chunk in _chunks(batches, REPLAY_CHUNK):
-                done, refused = await self._enqueue_prefix(tenant_id, chunk, (max_retries, ttl, grouped))
+                done, refused = await self._enqueue_prefix(tenant_id, chunk, limits)
                 replayed += done
                 metrics = self.queue.metrics
                 metrics.count(metrics.replayed, tenant_id, topic, done)
@@ -104,7 +115,7 @@ class History:
             after = (last["acked_at"], uuid.UUID(last["id"]))
 
     async def _enqueue_prefix(
-        self, tenant_id: int, batches: list[list[Record]], limits: tuple[int, int, bool]
+        self, tenant_id: int, batches: list[list[Record]], limits: _Limits
     ) -> tuple[int, tuple[errors.SkiplockError, datetime] | None]:
         """Enqueue as many whole batches from the start as are admitted: how many entries, and (the refusal, the
         `acked_at` of the first batch refused) when not all were."""
@@ -123,9 +134,28 @@ class History:
         return done + more, refused
 
 
-def _row(r: Record, limits: tuple[int, int, bool]) -> NewRow:
-    max_retries, ttl, grouped = limits
-    return NewRow(r["topic"], r["payload"], r["metadata"], r["key"], 0.0, r["priority"], max_retries, ttl, grouped)
+class _Limits(NamedTuple):
+    """What a replay's rows take from their topic, and the one group they are for (None: every group)."""
+
+    max_retries: int
+    ttl_seconds: int
+    grouped: bool
+    consumer_group: str | None
+
+
+def _row(r: Record, limits: _Limits) -> NewRow:
+    return NewRow(
+        r["topic"],
+        r["payload"],
+        r["metadata"],
+        r["key"],
+        0.0,
+        r["priority"],
+        limits.max_retries,
+        limits.ttl_seconds,
+        limits.grouped,
+        limits.consumer_group,
+    )
 
 
 def _by_ack(rows: Sequence[Record]) -> list[list[Record]]:

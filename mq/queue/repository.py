@@ -57,7 +57,10 @@ class MessageRepository:
         Keyed rows first expire twins past their TTL (`sql.MESSAGE_INSERT_KEYED`)."""
         extra: tuple[Any, ...] = ()
         grouped = any(r.grouped for r in rows)
-        if any(r.key is not None for r in rows):
+        if grouped and any(r.consumer_group is not None for r in rows):
+            statement = sql.GROUP_INSERT_TO_ADMITTED if admit is not None else sql.GROUP_INSERT_TO
+            extra = ([r.consumer_group for r in rows], self.defaults.expire_to_dlq, self.defaults.dlq_enabled)
+        elif any(r.key is not None for r in rows):
             statement = _INSERT_KEYED[grouped, admit is not None]
             extra = (self.defaults.expire_to_dlq, self.defaults.dlq_enabled)
         else:

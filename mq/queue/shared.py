@@ -363,5 +363,6 @@ def _uniform(rows: Sequence[NewRow]) -> bool:
         and r.max_retries == first.max_retries
         and r.ttl_seconds == first.ttl_seconds
         and r.grouped == first.grouped
+        and (not r.grouped or r.consumer_group is None)
         for r in rows
     )

@@ -228,24 +228,35 @@ def _uuid_list(param: str) -> str:
 # dead version, which the conflict check does not see.
 # $2 ids, $3 topics, $4 keys, $5 payloads, $6 metadata, $7 priorities, $8 max_retries, $9 delays, $10 ttls;
 # keyed: $11 default expire_to_dlq, $12 default dlq_enabled
-def _insert_batch(*, admitted: bool, keyed: bool, grouped: bool = False) -> str:
-    with_clause, where = _admission(13 if keyed else 11) if admitted else ("", "")
+def _insert_batch(*, admitted: bool, keyed: bool, grouped: bool = False, to_groups: bool = False) -> str:
+    """`to_groups`: rows may each name the one consumer group they are for ($11, a replay's; NULL: every group of
+    the topic, as any enqueue), stored in `consumer_group`; the parameters after it move one on."""
+    extra = 12 if to_groups else 11
+    with_clause, where = _admission(extra + 2 if keyed else extra) if admitted else ("", "")
     if keyed:
-        twins = _expire_twins("unnest($3::text[], $4::text[]) AS k(topic, key)", "$11", "$12")
+        twins = _expire_twins("unnest($3::text[], $4::text[]) AS k(topic, key)", f"${extra}", f"${extra + 1}")
         with_clause = f"WITH {twins},{with_clause[len('WITH') :]}" if with_clause else f"WITH {twins}"
         where = f"{where} AND" if where else "WHERE"
         where += " (SELECT count(*) FROM dead_twins) >= 0"
     owed_column, owed = (", owed", f", {_OWED.format(topic='u.topic')}") if grouped else ("", "")
+    group_column = group_array = ""
+    if to_groups:
+        owed = f", {_OWED_TO.format(topic='u.topic', group='u.consumer_group')}, u.consumer_group"
+        group_column, group_array = ", consumer_group", ", $11::text[]"
     insert = f"""INSERT INTO messages AS m (id, tenant_id, topic, key, payload, metadata, priority, max_retries,
-                           available_at, expires_at{owed_column})
+                           available_at, expires_at{owed_column}{group_column})
 SELECT u.id, $1, u.topic, u.key, u.payload, u.metadata::jsonb, u.priority, u.max_retries,
        now() + make_interval(secs => u.delay), CASE WHEN u.ttl > 0 THEN now() + make_interval(secs => u.ttl) END{owed}
 FROM unnest($2::uuid[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::int2[], $8::int4[], $9::float8[],
-            $10::int4[]) AS u(id, topic, key, payload, metadata, priority, max_retries, delay, ttl)
+            $10::int4[]{group_array}) AS u(id, topic, key, payload, metadata, priority, max_retries, delay, ttl{
+        group_column
+    })
 {where}
 {_KEY_CONFLICT}
 DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_at = now()
 RETURNING m.id, m.topic, m.key, (m.xmax = 0) AS inserted"""
+    if to_groups:
+        return _minting(with_clause, insert, to_groups=True)
     return _minting(with_clause, insert) if grouped else f"{with_clause}\n{insert}"
 
 
@@ -302,19 +313,25 @@ MESSAGE_INSERT_UNIFORM_ADMITTED = _insert_uniform(admitted=True)
 # topic whose cached config says it has groups (`EffectiveConfig.grouped`). `owed` is the count of the topic's
 # groups, NULL when it has none (a stale cache then stores a plain message, as it should).
 _OWED = "nullif((SELECT count(*) FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = {topic}), 0)"
+# A replay to one group (`consumer_group` on the row): owed to that group alone, or to every group when NULL.
+_OWED_TO = """nullif((SELECT count(*) FROM consumer_groups AS g
+        WHERE g.tenant_id = $1 AND g.topic = {topic} AND g.name = coalesce({group}, g.name)), 0)"""
 
 
-def _minting(with_clause: str, insert: str, answer: str = "id, topic, key, inserted") -> str:
+def _minting(
+    with_clause: str, insert: str, answer: str = "id, topic, key, inserted", *, to_groups: bool = False
+) -> str:
     """The insert (`... RETURNING id, topic, key, inserted`) with a delivery row minted per new message and group
-    of its topic; answers `answer` of the insert's rows. An upsert into a pending twin mints nothing: its
-    deliveries stand."""
+    of its topic (`to_groups`: of the group the message names, if it names one); answers `answer` of the insert's
+    rows. An upsert into a pending twin mints nothing: its deliveries stand."""
     ctes = f"{with_clause.rstrip()},\n" if with_clause else "WITH "
+    only = " AND g.name = coalesce(s.consumer_group, g.name)" if to_groups else ""
     return f"""{ctes}stored AS (
-{insert}, m.priority, m.available_at, m.expires_at
+{insert}, m.priority, m.available_at, m.expires_at{", m.consumer_group" if to_groups else ""}
 ), minted AS (
     INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
     SELECT g.id, s.id, s.priority, s.available_at, s.expires_at
-    FROM stored AS s JOIN consumer_groups AS g ON g.tenant_id = $1 AND g.topic = s.topic
+    FROM stored AS s JOIN consumer_groups AS g ON g.tenant_id = $1 AND g.topic = s.topic{only}
     WHERE s.inserted
 )
 SELECT {answer} FROM stored"""
@@ -324,6 +341,9 @@ GROUP_INSERT_BATCH = _insert_batch(admitted=False, keyed=False, grouped=True)
 GROUP_INSERT_BATCH_ADMITTED = _insert_batch(admitted=True, keyed=False, grouped=True)
 GROUP_INSERT_KEYED = _insert_batch(admitted=False, keyed=True, grouped=True)
 GROUP_INSERT_KEYED_ADMITTED = _insert_batch(admitted=True, keyed=True, grouped=True)
+# A replay to one consumer group (`mq.history`): rows naming their group, keyed or not. Only replays use these.
+GROUP_INSERT_TO = _insert_batch(admitted=False, keyed=True, grouped=True, to_groups=True)
+GROUP_INSERT_TO_ADMITTED = _insert_batch(admitted=True, keyed=True, grouped=True, to_groups=True)
 GROUP_INSERT_UNIFORM = _insert_uniform(admitted=False, grouped=True)
 GROUP_INSERT_UNIFORM_ADMITTED = _insert_uniform(admitted=True, grouped=True)
 

@@ -82,6 +82,8 @@ class NewRow(msgspec.Struct, frozen=True, gc=False):
     ttl_seconds: int
     #: The topic has consumer groups: the row is stored with its deliveries (`mq.queue.sql`, "Consumer groups").
     grouped: bool = False
+    #: The one consumer group the message is for (a replay's, `mq.history`); None: every group of its topic.
+    consumer_group: str | None = None
 
 
 class MessageView(msgspec.Struct, omit_defaults=False, gc=False):

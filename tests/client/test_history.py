@@ -55,3 +55,18 @@ async def test_the_log_pages_as_an_iterator_and_a_replay_resumes_past_max_depth(
 
     with Client(server.base_url, auth=ADMIN, tenant=tenant.slug) as sync:
         assert sync.replay("history", until=until) == 0  # trimmed: nothing left to replay
+
+
+async def test_a_replay_to_one_consumer_group(server: Server, tenant: Tenant) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        await sk.set_topic_config("fan-history", replayable=True)
+        for group in ("billing", "audit"):
+            await sk.create_consumer_group("fan-history", group)
+        await sk.send("fan-history", "order-1")
+        for group in ("billing", "audit"):
+            got = await sk.receive("fan-history", 1, consumer_group=group)
+            await sk.ack_batch(got, consumer_group=group)
+        assert await sk.replay("fan-history", consumer_group="billing") == 1
+        assert await sk.receive("fan-history", 5, consumer_group="audit") == []
+        [again] = await sk.receive("fan-history", 5, consumer_group="billing")
+        assert again.text() == "order-1" and again.consumer_group == "billing"

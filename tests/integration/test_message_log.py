@@ -3,6 +3,7 @@ and the partitions that hold it."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -207,3 +208,101 @@ async def test_another_tenant_never_sees_trims_or_replays_a_tenants_log(
     await _replayable(other, "private")
     assert (await other.post("/api/topics/private/replay", json={})).json() == {"replayed": 0}
     assert [unb(e) for e in await _log(client, "private")] == ["mine"]  # untouched
+
+
+async def test_racing_single_and_batch_acks_and_resent_batches_log_each_message_once(
+    client: httpx.AsyncClient, make_client: Any, tenant: Tenant
+) -> None:
+    """Eight consumers race over 240 messages (half ack one by one, half in batches they send twice, at once):
+    each acked id is logged once. A reader pages the log while the second half is acked: it sees every entry that
+    was there when it began, and none twice."""
+    await _replayable(client, "raced")
+    acked: list[str] = []
+
+    async def consumer(batches: bool) -> None:
+        own = make_client(headers={"X-Tenant": tenant.slug})
+        while got := await dequeue(own, "raced", 7):
+            if batches:
+                body = {"acks": [{"id": m["id"], "receipt": m["receipt"]} for m in got]}
+                first, again = await asyncio.gather(*(own.post("/api/messages/ack", json=body) for _ in range(2)))
+                assert first.json()["acked"] + again.json()["acked"] == len(got)  # a resent batch acks nothing
+            else:
+                for m in got:
+                    ack = {"receipt": m["receipt"]}
+                    assert (await own.post(f"/api/messages/{m['id']}/ack", json=ack)).status_code == 204
+            acked.extend(m["id"] for m in got)
+
+    async def race() -> None:
+        batch = {"messages": [{"topic": "raced", "payload": b64(f"m{n}")} for n in range(120)]}
+        assert (await client.post("/api/messages/batch", json=batch)).status_code == 201
+        await asyncio.gather(*(consumer(batches=n % 2 == 0) for n in range(8)))
+
+    await race()
+    before = [e["id"] for e in await _log(client, "raced", limit=1000)]
+    paged, _ = await asyncio.gather(_log(client, "raced", limit=9), race())
+    logged = [e["id"] for e in await _log(client, "raced", limit=1000)]
+    assert len(acked) == 240 and sorted(logged) == sorted(acked)  # each once
+    paged_ids = [e["id"] for e in paged]
+    assert len(paged_ids) == len(set(paged_ids))  # none twice
+    assert set(before) <= set(paged_ids) <= set(logged)  # none skipped
+
+
+async def test_lapsed_leases_and_lease_lost_acks_log_nothing(client: httpx.AsyncClient) -> None:
+    await _replayable(client, "lapsing", visibility_timeout_seconds=1, max_retries=2)
+    message_id = await enqueue(client, "lapsing", "late")
+    [first] = await dequeue(client, "lapsing")
+    await asyncio.sleep(1.2)  # the lease lapses; the message is delivered again
+    [second] = await dequeue(client, "lapsing")
+    assert second["id"] == message_id
+    late = {"receipt": first["receipt"]}
+    assert_error(await client.post(f"/api/messages/{message_id}/ack", json=late), 409, "lease_lost")
+    assert await _log(client, "lapsing") == []
+    await asyncio.sleep(1.2)  # lapses again: its last retry, dead-lettered by the next dequeue
+    assert await dequeue(client, "lapsing") == []
+    assert await _log(client, "lapsing") == []
+    assert (await client.get(f"/api/messages/{message_id}")).json()["topic"] == "lapsing.dlq"
+
+
+async def test_a_replay_to_one_consumer_group_is_delivered_to_it_only(client: httpx.AsyncClient) -> None:
+    await _replayable(client, "fanned")
+    for group in ("billing", "shipping"):
+        r = await client.post("/api/topics/fanned/consumer-groups", json={"consumer_group": group})
+        assert r.status_code == 201, r.text
+    for n in range(3):
+        await enqueue(client, "fanned", f"f{n}", key="k" if n == 2 else None)
+    for group in ("billing", "shipping"):
+        got = await dequeue(client, "fanned", 3, consumer_group=group)
+        acks = {"acks": [{"id": m["id"], "receipt": m["receipt"], "consumer_group": group} for m in got]}
+        assert (await client.post("/api/messages/ack", json=acks)).json()["acked"] == 3
+    assert len(await _log(client, "fanned")) == 3
+
+    r = await client.post("/api/topics/fanned/replay", json={"consumer_group": "billing"})
+    assert r.json() == {"replayed": 3}, r.text
+    assert await dequeue(client, "fanned", 10, consumer_group="shipping") == []
+    got = await dequeue(client, "fanned", 10, consumer_group="billing")
+    assert [unb(m) for m in got] == ["f0", "f1", "f2"]
+    assert {m["consumer_group"] for m in got} == {"billing"}
+    acks = {"acks": [{"id": m["id"], "receipt": m["receipt"], "consumer_group": "billing"} for m in got]}
+    assert (await client.post("/api/messages/ack", json=acks)).json()["acked"] == 3
+    for m in got:  # its one group done: the message is gone, and logged again
+        assert (await client.get(f"/api/messages/{m['id']}")).status_code == 404
+    assert len(await _log(client, "fanned")) == 6
+
+    r = await client.post("/api/topics/fanned/replay", json={"key": "k"})  # to every group
+    assert r.json() == {"replayed": 2}, r.text
+    for group in ("billing", "shipping"):
+        assert [unb(m) for m in await dequeue(client, "fanned", 10, consumer_group=group)] == ["f2"]
+    r = await client.post("/api/topics/fanned/replay", json={"consumer_group": "nobody"})
+    assert_error(r, 404, "not_found")
+
+
+async def test_entries_past_the_window_are_neither_listed_nor_replayed(client: httpx.AsyncClient) -> None:
+    await _replayable(client, "windowed", replay_window_seconds=1)
+    await enqueue(client, "windowed", "old")
+    await _consume(client, "windowed", 1)
+    await asyncio.sleep(1.1)
+    await enqueue(client, "windowed", "new")
+    await _consume(client, "windowed", 1)
+    assert [unb(e) for e in await _log(client, "windowed")] == ["new"]
+    assert (await client.post("/api/topics/windowed/replay", json={})).json() == {"replayed": 1}
+    assert [unb(m) for m in await dequeue(client, "windowed", 10)] == ["new"]
