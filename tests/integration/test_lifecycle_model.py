@@ -1,7 +1,8 @@
 """The message lifecycle against a model (Hypothesis, stateful): enqueues with and without keys, dequeues from the
 topic and its DLQ, acks, nacks and extends with current, stale or no receipts, requeues, TTL expiry, lapsed
-leases and reaper runs, in any order. After every step the server's view of every message (browse, all statuses)
-equals the model's, and so does the topic's message log (it is replayable): every successful ack, once, in order.
+leases, reaper runs, and the message log's replays and trims, in any order. After every step the server's view of
+every message (browse, all statuses) equals the model's, and so does the topic's message log (it is replayable):
+every successful ack not trimmed, once, in order.
 
 Time is not waited for: a lease lapses, or a TTL passes, by moving that message's timestamp into the past in
 Postgres (a lapsed lease gets an instant in 2000, so lapsed messages come first, in the order they lapsed). The
@@ -75,7 +76,7 @@ class Lifecycle(RuleBasedStateMachine):
         r = self.http.put(f"/api/topic-configs/{self.topic}", json={"max_retries": MAX_RETRIES, "replayable": True})
         assert r.status_code == 200, r.text
         self.messages: dict[str, Message] = {}
-        self.logged: list[tuple[str, bytes]] = []  # the message log: each successful ack, in order
+        self.logged: list[tuple[str, bytes, str | None]] = []  # the message log: each successful ack, in order
         self.clock = itertools.count(1)
         self.lapses = itertools.count(1)
 
@@ -189,7 +190,7 @@ class Lifecycle(RuleBasedStateMachine):
         if expected == 200:
             del self.messages[m.id]
             if not m.in_dlq:  # the DLQ is a topic of its own, not replayable
-                self.logged.append((m.id, m.payload))
+                self.logged.append((m.id, m.payload, m.key))
 
     @precondition(lambda self: any(m.status == "processing" for m in self.messages.values()))
     @rule(data=st.data(), which=st.sampled_from(["current", "current", "stale", "none"]))
@@ -280,6 +281,57 @@ class Lifecycle(RuleBasedStateMachine):
         m.topic, m.in_dlq, m.status, m.retry_count, m.max_retries = self.topic, False, "pending", 0, MAX_RETRIES
         m.receipt, m.lapsed, m.tick = None, False, next(self.clock)
 
+    def _log(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.http.get(
+            f"/api/topics/{self.topic}/message-log", params={"limit": 1000}
+        ).json()["items"]
+        return items
+
+    @precondition(lambda self: self.logged)
+    @rule(data=st.data(), by_key=st.booleans())
+    def replay(self, data: st.DataObject, by_key: bool) -> None:
+        """One entry (a range from its acked_at to the next one's), or every entry of a key: one message again, or
+        the key's pending twin updated (entries of one key fold into one message, as enqueues of it would)."""
+        log = self._log()
+        keys = sorted({key for _, _, key in self.logged if key is not None})
+        if by_key and keys:
+            key = data.draw(st.sampled_from(keys))
+            body: dict[str, Any] = {"key": key}
+            entries = [entry for entry in self.logged if entry[2] == key]
+        else:
+            n = data.draw(st.integers(0, len(log) - 1))
+            body = {"from_time": log[n]["acked_at"]}
+            if n + 1 < len(log):
+                body["to_time"] = log[n + 1]["acked_at"]
+            entries = [self.logged[n]]
+        before = set(self.messages)
+        r = self.http.post(f"/api/topics/{self.topic}/replay", json=body)
+        assert r.status_code == 200 and r.json() == {"replayed": len(entries)}, r.text
+        listed = self.http.get("/api/messages", params={"topic": self.topic, "limit": 200}).json()["items"]
+        new = [v["id"] for v in listed if v["id"] not in before]
+        _, payload, key = entries[-1]
+        twin = self._live_twin(self.topic, key)
+        if twin is not None and twin.ttl_passed:
+            self._expire(twin)
+            twin = None
+        if twin is not None:
+            assert new == []
+            twin.payload = payload
+        else:
+            [mid] = new
+            self.messages[mid] = Message(mid, self.topic, payload, key, next(self.clock))
+
+    @precondition(lambda self: self.logged)
+    @rule(data=st.data())
+    def trim(self, data: st.DataObject) -> None:
+        """Before an entry's acked_at (the entries before it go), or before a time to come (all of them)."""
+        log = self._log()
+        n = data.draw(st.integers(0, len(log)))
+        before = log[n]["acked_at"] if n < len(log) else "2100-01-01T00:00:00Z"
+        r = self.http.delete(f"/api/topics/{self.topic}/message-log", params={"before": before})
+        assert r.status_code == 200 and r.json() == {"deleted": n}, r.text
+        self.logged = self.logged[n:]
+
     # --- the server's view equals the model's ------------------------------------------------------------------
 
     @invariant()
@@ -293,7 +345,7 @@ class Lifecycle(RuleBasedStateMachine):
         model = {m.id: (m.topic, m.seen, m.retry_count, m.payload) for m in self.messages.values()}
         assert server == model
         log = self.http.get(f"/api/topics/{self.topic}/message-log", params={"limit": 1000}).json()["items"]
-        assert [(e["id"], unb64(e["payload"])) for e in log] == self.logged
+        assert [(e["id"], unb64(e["payload"]), e["key"]) for e in log] == self.logged
 
 
 def test_the_message_lifecycle_matches_its_model(server: Server, database_url: str, tenant: Any) -> None:
