@@ -499,3 +499,65 @@ test("history: a topic made replayable, its log filtered and opened, a range rep
   await expect(page.getByText("Nothing in the log here")).toBeVisible();
   await api.dispose();
 });
+
+test("history: a replay to one consumer group, past a refusal, reaches that group only", async ({ page }) => {
+  const api = await adminApi(s.tenant);
+  const config = { replayable: true, max_depth: 1 }; // the replay below is refused midway
+  expect((await api.put("/api/topic-configs/relay", { data: config })).ok()).toBe(true);
+  for (const group of ["billing", "shipping"]) {
+    const made = await api.post("/api/topics/relay/consumer-groups", { data: { consumer_group: group } });
+    expect(made.ok()).toBe(true);
+  }
+  // Two parcels, each acked by both groups (the last group's ack logs it), one after the other.
+  for (const n of [1, 2]) {
+    const payload = Buffer.from(`parcel ${n}`).toString("base64");
+    expect((await api.post("/api/messages", { data: { topic: "relay", payload } })).ok()).toBe(true);
+    for (const group of ["billing", "shipping"]) {
+      const taken = await (
+        await api.post("/api/messages/dequeue", { data: { topic: "relay", consumer_group: group } })
+      ).json();
+      const m = taken.messages[0];
+      const ack = { receipt: m.receipt, consumer_group: group };
+      expect((await api.post(`/api/messages/${m.id}/ack`, { data: ack })).ok()).toBe(true);
+    }
+  }
+
+  await page.goto("/topics/relay?view=history");
+  await expect(page.getByRole("table", { name: "Message log of relay" }).locator("tbody tr")).toHaveCount(2);
+  await page.getByRole("button", { name: "Replay…" }).click();
+  const replay = page.getByRole("form", { name: "Replay messages of relay" });
+  const target = replay.getByRole("group", { name: "Deliver to" });
+  await expect(target.getByLabel(/^Every consumer group/)).toBeChecked();
+  await replay.getByRole("button", { name: "Replay the range…" }).click();
+  const every = page.getByRole("dialog", { name: "Replay 2 entries of relay to every consumer group?" });
+  await every.getByRole("button", { name: "Cancel" }).click();
+  await target.getByLabel(/^One consumer group/).check();
+  const group = target.getByRole("combobox", { name: "Consumer group" });
+  await expect(group).toHaveValue("billing"); // the first, in creation order
+  await group.selectOption("shipping");
+  await expectAccessible(page);
+  await replay.getByRole("button", { name: "Replay the range…" }).click();
+  const confirm = page.getByRole("dialog", {
+    name: "Replay 2 entries of relay to consumer group shipping only?",
+  });
+  await expect(confirm).toContainText("consumer group shipping receives it again");
+  await confirm.getByRole("button", { name: "Replay" }).click();
+  // max depth 1 takes the first; going on by itself once there is room must still replay to shipping only.
+  const progress = page.getByRole("region", { name: "Replay", exact: true });
+  await expect(progress.getByRole("status")).toHaveText(/^Paused after 1 of 2 replayed.*queue_full/);
+  await expect(progress).toContainText("to consumer group shipping only");
+  await progress.getByLabel(/Continue by itself/).check();
+  expect((await api.put("/api/topic-configs/relay", { data: { replayable: true } })).ok()).toBe(true);
+  await expect(progress.getByRole("status")).toHaveText(
+    "Replay done: 2 messages enqueued again into relay, to consumer group shipping only.",
+  );
+
+  const take = async (group: string) => {
+    const body = { topic: "relay", consumer_group: group, count: 10 };
+    const taken = await (await api.post("/api/messages/dequeue", { data: body })).json();
+    return (taken.messages as { payload: string }[]).map((m) => Buffer.from(m.payload, "base64").toString());
+  };
+  expect(await take("billing")).toEqual([]);
+  expect(await take("shipping")).toEqual(["parcel 1", "parcel 2"]);
+  await api.dispose();
+});

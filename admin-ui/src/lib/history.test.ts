@@ -5,8 +5,11 @@ import {
   countEntries,
   describeCount,
   describeRange,
+  describeTarget,
   parseTime,
   readRange,
+  readReplay,
+  replayBody,
   timeInput,
 } from "./history";
 
@@ -77,30 +80,38 @@ describe("countEntries", () => {
 
 describe("a replay's course", () => {
   const range = { from_time: "2026-11-25T00:00:00Z", to_time: "2026-11-26T00:00:00Z", key: "k" };
+  const replay = { range, group: null };
 
   it("adds what each call replayed, and goes on from resume_from after a refusal midway", () => {
     const full = new ApiError(429, "queue_full", "the topic is full", "r1", {
       replayed: 300,
       resume_from: "2026-11-25T10:00:00.123456Z",
     });
-    const refused = afterReplay(0, range, { error: full });
+    const refused = afterReplay(0, replay, { error: full });
     expect(refused).toMatchObject({
       phase: "refused",
       replayed: 300,
-      next: { from_time: "2026-11-25T10:00:00.123456Z", to_time: range.to_time, key: "k" },
+      next: { range: { from_time: "2026-11-25T10:00:00.123456Z", to_time: range.to_time, key: "k" } },
     });
-    expect(afterReplay(refused.replayed, range, { replayed: 200 })).toEqual({ phase: "done", replayed: 500 });
+    expect(afterReplay(refused.replayed, replay, { replayed: 200 })).toEqual({
+      phase: "done",
+      replayed: 500,
+    });
   });
 
   it("retries the same range after a refusal that replayed nothing, and fails on anything else", () => {
     const limited = new ApiError(429, "rate_limited", "slow down", "r2", null, 3);
-    expect(afterReplay(5, range, { error: limited })).toMatchObject({
+    expect(afterReplay(5, replay, { error: limited })).toMatchObject({
       phase: "refused",
       replayed: 5,
-      next: range,
+      next: replay,
     });
     const notReplayable = new ApiError(409, "not_replayable", "not replayable", "r3");
-    expect(afterReplay(0, range, { error: notReplayable })).toMatchObject({ phase: "failed", replayed: 0 });
+    expect(afterReplay(0, replay, { error: notReplayable })).toMatchObject({ phase: "failed", replayed: 0 });
+    const noGroup = new ApiError(404, "not_found", "no consumer group billing", "r4");
+    expect(afterReplay(0, { range, group: "billing" }, { error: noGroup })).toMatchObject({
+      phase: "failed",
+    });
   });
 
   it("names a range in words", () => {
@@ -109,5 +120,57 @@ describe("a replay's course", () => {
     );
     expect(describeRange({})).toBe("acked at any time");
     expect(describeRange({ to_time: "2026-11-26T00:00:00Z" })).toBe("acked before 2026-11-26 00:00:00 UTC");
+  });
+});
+
+describe("a replay to one consumer group", () => {
+  const form = (fields: Record<string, string>) => {
+    const data = new FormData();
+    for (const [name, value] of Object.entries(fields)) data.set(name, value);
+    return data;
+  };
+
+  it("reads the target from the form: every group unless one is chosen", () => {
+    const from_time = "2026-11-25 04:10";
+    expect(readReplay(form({ from_time, key: "" }))).toEqual({
+      replay: { range: { from_time: "2026-11-25T04:10:00Z" }, group: null },
+      errors: {},
+    });
+    expect(readReplay(form({ target: "every", consumer_group: "billing" })).replay.group).toBeNull();
+    expect(readReplay(form({ target: "group", consumer_group: "billing" })).replay).toEqual({
+      range: {},
+      group: "billing",
+    });
+    expect(readReplay(form({ to_time: "soon", target: "group", consumer_group: "billing" })).errors).toEqual({
+      to_time: expect.stringMatching(/^"soon" is not a time/),
+    });
+  });
+
+  it("carries consumer_group in every call, the ones after a refusal included", () => {
+    const toBilling = { range: { to_time: "2026-11-26T00:00:00Z" }, group: "billing" };
+    expect(replayBody(toBilling)).toEqual({ to_time: "2026-11-26T00:00:00Z", consumer_group: "billing" });
+    expect(replayBody({ range: { key: "k" }, group: null })).toEqual({ key: "k" });
+
+    const full = new ApiError(429, "queue_full", "the topic is full", "r1", {
+      replayed: 2,
+      resume_from: "2026-11-25T10:00:00.123456Z",
+    });
+    const refused = afterReplay(0, toBilling, { error: full });
+    if (refused.phase !== "refused") throw new Error(`expected a refusal, got ${refused.phase}`);
+    expect(replayBody(refused.next)).toEqual({
+      from_time: "2026-11-25T10:00:00.123456Z",
+      to_time: "2026-11-26T00:00:00Z",
+      consumer_group: "billing",
+    });
+    // A refusal that names no resume_from (a rate limit before the first entry): the same call again, same group.
+    const limited = new ApiError(429, "rate_limited", "slow down", "r2", null, 3);
+    const again = afterReplay(2, toBilling, { error: limited });
+    if (again.phase !== "refused") throw new Error(`expected a refusal, got ${again.phase}`);
+    expect(replayBody(again.next)).toEqual(replayBody(toBilling));
+  });
+
+  it("names the target", () => {
+    expect(describeTarget(null)).toBe("to every consumer group");
+    expect(describeTarget("billing")).toBe("to consumer group billing only");
   });
 });

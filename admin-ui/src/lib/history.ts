@@ -1,6 +1,6 @@
 // A replayable topic's message log in the console: the times its filters take, how many entries a range holds,
-// how a range is named, and how a replay goes on after the server refused it midway.
-import { ApiError } from "../api/client";
+// how a range and a replay's target are named, and how a replay goes on after the server refused it midway.
+import { ApiError, type Schemas } from "../api/client";
 import { formatTime } from "./format";
 import type { Parsed } from "./parse";
 
@@ -50,6 +50,28 @@ export function readRange(form: FormData): { range: LogRange; errors: Record<str
   return { range, errors };
 }
 
+/** A replay as the console runs it: a range of the log, and the consumer group its new messages are owed to (null:
+ * every group of the topic, as any enqueue; a topic without groups has only this). */
+export type Replay = { range: LogRange; group: string | null };
+
+/** A replay form's range and target: `target` "group" sends the replay to the group its `consumer_group` select
+ * names; anything else (or no such field: the topic has no groups) to every group. */
+export function readReplay(form: FormData): { replay: Replay; errors: Record<string, string> } {
+  const { range, errors } = readRange(form);
+  const group = form.get("target") === "group" ? String(form.get("consumer_group") ?? "") : "";
+  return { replay: { range, group: group || null }, errors };
+}
+
+/** The body of one replay call: the range, and `consumer_group` when the replay goes to one group. */
+export function replayBody({ range, group }: Replay): Schemas["ReplayBody"] {
+  return group === null ? { ...range } : { ...range, consumer_group: group };
+}
+
+/** "to every consumer group", "to consumer group billing only". */
+export function describeTarget(group: string | null): string {
+  return group === null ? "to every consumer group" : `to consumer group ${group} only`;
+}
+
 /** A time the API took, as a field shows it for editing: in the tables' form, fractions of a second kept, so that
  * `parseTime` reads it back as it was. */
 export function timeInput(value: string): string {
@@ -95,19 +117,20 @@ export function describeRange(range: LogRange): string {
   return range.key ? `${when}, with key “${range.key}”` : when;
 }
 
-/** A replay's course: running, refused midway (a limit; it can go on from `next`), done, or failed. `replayed`
- * counts every call's entries so far. */
+/** A replay's course: running, refused midway (a limit; it can go on with `next`, to the same target), done, or
+ * failed. `replayed` counts every call's entries so far. */
 export type ReplayRun =
   | { phase: "running"; replayed: number }
-  | { phase: "refused"; replayed: number; next: LogRange; error: ApiError }
+  | { phase: "refused"; replayed: number; next: Replay; error: ApiError }
   | { phase: "done"; replayed: number }
   | { phase: "failed"; replayed: number; error: unknown };
 
-/** The run after one replay call of `range` answered (`replayed`) or failed (`error`). A 429 is a refusal midway:
- * its details say how many this call replayed and the `acked_at` to resume from, given back as `from_time`. */
+/** The run after one call of `replay` answered (`replayed`) or failed (`error`). A 429 is a refusal midway: its
+ * details say how many this call replayed and the `acked_at` to resume from, given back as `from_time` (the group,
+ * if any, kept: going on must not send the rest to every group). */
 export function afterReplay(
   soFar: number,
-  range: LogRange,
+  replay: Replay,
   outcome: { replayed: number } | { error: unknown },
 ): ReplayRun {
   if ("replayed" in outcome) return { phase: "done", replayed: soFar + outcome.replayed };
@@ -117,6 +140,9 @@ export function afterReplay(
   const details = (error.details ?? {}) as { replayed?: unknown; resume_from?: unknown };
   const replayed = typeof details.replayed === "number" ? details.replayed : 0;
   // A refusal before the first entry (a rate limit) may carry no details: the same range again.
-  const next = typeof details.resume_from === "string" ? { ...range, from_time: details.resume_from } : range;
+  const next =
+    typeof details.resume_from === "string"
+      ? { ...replay, range: { ...replay.range, from_time: details.resume_from } }
+      : replay;
   return { phase: "refused", replayed: soFar + replayed, next, error };
 }

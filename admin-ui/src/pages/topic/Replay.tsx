@@ -1,10 +1,11 @@
-// Tenant admins' actions on a topic's message log. Replay: a range (and key) counted first and confirmed, then run
-// call by call: a refusal midway (max_depth, a quota, a rate limit) says how many went, and goes on from the
-// server's resume_from, now or by itself after Retry-After. Trim: entries acked before a time, counted and confirmed.
-import { useMutation, useQueryClient } from "@tanstack/react-query";
+// Tenant admins' actions on a topic's message log. Replay: a range (and key) counted first and confirmed, to every
+// consumer group or to one (on a topic that has groups), then run call by call: a refusal midway (max_depth, a
+// quota, a rate limit) says how many went, and goes on from the server's resume_from, to the same target, now or by
+// itself after Retry-After. Trim: entries acked before a time, counted and confirmed.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useCallback, useEffect, useState } from "react";
 import { keys } from "../../api/keys";
-import { fetchLogPage, type LogFilter, replayLog, trimLog } from "../../api/topics";
+import { consumerGroupsQuery, fetchLogPage, type LogFilter, replayLog, trimLog } from "../../api/topics";
 import { Confirm, ErrorNote, Field } from "../../components/ui";
 import { formatTime } from "../../lib/format";
 import {
@@ -12,10 +13,13 @@ import {
   countEntries,
   describeCount,
   describeRange,
+  describeTarget,
   type LogRange,
   parseTime,
+  type Replay,
   type ReplayRun,
-  readRange,
+  readReplay,
+  replayBody,
 } from "../../lib/history";
 import { TimeField } from "./TimeField";
 
@@ -41,29 +45,33 @@ export function ReplayPanel({
   onStarted: () => void;
 }) {
   const queryClient = useQueryClient();
+  // The page's loader fetched them, and the Consumer groups section keeps them fresh.
+  const groups = (useQuery(consumerGroupsQuery(topic)).data?.groups ?? []).map((g) => g.consumer_group);
   const [invalid, setInvalid] = useState<Record<string, string>>({});
-  const [asking, setAsking] = useState<{ range: LogRange; counted: Counted } | null>(null);
+  const [asking, setAsking] = useState<{ replay: Replay; counted: Counted } | null>(null);
   const [empty, setEmpty] = useState<string | null>(null);
-  const [run, setRun] = useState<{ range: LogRange; counted: Counted; state: ReplayRun } | null>(null);
+  const [run, setRun] = useState<{ replay: Replay; counted: Counted; state: ReplayRun } | null>(null);
   const [auto, setAuto] = useState(false);
   const count = useMutation({
-    mutationFn: (range: LogRange) => countRange(topic, range),
+    mutationFn: (replay: Replay) => countRange(topic, replay.range),
     onMutate: () => setEmpty(null),
-    onSuccess: (counted, range) => {
-      if (counted.count === 0) setEmpty(`Nothing to replay: no entry ${describeRange(range)}.`);
-      else setAsking({ range, counted });
+    onSuccess: (counted, replay) => {
+      if (counted.count === 0) setEmpty(`Nothing to replay: no entry ${describeRange(replay.range)}.`);
+      else setAsking({ replay, counted });
     },
   });
+  // The target is named where the topic has groups (a replay to one group always): elsewhere nothing new is said.
+  const named = (replay: Replay) => replay.group !== null || groups.length > 0;
 
   // One call of the replay; what it did is added to what the earlier calls of this run did.
   const call = useCallback(
-    async (range: LogRange, counted: Counted, soFar: number) => {
-      setRun({ range, counted, state: { phase: "running", replayed: soFar } });
-      const outcome = await replayLog(topic, range).then(
+    async (replay: Replay, counted: Counted, soFar: number) => {
+      setRun({ replay, counted, state: { phase: "running", replayed: soFar } });
+      const outcome = await replayLog(topic, replayBody(replay)).then(
         (answer) => ({ replayed: answer.replayed }),
         (error: unknown) => ({ error }),
       );
-      setRun({ range, counted, state: afterReplay(soFar, range, outcome) });
+      setRun({ replay, counted, state: afterReplay(soFar, replay, outcome) });
       queryClient.invalidateQueries({ queryKey: keys.topics.all() }); // the topic's counts and messages
     },
     [topic, queryClient],
@@ -81,11 +89,12 @@ export function ReplayPanel({
 
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
-    const { range, errors } = readRange(new FormData(e.currentTarget));
+    const { replay, errors } = readReplay(new FormData(e.currentTarget));
     setInvalid(errors);
-    if (Object.keys(errors).length === 0) count.mutate(range);
+    if (Object.keys(errors).length === 0) count.mutate(replay);
   };
   const busy = run?.state.phase === "running";
+  const askingTarget = asking && named(asking.replay) ? ` ${describeTarget(asking.replay.group)}` : "";
 
   return (
     <>
@@ -116,6 +125,7 @@ export function ReplayPanel({
               )}
             </Field>
           </div>
+          {groups.length > 0 && <TargetField groups={groups} />}
           <button type="submit" className="primary" disabled={count.isPending || busy}>
             {count.isPending ? "Counting…" : "Replay the range…"}
           </button>
@@ -131,6 +141,7 @@ export function ReplayPanel({
         <ReplayProgress
           topic={topic}
           run={run}
+          target={named(run.replay) ? describeTarget(run.replay.group) : null}
           auto={auto}
           onAuto={setAuto}
           onContinue={() => refused && call(refused.next, run.counted, refused.replayed)}
@@ -139,23 +150,26 @@ export function ReplayPanel({
       )}
       <Confirm
         open={asking !== null}
-        title={`Replay ${asking ? describeCount(asking.counted) : ""} of ${topic}?`}
+        title={asking ? `Replay ${describeCount(asking.counted)} of ${topic}${askingTarget}?` : ""}
         confirmLabel="Replay"
         onCancel={() => setAsking(null)}
         onConfirm={() => {
           if (!asking) return;
           setAsking(null);
           onStarted();
-          call(asking.range, asking.counted, 0);
+          call(asking.replay, asking.counted, 0);
         }}
       >
         {asking && (
           <p>
-            The log holds {describeCount(asking.counted)} {describeRange(asking.range)}. Each is enqueued into{" "}
-            {topic} again as a new message (a new id; its payload, key, metadata and priority kept, retries
-            from 0), in the order they were acked, and consumers receive it again; one whose key a pending
-            message of {topic} holds updates that message instead, as any enqueue does. The topic's max depth,
-            quotas and rate limits apply: refused midway, the replay stops, and can go on from there.
+            The log holds {describeCount(asking.counted)} {describeRange(asking.replay.range)}. Each is
+            enqueued into {topic} again as a new message (a new id; its payload, key, metadata and priority
+            kept, retries from 0), in the order they were acked, and{" "}
+            {receivers(asking.replay, named(asking.replay))}; one whose key a pending message of {topic} holds
+            updates that message instead
+            {named(asking.replay) ? ", for every group that still owes it," : ","} as any enqueue does. The
+            topic's max depth, quotas and rate limits apply: refused midway, the replay stops, and can go on
+            from there{asking.replay.group !== null ? ", still to that group only" : ""}.
           </p>
         )}
       </Confirm>
@@ -163,16 +177,59 @@ export function ReplayPanel({
   );
 }
 
+/** Who receives a replay's messages again, in the confirmation's words. */
+function receivers({ group }: Replay, named: boolean): string {
+  if (group !== null)
+    return `consumer group ${group} receives it again (the other groups do not see it again)`;
+  return named ? "every consumer group receives it again" : "consumers receive it again";
+}
+
+/** Every consumer group (the default) or the one chosen in the select, read by `readReplay`. */
+function TargetField({ groups }: { groups: string[] }) {
+  const [one, setOne] = useState(false);
+  return (
+    <fieldset>
+      <legend>Deliver to</legend>
+      <div>
+        <label className="inline">
+          <input type="radio" name="target" value="every" checked={!one} onChange={() => setOne(false)} />
+          <span>
+            <strong>Every consumer group</strong>: each receives the messages again
+          </span>
+        </label>
+      </div>
+      <div className="row wrap">
+        <label className="inline">
+          <input type="radio" name="target" value="group" checked={one} onChange={() => setOne(true)} />
+          <span>
+            <strong>One consumer group</strong>: only it receives them; the others do not see them again
+          </span>
+        </label>
+        <select name="consumer_group" aria-label="Consumer group" disabled={!one}>
+          {groups.map((g) => (
+            <option key={g} value={g}>
+              {g}
+            </option>
+          ))}
+        </select>
+      </div>
+    </fieldset>
+  );
+}
+
 function ReplayProgress({
   topic,
   run: { counted, state },
+  target,
   auto,
   onAuto,
   onContinue,
   onDismiss,
 }: {
   topic: string;
-  run: { range: LogRange; counted: Counted; state: ReplayRun };
+  run: { replay: Replay; counted: Counted; state: ReplayRun };
+  /** The replay's target in words, on a topic with consumer groups. */
+  target: string | null;
   auto: boolean;
   onAuto: (on: boolean) => void;
   onContinue: () => void;
@@ -188,7 +245,8 @@ function ReplayProgress({
         {state.phase === "running" && `Replaying… ${n} of ${of} replayed so far.`}
         {state.phase === "refused" &&
           `Paused after ${n} of ${of} replayed: the server refused the rest for now (${state.error.code}).`}
-        {state.phase === "done" && `Replay done: ${n} messages enqueued again into ${topic}.`}
+        {state.phase === "done" &&
+          `Replay done: ${n} messages enqueued again into ${topic}${target ? `, ${target}` : ""}.`}
         {state.phase === "failed" && `Replay stopped after ${n} replayed.`}
       </p>
       {counted.more ? (
@@ -200,7 +258,8 @@ function ReplayProgress({
         <>
           <p className="muted">
             {state.error.message}. Going on starts from the first entry not replayed
-            {state.next.from_time ? ` (acked ${formatTime(state.next.from_time)})` : ""}.
+            {state.next.range.from_time ? ` (acked ${formatTime(state.next.range.from_time)})` : ""}
+            {target ? `, ${target}` : ""}.
           </p>
           <div className="row wrap">
             <button type="button" className="primary" onClick={onContinue}>
