@@ -7,9 +7,12 @@
   at the start, the middle and the end, by `from_time` and by cursor, timed over HTTP and by EXPLAIN ANALYZE (the
   server's time). Target < 20 ms.
 - Replay of 1,000,000 entries (SKIPLOCK_BENCH_REPLAY_ROWS) against batch enqueue of as many (1,000 per request, in
-  `CLIENTS` connections) in the same run. Target 0.5.
+  `CLIENTS` connections), in SKIPLOCK_BENCH_REPLAY_ROUNDS alternating rounds, with the server's CPU per message.
+  Target 0.5.
 - Retention: `pg_stat_user_tables` of the log's partitions before and after the archive reaper drops a trimmed
   day: the rows go with their partition, no dead tuples are left behind.
+
+SKIPLOCK_BENCH_HISTORY picks some of them (acks,pages,replay,retention).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ LOGGED_TENANT = "bench-history"
 PLAIN, LOGGED = "bench-plain", "bench-logged"
 LOG_ROWS = int(os.environ.get("SKIPLOCK_BENCH_LOG_ROWS", "10000000"))
 REPLAY_ROWS = int(os.environ.get("SKIPLOCK_BENCH_REPLAY_ROWS", "1000000"))
+REPLAY_ROUNDS = int(os.environ.get("SKIPLOCK_BENCH_REPLAY_ROUNDS", "3"))
+#: Which of the measurements to run (all by default): acks, pages, replay, retention.
+HISTORY_PARTS = set(os.environ.get("SKIPLOCK_BENCH_HISTORY", "acks,pages,replay,retention").split(","))
 DAY = 86_400
 
 Op = Callable[[HttpConnection], Awaitable[int]]
@@ -96,15 +102,19 @@ async def measure_history(
     try:
         baseline = "the same requests on a plain topic of a tenant without replayable topics"
         for key, count in (("history_dequeue_100_ack", 100), ("history_single_ack", 1)):
+            if "acks" not in HISTORY_PARTS:
+                break
             base = Side(backlog(tenant_id, PLAIN), plain_http, consume(PLAIN, count), cpu)
             measured = Side(backlog(logged_id, LOGGED), logged_http, consume(LOGGED, count), cpu)
             rows.append(await compare(key, 0.85, base, measured, baseline))
         await pool.execute("TRUNCATE messages, deliveries, message_log")
-        extras = [
-            await _pages(pool, logged_http[0], logged_id),
-            await _replay(pool, logged_http, logged_id),
-            await _retention(pool, logged_http[0], logged_id),
-        ]
+        extras = []
+        if "pages" in HISTORY_PARTS:
+            extras.append(await _pages(pool, logged_http[0], logged_id))
+        if "replay" in HISTORY_PARTS:
+            extras.append(await _replay(pool, logged_http, logged_id, cpu))
+        if "retention" in HISTORY_PARTS:
+            extras.append(await _retention(pool, logged_http[0], logged_id))
     finally:
         for c in (*plain_http, *logged_http):
             await c.close()
@@ -187,11 +197,16 @@ def _zero() -> uuid.UUID:
     return uuid.UUID(int=0)
 
 
-async def _replay(pool: asyncpg.Pool[Any], http: list[HttpConnection], tenant_id: int) -> dict[str, Any]:
+async def _replay(
+    pool: asyncpg.Pool[Any], http: list[HttpConnection], tenant_id: int, cpu: Callable[[], float]
+) -> dict[str, Any]:
+    """Rounds of: batch enqueue of REPLAY_ROWS (the baseline), then a replay of as many log entries; the ratio of
+    their rates per round, and the server's CPU per message of each."""
     await pool.execute("TRUNCATE messages, message_log")
     topic = f"{LOGGED}-replay"
     status, _ = await http[0].request("PUT", f"/api/topic-configs/{topic}", {"replayable": True})
     assert status == 200
+    await _write_log(pool, tenant_id, topic, REPLAY_ROWS, datetime.now(UTC) - timedelta(hours=1))
     # batch enqueue of REPLAY_ROWS in CLIENTS connections, 1,000 per request
     body = msgspec.json.encode({"topic": topic, "messages": [{"payload": PAYLOAD_B64}] * 1000})
     per_client = REPLAY_ROWS // 1000 // len(http)
@@ -201,26 +216,44 @@ async def _replay(pool: asyncpg.Pool[Any], http: list[HttpConnection], tenant_id
             status, _ = await c.request("POST", "/api/messages/batch", body)
             assert status == 201, status
 
-    t0 = time.perf_counter()
-    await asyncio.gather(*(produce(c) for c in http))
-    enqueue_rate = per_client * 1000 * len(http) / (time.perf_counter() - t0)
-    await pool.execute("TRUNCATE messages")
-    start = datetime.now(UTC) - timedelta(hours=1)
-    await _write_log(pool, tenant_id, topic, REPLAY_ROWS, start)
-    t0 = time.perf_counter()
-    status, answer = await http[0].request("POST", f"/api/topics/{topic}/replay", {})
-    seconds = time.perf_counter() - t0
-    assert status == 200 and answer["replayed"] == REPLAY_ROWS, (status, answer)
-    replay_rate = REPLAY_ROWS / seconds
-    ratio = round(replay_rate / enqueue_rate, 3)
-    print(f"  replay: {REPLAY_ROWS:,} in {seconds:.1f} s = {replay_rate:,.0f}/s; batch enqueue {enqueue_rate:,.0f}/s")
+    async def enqueue() -> int:
+        await asyncio.gather(*(produce(c) for c in http))
+        return per_client * 1000 * len(http)
+
+    async def replay() -> int:
+        status, answer = await http[0].request("POST", f"/api/topics/{topic}/replay", {})
+        assert status == 200 and answer["replayed"] == REPLAY_ROWS, (status, answer)
+        return REPLAY_ROWS
+
+    async def timed(work: Callable[[], Awaitable[int]]) -> tuple[float, float]:
+        """Messages per second, and the server's CPU µs per message."""
+        await pool.execute("TRUNCATE messages")
+        await pool.execute("CHECKPOINT")
+        c0, t0 = cpu(), time.perf_counter()
+        n = await work()
+        seconds, used = time.perf_counter() - t0, cpu() - c0
+        return n / seconds, used / n * 1e6
+
+    rounds = []
+    for _ in range(REPLAY_ROUNDS):
+        enqueue_rate, enqueue_cpu = await timed(enqueue)
+        replay_rate, replay_cpu = await timed(replay)
+        rounds.append((replay_rate / enqueue_rate, replay_rate, enqueue_rate, replay_cpu, enqueue_cpu))
+        print(
+            f"  replay: {REPLAY_ROWS:,} at {replay_rate:,.0f}/s ({replay_cpu:.1f} µs CPU each); batch enqueue "
+            f"{enqueue_rate:,.0f}/s ({enqueue_cpu:.1f} µs) = {replay_rate / enqueue_rate:.3f}"
+        )
     await pool.execute("TRUNCATE messages, message_log")
+    ratios = [r[0] for r in rounds]
     return {
         "workload": "history_replay",
         "target": 0.5,
-        "ratio": ratio,
-        "replay_per_second": round(replay_rate),
-        "batch_enqueue_per_second": round(enqueue_rate),
+        "ratio": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+        "replay_per_second": round(statistics.median(r[1] for r in rounds)),
+        "batch_enqueue_per_second": round(statistics.median(r[2] for r in rounds)),
+        "replay_cpu_us_per_message": round(statistics.median(r[3] for r in rounds), 1),
+        "enqueue_cpu_us_per_message": round(statistics.median(r[4] for r in rounds), 1),
         "entries": REPLAY_ROWS,
     }
 

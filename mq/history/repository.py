@@ -26,9 +26,13 @@ class HistoryRepository:
         until: datetime,
         key: str | None,
         limit: int,
+        *,
+        for_replay: bool = False,
     ) -> list[Record]:
+        """`for_replay`: only the columns a replay takes (`sql.REPLAY_PAGE`), the id as a UUID."""
+        statement = sql.REPLAY_PAGE if for_replay else sql.PAGE
         return await self.pool.fetch(
-            sql.PAGE, tenant_id, topic, window_seconds, after[0], after[1], since, until, limit, key
+            statement, tenant_id, topic, window_seconds, after[0], after[1], since, until, limit, key
         )
 
     async def trim(self, tenant_id: int, topic: str, window_seconds: int | None, before: datetime) -> int:

@@ -10,6 +10,7 @@ that did not.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import uuid
@@ -33,7 +34,7 @@ LATEST = datetime(9999, 12, 31, tzinfo=UTC)
 _NO_ID = uuid.UUID(int=0)
 #: Entries a replay reads per page, and enqueues per statement at most (whole batches of one ack kept together).
 REPLAY_PAGE = 1000
-REPLAY_CHUNK = 500
+REPLAY_CHUNK = 1000
 _REFUSALS = (errors.QueueFull, errors.RateLimited, errors.QuotaExceeded)
 
 
@@ -89,30 +90,36 @@ class History:
         config = await self.queue.configs.effective(tenant_id, topic)
         if consumer_group is not None and config.group_id(consumer_group) is None:
             raise errors.NotFound(f"topic {topic!r} has no consumer group {consumer_group!r}")
-        limits = _Limits(config.max_retries, config.message_ttl_seconds, config.grouped, consumer_group)
-        after: tuple[datetime, uuid.UUID] = (EARLIEST, _NO_ID)
-        replayed = 0
-        while True:
-            rows = await self.repository.page(
-                tenant_id, topic, window, after, since or EARLIEST, until or LATEST, key, REPLAY_PAGE
+        limits = _Limits(topic, config.max_retries, config.message_ttl_seconds, config.grouped, consumer_group)
+
+        def read(after: tuple[datetime, uuid.UUID]) -> asyncio.Future[list[Record]]:
+            page = self.repository.page(
+                tenant_id, topic, window, after, since or EARLIEST, until or LATEST, key, REPLAY_PAGE, for_replay=True
             )
-            if not rows:
-                return replayed
-            batches = _by_ack(rows)
-            if len(rows) == REPLAY_PAGE and len(batches) > 1:
-                batches.pop()  # it may go on in the next page: read it whole then
-            for chunk in _chunks(batches, REPLAY_CHUNK):
-                done, refused = await self._enqueue_prefix(tenant_id, chunk, limits)
-                replayed += done
-                metrics = self.queue.metrics
-                metrics.count(metrics.replayed, tenant_id, topic, done)
-                if refused is not None:
-                    exc, at = refused
-                    details = {"replayed": replayed, "resume_from": _precise(at)}
-                    retry_after = getattr(exc, "retry_after", None)
-                    raise type(exc)(exc.message, details=details, retry_after=retry_after)  # type: ignore[call-arg]
-            last = batches[-1][-1]
-            after = (last["acked_at"], uuid.UUID(last["id"]))
+            return asyncio.ensure_future(page)
+
+        replayed = 0
+        reading = read((EARLIEST, _NO_ID))
+        try:
+            while rows := await reading:
+                batches = _by_ack(rows)
+                if len(rows) == REPLAY_PAGE and len(batches) > 1:
+                    batches.pop()  # it may go on in the next page: read it whole then
+                last = batches[-1][-1]
+                reading = read((last["acked_at"], last["id"]))  # while this page is stored
+                for chunk in _chunks(batches, REPLAY_CHUNK):
+                    done, refused = await self._enqueue_prefix(tenant_id, chunk, limits)
+                    replayed += done
+                    metrics = self.queue.metrics
+                    metrics.count(metrics.replayed, tenant_id, topic, done)
+                    if refused is not None:
+                        exc, at = refused
+                        details = {"replayed": replayed, "resume_from": _precise(at)}
+                        retry_after = getattr(exc, "retry_after", None)
+                        raise type(exc)(exc.message, details=details, retry_after=retry_after)  # type: ignore[call-arg]
+            return replayed
+        finally:
+            reading.cancel()
 
     async def _enqueue_prefix(
         self, tenant_id: int, batches: list[list[Record]], limits: _Limits
@@ -137,6 +144,7 @@ class History:
 class _Limits(NamedTuple):
     """What a replay's rows take from their topic, and the one group they are for (None: every group)."""
 
+    topic: str
     max_retries: int
     ttl_seconds: int
     grouped: bool
@@ -145,7 +153,7 @@ class _Limits(NamedTuple):
 
 def _row(r: Record, limits: _Limits) -> NewRow:
     return NewRow(
-        r["topic"],
+        limits.topic,
         r["payload"],
         r["metadata"],
         r["key"],

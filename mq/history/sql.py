@@ -15,25 +15,33 @@ _FLOOR = """greatest(
     (SELECT t.before FROM message_log_trims AS t WHERE t.tenant_id = $1 AND t.topic = $2),
     now() - make_interval(secs => $3::float8))"""
 
+
 # A page, oldest first by (acked_at, id), from after the cursor ($4, $5), within [$6, $7) and above the floor; the
 # key when given ($9). The cursor and the lower bound are folded into one position, `start`, so that the index
 # scan begins there: with the bound as a separate filter, a page deep into 10,000,000 entries read every entry
 # before it (350-700 ms). Plan: Nested Loop <- start (one row), Index Scan using message_log_page_idx on each
 # partition (Index Cond: tenant_id, topic, ROW(acked_at, id) > ROW(start), acked_at < $7), Limit: the page's rows
 # and no more, at any depth. $4 cursor acked_at, $5 cursor id, $6 from, $7 to, $8 limit, $9 key
-PAGE = f"""
+def _page(columns: str) -> str:
+    return f"""
 WITH bound AS (SELECT greatest($6::timestamptz, {_FLOOR}) AS lo),
 start AS (
     SELECT CASE WHEN $4::timestamptz >= b.lo THEN $4::timestamptz ELSE b.lo - interval '1 microsecond' END AS at,
            CASE WHEN $4::timestamptz >= b.lo THEN $5::uuid ELSE 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid END AS id
     FROM bound AS b
 )
-SELECT {_COLUMNS}, l.created_at, l.acked_at
+SELECT {columns}
 FROM start AS s
 JOIN message_log AS l ON l.tenant_id = $1 AND l.topic = $2 AND (l.acked_at, l.id) > (s.at, s.id)
 WHERE l.acked_at < $7::timestamptz AND ($9::text IS NULL OR l.key = $9::text)
 ORDER BY l.acked_at, l.id
 LIMIT $8"""
+
+
+PAGE = _page(f"{_COLUMNS}, l.created_at, l.acked_at")
+# The same rows for a replay: what a new message takes from each entry, and where the next page starts.
+REPLAY_PAGE = _page("l.id, l.acked_at, l.key, l.payload, l.metadata::text AS metadata, l.priority")
+
 
 # Trim: entries acked before $4 are hidden from now on (a trim never moves back); answers how many were visible.
 # A time in the future trims up to now: acks still to come are never hidden by it. $3 window seconds, $4 before
