@@ -306,3 +306,38 @@ async def test_entries_past_the_window_are_neither_listed_nor_replayed(client: h
     assert [unb(e) for e in await _log(client, "windowed")] == ["new"]
     assert (await client.post("/api/topics/windowed/replay", json={})).json() == {"replayed": 1}
     assert [unb(m) for m in await dequeue(client, "windowed", 10)] == ["new"]
+
+
+async def test_the_archive_reaper_runs_on_request_and_reports_its_run(
+    client: httpx.AsyncClient, server: Server, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """POST /api/admin/archive-reaper/run drops a day past every floor ({deleted}: its rows), shows in the jobs'
+    last runs and counts the partitions it dropped."""
+    day = 86_400
+    start = datetime(2021, 3, 1, tzinfo=UTC).timestamp()
+    async with db.acquire() as conn:
+        await LogPartitions(day).ensure(conn, now=start)
+        await conn.execute(
+            """INSERT INTO message_log (tenant_id, topic, acked_at, id, payload, priority, retry_count, created_at)
+               SELECT $1, 'aged', to_timestamp($2) + n * interval '1 minute', gen_random_uuid(), 'x', 0, 0, now()
+               FROM generate_series(0, 19) AS n""",
+            tenant.id,
+            start,
+        )
+    await _replayable(client, "aged")
+    r = await client.delete("/api/topics/aged/message-log", params={"before": "2022-01-01T00:00:00Z"})
+    assert r.json() == {"deleted": 20}
+    async with httpx.AsyncClient(base_url=server.base_url) as c:
+        before = metric((await c.get("/metrics")).text, "skiplock_history_partitions_dropped_total") or 0.0
+    admin = httpx.AsyncClient(base_url=server.base_url, auth=client.auth, timeout=30)
+    async with admin:
+        r = await admin.post("/api/admin/archive-reaper/run")
+        assert r.status_code == 200, r.text
+        assert r.json()["deleted"] >= 20
+        runs = {j["job"]: j for j in (await admin.get("/api/admin/jobs")).json()["jobs"]}
+    assert runs["archive_reaper"]["rows"] >= 20
+    name = f"message_log_p{int(start)}_{int(start) + day}"
+    assert await db.fetchval("SELECT to_regclass($1)", name) is None
+    async with httpx.AsyncClient(base_url=server.base_url) as c:
+        after = metric((await c.get("/metrics")).text, "skiplock_history_partitions_dropped_total")
+    assert after is not None and after >= before + 1
