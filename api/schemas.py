@@ -189,6 +189,8 @@ class NackBody(Strict):
     receipt: str | None = None
     delay_seconds: Delay | None = None
     consumer_group: GroupName | None = None
+    #: Saved state on a deferral: merged into the message's metadata before the retry.
+    metadata: dict[str, Any] | None = None
 
 
 class NackView(msgspec.Struct):

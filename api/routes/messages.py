@@ -198,7 +198,7 @@ class MessageController(Controller):
         body = data or NackBody()
         tenant = await _tenant_for_messages(request, "consume", [message_id], [body.consumer_group])
         outcome = await _queue(request).nack(
-            tenant, message_id, body.receipt, body.error, body.delay_seconds, body.consumer_group
+            tenant, message_id, body.receipt, body.error, body.delay_seconds, body.consumer_group, body.metadata
         )
         return NackView(outcome=outcome)
 

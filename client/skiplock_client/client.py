@@ -262,11 +262,15 @@ class AsyncClient:
         receipt: str | None = None,
         delay: float | None = None,
         consumer_group: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> NackOutcome:
         """Failed: retried after `delay` (or the topic's backoff), or moved to the DLQ once retries are used up
-        (with `consumer_group`: that group's delivery only)."""
+        (with `consumer_group`: that group's delivery only). `metadata` is saved state, merged into the message's
+        metadata (a group's: into its own) before the retry."""
         message_id, receipt = _ref(message, receipt)
         body: dict[str, Any] = {} if consumer_group is None else {"consumer_group": consumer_group}
+        if metadata is not None:
+            body["metadata"] = metadata
         if error is not None:
             body["error"] = error[:4000]
         if receipt:

@@ -6,9 +6,11 @@ bound follows an average of recent handler durations). A fetch asks for what fit
 
 Leases: a held message whose lease has about a third of `visibility_timeout` left is extended (a running handler's,
 and a prefetched one's). A handler that returns acks its message; one that raises nacks it with the exception's
-text, after the delay a `Retry` exception asks for, or the topic's backoff. Acks go in batches (one request per
-`ack_batch_size` acks, or per `ack_interval` seconds); nacks of a flush go out together. A message whose lease was
-lost (an extension answered lease_lost: another consumer has it now) is never acked.
+text, after the delay a `Retry` exception asks for, or the topic's backoff. A handler may also return a `Retry`
+(a deferral, not an error): its `metadata` is saved state, merged into the message's for the next attempt.
+Acks go in batches (one request per `ack_batch_size` acks, or per `ack_interval` seconds); nacks of a flush go out
+together. A message whose lease was lost (an extension answered lease_lost: another consumer has it now) is never
+acked.
 
 Stopping (`stop()`, SIGTERM or SIGINT while `run` is going): no more fetches, prefetched messages that never
 started are released at once (nacked with no delay, so another consumer gets them without waiting for their
@@ -60,7 +62,7 @@ class _Lease:
 @dataclass
 class _Outbox:
     acks: list[_Lease] = field(default_factory=list)
-    nacks: list[tuple[_Lease, str, float | None]] = field(default_factory=list)
+    nacks: list[tuple[_Lease, str, float | None, dict[str, Any] | None]] = field(default_factory=list)
 
 
 class Consumer:
@@ -286,7 +288,10 @@ class Consumer:
         subject: Any = None
         try:
             subject = self._subject(leases)
-            await self._call_handler(subject)
+            result = await self._call_handler(subject)
+            if isinstance(result, Retry):  # a deferral returned, not raised: no error hooks
+                self._fail(leases, f"Retry: {result}", result.delay, result.metadata)
+                return
         except asyncio.CancelledError:
             self._fail(leases, "released: the handler outlived the consumer's grace period", 0)
             raise
@@ -296,8 +301,9 @@ class Consumer:
             for hook in self.middleware:
                 with contextlib.suppress(Exception):
                     await maybe_await(hook.on_error(subject, exc))
-            delay = exc.delay if isinstance(exc, Retry) else None
-            self._fail(leases, f"{type(exc).__name__}: {exc}", delay)
+            retry = exc if isinstance(exc, Retry) else None
+            delay, metadata = (retry.delay, retry.metadata) if retry is not None else (None, None)
+            self._fail(leases, f"{type(exc).__name__}: {exc}", delay, metadata)
         else:
             self.handled += 1
             for lease in leases:
@@ -316,7 +322,7 @@ class Consumer:
                 self._fetcher_waiting = False  # wake the fetcher once, not after every message
                 self._has_room.set()
 
-    async def _call_handler(self, subject: Any) -> None:
+    async def _call_handler(self, subject: Any) -> Any:
         for hook in self.middleware:
             await maybe_await(hook.before(subject))
         if self._async_handler:
@@ -327,6 +333,7 @@ class Consumer:
             result = await asyncio.get_running_loop().run_in_executor(self._threads, call)
         for hook in self.middleware:
             await maybe_await(hook.after(subject, result))
+        return result
 
     def _subject(self, leases: list[_Lease]) -> Any:
         messages = [lease.message for lease in leases]
@@ -338,10 +345,12 @@ class Consumer:
             return decoded if self.batch else decoded[0]
         return messages if self.batch else messages[0]
 
-    def _fail(self, leases: list[_Lease], error: str, delay: float | None) -> None:
+    def _fail(
+        self, leases: list[_Lease], error: str, delay: float | None, metadata: dict[str, Any] | None = None
+    ) -> None:
         for lease in leases:
             if not self._drop_lost(lease):
-                self._outbox.nacks.append((lease, error, delay))
+                self._outbox.nacks.append((lease, error, delay, metadata))
         self._flush_now.set()
 
     def _release_ready(self, reason: str) -> None:
@@ -364,7 +373,7 @@ class Consumer:
         outbox, self._outbox = self._outbox, _Outbox()
         size = self.client.batch_size
         sends = [self._send_acks(outbox.acks[i : i + size]) for i in range(0, len(outbox.acks), size)]
-        sends += [self._send_nack(lease, error, delay) for lease, error, delay in outbox.nacks]
+        sends += [self._send_nack(lease, error, delay, metadata) for lease, error, delay, metadata in outbox.nacks]
         if sends:
             await asyncio.gather(*sends)
 
@@ -388,10 +397,14 @@ class Consumer:
                 log.warning("ack of %s failed: %s", lease.message.id, code)
             self._count("lease_lost" if code == "lease_lost" else "acked" if code is None else code)
 
-    async def _send_nack(self, lease: _Lease, error: str, delay: float | None) -> None:
+    async def _send_nack(
+        self, lease: _Lease, error: str, delay: float | None, metadata: dict[str, Any] | None = None
+    ) -> None:
         outcome: str
         try:
-            outcome = await self.client.nack(lease.message, error, delay=delay, consumer_group=self.consumer_group)
+            outcome = await self.client.nack(
+                lease.message, error, delay=delay, consumer_group=self.consumer_group, metadata=metadata
+            )
         except errors.SkiplockError as exc:
             log.warning("nack of %s failed (%s): its lease will lapse", lease.message.id, exc)
             outcome = exc.error_code

@@ -9,11 +9,16 @@ from typing import Any
 
 
 class Retry(Exception):
-    """Raise from a handler to nack its message with this delay (seconds) instead of the topic's backoff."""
+    """Raise or return from a handler to nack its message with this delay (seconds) instead of the topic's
+    backoff. `metadata` is saved state: merged into the message's metadata, so the next attempt sees it (a deferral
+    that remembers how far it got)."""
 
-    def __init__(self, delay: float | None = None, reason: str = "retry requested") -> None:
+    def __init__(
+        self, delay: float | None = None, reason: str = "retry requested", *, metadata: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(reason)
         self.delay = delay
+        self.metadata = metadata
 
 
 class Middleware:

@@ -258,6 +258,8 @@ class Delivery(Base):
     leased_by: Mapped[str | None] = mapped_column(Text)
     last_error: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    #: The group's saved state: what its nacks carried (merged over the message's metadata when delivered).
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
 
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'processing')", name="deliveries_status_check"),

@@ -252,14 +252,27 @@ class MessageRepository:
         error: str | None,
         delay_seconds: float | None,
         backoff: Sequence[int],
+        metadata_json: str | None = None,
     ) -> tuple[NackOutcome, str] | None:
-        """(outcome, the message's topic afterwards); None when no processing message matched. A retry that would
-        collide with a pending twin of the same key expires that twin if its TTL passed and retries; a live twin
-        supersedes the message, which is deleted (outcome `retry`: the key's latest content will be delivered)."""
-        arguments = (tenant_id, message_id, receipt, error, self.defaults.dlq_enabled, delay_seconds, list(backoff))
+        """(outcome, the message's topic afterwards); None when no processing message matched. `metadata_json`: an
+        object merged into the message's metadata. A retry that would collide with a pending twin of the same key
+        expires that twin if its TTL passed and retries; a live twin supersedes the message, which is deleted
+        (outcome `retry`: the key's latest content will be delivered)."""
+        statement = sql.MESSAGE_NACK
+        arguments: tuple[Any, ...] = (
+            tenant_id,
+            message_id,
+            receipt,
+            error,
+            self.defaults.dlq_enabled,
+            delay_seconds,
+            list(backoff),
+        )
+        if metadata_json is not None:
+            statement, arguments = sql.MESSAGE_NACK_MERGED, (*arguments, metadata_json)
         for _ in range(3):  # a dead twin expired: try again (a new one past its TTL at once is near impossible)
             try:
-                row = await self.pool.fetchrow(sql.MESSAGE_NACK, *arguments)
+                row = await self.pool.fetchrow(statement, *arguments)
             except asyncpg.UniqueViolationError:
                 async with self.pool.acquire() as conn, conn.transaction():
                     if await conn.fetchval(sql.MESSAGE_EXPIRE_TWINS, tenant_id, message_id, *self._expiry_defaults):
@@ -290,8 +303,10 @@ class MessageRepository:
         error: str | None,
         delay_seconds: float | None,
         backoff: Sequence[int],
+        metadata_json: str | None = None,
     ) -> tuple[NackOutcome, str] | None:
-        """A consumer group's nack: (outcome, the group's topic); None when no delivery of the group matched."""
+        """A consumer group's nack: (outcome, the group's topic); None when no delivery of the group matched.
+        `metadata_json` is merged into the group's saved state (its delivery's), not the message's."""
         row = await self.pool.fetchrow(
             sql.GROUP_NACK,
             tenant_id,
@@ -303,6 +318,7 @@ class MessageRepository:
             list(backoff),
             self.defaults.dlq_enabled,
             uuid7(),
+            metadata_json,
         )
         return None if row is None or row["outcome"] is None else (row["outcome"], row["topic"])
 

@@ -38,7 +38,7 @@ from mq.queue.types import (
     parse_uuid,
     parse_uuids,
 )
-from mq.queue.validation import check_topic
+from mq.queue.validation import check_topic, encode_metadata
 from mq.queue.wakeups import WakeupHub
 from mq.quotas import NO_QUOTAS, QuotaCache
 from mq.settings import Settings
@@ -385,20 +385,25 @@ class QueueService:
         error: str | None,
         delay_seconds: float | None,
         consumer_group: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> NackOutcome:
         """Returns the outcome: retry, dlq or failed. With `consumer_group`, of that group's delivery (dlq: a copy
-        for the group goes to the DLQ; the other groups are not affected)."""
+        for the group goes to the DLQ; the other groups are not affected). `metadata` is
+        merged into the message's metadata (a group's: into its own saved state, which its deliveries carry)."""
         mid, rec = _ids(message_id, receipt)
         if error is not None:
             error = error[:MAX_ERROR_LENGTH]
             check_text(error, "error")
+        metadata_json = None if metadata is None else encode_metadata(self.settings, metadata)
         if mid is None:
             raise errors.MessageNotFound()
         backoff = self.settings.retry_backoff_seconds
         if consumer_group is None:
-            done = await self.repository.nack(tenant_id, mid, rec, error, delay_seconds, backoff)
+            done = await self.repository.nack(tenant_id, mid, rec, error, delay_seconds, backoff, metadata_json)
         else:
-            done = await self.repository.group_nack(tenant_id, consumer_group, mid, rec, error, delay_seconds, backoff)
+            done = await self.repository.group_nack(
+                tenant_id, consumer_group, mid, rec, error, delay_seconds, backoff, metadata_json
+            )
         if done is None:
             await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
             raise AssertionError  # unreachable: the call above always raises

@@ -538,14 +538,16 @@ WITH picked AS (
 } ELSE d.attempts END,
         leased_at = now(), leased_by = $7::text
     FROM picked AS p WHERE d.group_id = $3 AND d.message_id = p.message_id AND NOT p.spent
-    RETURNING d.message_id, d.status, d.retry_count, d.last_error, d.available_at, d.receipt, p.lapsed
+    RETURNING d.message_id, d.status, d.retry_count, d.last_error, d.available_at, d.receipt, p.lapsed,
+        d.metadata AS saved
 ), received AS (
     UPDATE messages AS m SET status = 'processing'
     FROM leased AS l WHERE m.id = l.message_id AND m.key IS NOT NULL
     RETURNING m.id, m.payload, m.metadata, m.updated_at
 )
 SELECT m.id::text AS id, m.topic, m.key, coalesce(r.payload, m.payload) AS payload,
-    coalesce(r.metadata, m.metadata)::text AS metadata, l.status, m.priority,
+    CASE WHEN l.saved IS NULL THEN coalesce(r.metadata, m.metadata)
+         ELSE coalesce(r.metadata, m.metadata, '{{}}') || l.saved END::text AS metadata, l.status, m.priority,
     l.retry_count, m.max_retries, l.last_error, {rfc3339("m.created_at")} AS created_at,
     {rfc3339("coalesce(r.updated_at, m.updated_at)")} AS updated_at, {rfc3339("l.available_at")} AS available_at,
     {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
@@ -629,14 +631,16 @@ GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $
 
 # A group's nack (`skiplock_group_nack`, migration 2026_11_25_consumer_groups): retry, or the group's delivery
 # dead-lettered as a copy. $1 tenant, $2 group, $3 id, $4 receipt, $5 error, $6 delay s (NULL: the backoff),
-# $7 default backoff, $8 default dlq_enabled, $9 the copy's id
-GROUP_NACK = "SELECT outcome, topic FROM skiplock_group_nack($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+# $7 default backoff, $8 default dlq_enabled, $9 the copy's id, $10 metadata to merge into the group's saved state
+# (migration 2026_11_25_nack_metadata; NULL: none)
+GROUP_NACK = "SELECT outcome, topic FROM skiplock_group_nack($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
 
 # The same for a delivery whose lease lapsed once too often (found by a group's dequeue): no receipt, the lapse
 # as its error. $1 tenant, $2 group id, $3 id, $4 error, $5 default backoff, $6 default dlq_enabled, $7 copy id
 GROUP_NACK_LAPSED = """
 SELECT outcome, topic FROM skiplock_group_nack(
-    $1, (SELECT name FROM consumer_groups WHERE id = $2 AND tenant_id = $1), $3, NULL, $4, NULL, $5, $6, $7)"""
+    $1, (SELECT name FROM consumer_groups WHERE id = $2 AND tenant_id = $1), $3, NULL, $4, NULL, $5, $6, $7,
+    NULL::jsonb)"""
 
 # A group's visibility extension (its lease, as MESSAGE_EXTEND for a message). $2 group, $3 id, $4 receipt, $5 s
 GROUP_EXTEND = """
@@ -650,11 +654,17 @@ RETURNING d.available_at"""
 # max_retries 0, no TTL), or failed when the DLQ is off or the message is already dead-lettered. The topic's config is
 # joined here rather than looked up first: one round trip. Plan: Update <- Nested Loop <- LockRows <- Nested Loop
 # Left Join (Index Scan using messages_pkey, Index Scan using topic_configs_pkey).
-# $2 id, $3 receipt, $4 error, $5 default dlq enabled, $6 explicit delay s (NULL: backoff), $7 default backoff s
+# $2 id, $3 receipt, $4 error, $5 default dlq enabled, $6 explicit delay s (NULL: backoff), $7 default backoff s;
+# `MESSAGE_NACK_MERGED`: $8 metadata merged into the message's (only nacks that carry some use it)
 _NACK_ATTEMPT = _attempt_ended(
     "CASE cur.outcome WHEN 'dlq' THEN 'dead_lettered' ELSE 'nacked' END", "$4::text", "now()"
 )
-MESSAGE_NACK = f"""
+
+
+def _nack(merged: bool) -> str:
+    """`merged`: $8 is a JSON object merged into the message's metadata (saved state on a deferral)."""
+    metadata = "\n    metadata = coalesce(m.metadata, '{}') || $8::jsonb," if merged else ""
+    return f"""
 WITH cur AS (
     SELECT m.id, m.retry_count + 1 AS attempts,
            CASE WHEN m.retry_count + 1 < m.max_retries THEN 'retry'
@@ -677,11 +687,15 @@ UPDATE messages AS m SET
     dlq_moved_at = CASE cur.outcome WHEN 'dlq' THEN now() ELSE m.dlq_moved_at END,
     expires_at = CASE cur.outcome WHEN 'dlq' THEN NULL ELSE m.expires_at END,
     available_at = now() + CASE cur.outcome WHEN 'retry' THEN make_interval(secs => coalesce(
-        $6, cur.backoff[least(cur.attempts, cardinality(cur.backoff))], 0)) ELSE interval '0' END,
+        $6, cur.backoff[least(cur.attempts, cardinality(cur.backoff))], 0)) ELSE interval '0' END,{metadata}
     last_error = $4, receipt = NULL, updated_at = now(),
     attempts = {_NACK_ATTEMPT}
 FROM cur WHERE m.id = cur.id
 RETURNING cur.outcome, m.topic"""
+
+
+MESSAGE_NACK = _nack(merged=False)
+MESSAGE_NACK_MERGED = _nack(merged=True)
 
 # A nacked message whose retry would collide with a newer pending twin of the same key is superseded by the twin:
 # the twin carries the key's latest content and will be delivered. $2 id, $3 receipt

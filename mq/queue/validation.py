@@ -58,21 +58,7 @@ def build_item(
     check_topic(topic, for_enqueue=True)
     if len(payload) > settings.max_payload_bytes:
         raise errors.PayloadTooLarge(f"payload is {len(payload)} bytes; the limit is {settings.max_payload_bytes}")
-    metadata_json = None
-    if metadata is not None:
-        check_depth(metadata, "metadata")
-        try:
-            encoded = msgspec.json.encode(metadata)
-        except (msgspec.EncodeError, UnicodeEncodeError):
-            raise errors.InvalidRequest("metadata is not valid Unicode JSON") from None
-        if len(encoded) > settings.max_metadata_bytes:
-            raise errors.InvalidRequest(
-                f"metadata is {len(encoded)} bytes as JSON; the limit is {settings.max_metadata_bytes}"
-            )
-        metadata_json = encoded.decode()
-        check_text(metadata_json, "metadata")
-        if "\\u0000" in metadata_json:
-            raise errors.InvalidRequest("metadata must not contain NUL characters")
+    metadata_json = None if metadata is None else encode_metadata(settings, metadata)
     if key is not None:
         if not key or len(key) > MAX_KEY_LENGTH:
             raise errors.InvalidRequest(f"key must be 1 to {MAX_KEY_LENGTH} characters")
@@ -85,6 +71,24 @@ def build_item(
         delay_seconds=delay_seconds,
         priority=priority,
     )
+
+
+def encode_metadata(settings: Settings, metadata: dict[str, Any]) -> str:
+    """A message's metadata (or a nack's, to merge) as JSON text, within the limits; raises InvalidRequest."""
+    check_depth(metadata, "metadata")
+    try:
+        encoded = msgspec.json.encode(metadata)
+    except (msgspec.EncodeError, UnicodeEncodeError):
+        raise errors.InvalidRequest("metadata is not valid Unicode JSON") from None
+    if len(encoded) > settings.max_metadata_bytes:
+        raise errors.InvalidRequest(
+            f"metadata is {len(encoded)} bytes as JSON; the limit is {settings.max_metadata_bytes}"
+        )
+    metadata_json = encoded.decode()
+    check_text(metadata_json, "metadata")
+    if "\\u0000" in metadata_json:
+        raise errors.InvalidRequest("metadata must not contain NUL characters")
+    return metadata_json
 
 
 class BatchEntry(Protocol):

@@ -105,6 +105,27 @@ async def test_a_handler_chooses_its_retry_delay(sk: AsyncClient) -> None:
     assert len(tried) == 1  # not again within the minute
 
 
+async def test_a_deferral_saves_its_state_for_the_next_attempt(sk: AsyncClient) -> None:
+    """A handler returns Retry(metadata=...): the next attempt sees it merged into the message's metadata."""
+    await sk.set_topic_config("resumable", retry_backoff_seconds=[0], max_retries=5)
+    mid = await sk.send("resumable", b"x", metadata={"job": "export"})
+    seen: list[dict[str, Any] | None] = []
+
+    async def handle(message: Message) -> Retry | None:
+        seen.append(message.metadata)
+        page = (message.metadata or {}).get("page", 0)
+        return Retry(delay=0, metadata={"page": page + 1}) if page < 2 else None
+
+    consumer = sk.consumer("resumable", handle, wait_seconds=1, handle_signals=False)
+    task = await _run(consumer)
+    await eventually(lambda: len(seen) >= 3 or None, what="three attempts")
+    consumer.stop()
+    await task
+    assert seen == [{"job": "export"}, {"job": "export", "page": 1}, {"job": "export", "page": 2}]
+    assert (await sk.messages("resumable")).total == 0  # the third attempt returned: acked
+    assert mid
+
+
 async def _nacked(sk: AsyncClient, mid: str) -> Message | None:
     message = await sk.message(mid)
     return message if message.status == "pending" and message.retry_count == 1 else None

@@ -1,8 +1,8 @@
 """The message lifecycle against a model (Hypothesis, stateful): enqueues with and without keys, dequeues from the
 topic and its DLQ, acks, nacks and extends with current, stale or no receipts, requeues, TTL expiry, lapsed
-leases, reaper runs, and the message log's replays and trims, in any order. After every step the server's view of
-every message (browse, all statuses) equals the model's, and so does the topic's message log (it is replayable):
-every successful ack not trimmed, once, in order.
+leases, reaper runs, nacks that save state in the metadata, and the message log's replays and trims, in any
+order. After every step the server's view of every message (browse, all statuses, metadata) equals the model's,
+and so does the topic's message log (it is replayable): every successful ack not trimmed, once, in order.
 
 Time is not waited for: a lease lapses, or a TTL passes, by moving that message's timestamp into the past in
 Postgres (a lapsed lease gets an instant in 2000, so lapsed messages come first, in the order they lapsed). The
@@ -46,6 +46,7 @@ class Message:
     lapsed: bool = False
     ttl_passed: bool = False
     in_dlq: bool = False
+    metadata: dict[str, Any] | None = None  # saved state merged in by nacks
 
     @property
     def seen(self) -> str:
@@ -76,7 +77,9 @@ class Lifecycle(RuleBasedStateMachine):
         r = self.http.put(f"/api/topic-configs/{self.topic}", json={"max_retries": MAX_RETRIES, "replayable": True})
         assert r.status_code == 200, r.text
         self.messages: dict[str, Message] = {}
-        self.logged: list[tuple[str, bytes, str | None]] = []  # the message log: each successful ack, in order
+        # the message log: each successful ack, in order (id, payload, key), and each entry's metadata
+        self.logged: list[tuple[str, bytes, str | None]] = []
+        self.logged_metadata: list[dict[str, Any] | None] = []
         self.clock = itertools.count(1)
         self.lapses = itertools.count(1)
 
@@ -132,7 +135,7 @@ class Lifecycle(RuleBasedStateMachine):
             twin = None
         if twin is not None:
             assert mid == twin.id
-            twin.payload = payload
+            twin.payload, twin.metadata = payload, None
         else:
             assert mid not in self.messages
             self.messages[mid] = Message(mid, self.topic, payload, key, next(self.clock))
@@ -191,19 +194,29 @@ class Lifecycle(RuleBasedStateMachine):
             del self.messages[m.id]
             if not m.in_dlq:  # the DLQ is a topic of its own, not replayable
                 self.logged.append((m.id, m.payload, m.key))
+                self.logged_metadata.append(m.metadata)
 
     @precondition(lambda self: any(m.status == "processing" for m in self.messages.values()))
-    @rule(data=st.data(), which=st.sampled_from(["current", "current", "stale", "none"]))
-    def nack(self, data: st.DataObject, which: str) -> None:
+    @rule(
+        data=st.data(),
+        which=st.sampled_from(["current", "current", "stale", "none"]),
+        saved=st.none() | st.dictionaries(st.sampled_from(["page", "step"]), st.integers(0, 9), max_size=2),
+    )
+    def nack(self, data: st.DataObject, which: str, saved: dict[str, int] | None) -> None:
         m = data.draw(self._pick(processing=True))
         receipt = self._receipt(m, which)
-        r = self.http.post(f"/api/messages/{m.id}/nack", json={"receipt": receipt, "error": "boom"})
+        body: dict[str, Any] = {"receipt": receipt, "error": "boom"}
+        if saved is not None:
+            body["metadata"] = saved
+        r = self.http.post(f"/api/messages/{m.id}/nack", json=body)
         expected = self._lease_outcome(m, receipt)
         assert r.status_code == expected, r.text
         if expected != 200:
             return
         outcome = r.json()["outcome"]
         m.receipt, m.lapsed = None, False
+        if saved is not None:
+            m.metadata = {**(m.metadata or {}), **saved}
         if m.retry_count + 1 < m.max_retries:
             twin = self._live_twin(m.topic, m.key, besides=m.id)
             if twin is not None and twin.ttl_passed:
@@ -310,16 +323,17 @@ class Lifecycle(RuleBasedStateMachine):
         listed = self.http.get("/api/messages", params={"topic": self.topic, "limit": 200}).json()["items"]
         new = [v["id"] for v in listed if v["id"] not in before]
         _, payload, key = entries[-1]
+        metadata = self.logged_metadata[self.logged.index(entries[-1])]
         twin = self._live_twin(self.topic, key)
         if twin is not None and twin.ttl_passed:
             self._expire(twin)
             twin = None
         if twin is not None:
             assert new == []
-            twin.payload = payload
+            twin.payload, twin.metadata = payload, metadata
         else:
             [mid] = new
-            self.messages[mid] = Message(mid, self.topic, payload, key, next(self.clock))
+            self.messages[mid] = Message(mid, self.topic, payload, key, next(self.clock), metadata=metadata)
 
     @precondition(lambda self: self.logged)
     @rule(data=st.data())
@@ -330,22 +344,23 @@ class Lifecycle(RuleBasedStateMachine):
         before = log[n]["acked_at"] if n < len(log) else "2100-01-01T00:00:00Z"
         r = self.http.delete(f"/api/topics/{self.topic}/message-log", params={"before": before})
         assert r.status_code == 200 and r.json() == {"deleted": n}, r.text
-        self.logged = self.logged[n:]
+        self.logged, self.logged_metadata = self.logged[n:], self.logged_metadata[n:]
 
     # --- the server's view equals the model's ------------------------------------------------------------------
 
     @invariant()
     def views_agree(self) -> None:
-        server: dict[str, tuple[str, str, int, bytes]] = {}
+        server: dict[str, tuple[str, str, int, bytes, dict[str, Any] | None]] = {}
         for topic in (self.topic, self.dlq):
             r = self.http.get("/api/messages", params={"topic": topic, "limit": 200})
             assert r.status_code == 200, r.text
             for v in r.json()["items"]:
-                server[v["id"]] = (v["topic"], v["status"], v["retry_count"], unb64(v["payload"]))
-        model = {m.id: (m.topic, m.seen, m.retry_count, m.payload) for m in self.messages.values()}
+                server[v["id"]] = (v["topic"], v["status"], v["retry_count"], unb64(v["payload"]), v["metadata"])
+        model = {m.id: (m.topic, m.seen, m.retry_count, m.payload, m.metadata) for m in self.messages.values()}
         assert server == model
         log = self.http.get(f"/api/topics/{self.topic}/message-log", params={"limit": 1000}).json()["items"]
         assert [(e["id"], unb64(e["payload"]), e["key"]) for e in log] == self.logged
+        assert [e["metadata"] for e in log] == self.logged_metadata
 
 
 def test_the_message_lifecycle_matches_its_model(server: Server, database_url: str, tenant: Any) -> None:
