@@ -85,7 +85,7 @@ test("tenants: usage against quotas, create, quotas, suspend and resume, delete 
   await expect(row(s.doomed)).toBeHidden();
 });
 
-test("maintenance: run the reapers, see their runs, edit the schedule with its next runs", async ({
+test("maintenance: run the reapers (the archive reaper too), see their runs, edit the schedule with its next runs", async ({
   page,
 }) => {
   await page.getByRole("link", { name: "Maintenance" }).first().click();
@@ -93,8 +93,18 @@ test("maintenance: run the reapers, see their runs, edit the schedule with its n
   await expect(page.getByRole("status")).toContainText(/expired/);
   await page.getByRole("button", { name: "Run the delete reaper now" }).click();
   await expect(page.getByRole("status")).toContainText(/deleted/);
+  await page.getByRole("button", { name: "Run the archive reaper now" }).click();
+  await expect(page.getByRole("status")).toHaveText(
+    /^The archive reaper ran: [\d,]+ log (entries|entry) dropped with (their|its) partitions?\.$/,
+  );
   const runs = page.getByRole("table", { name: /Last runs/ });
   await expect(runs.getByRole("rowheader", { name: /expiry/ })).toBeVisible();
+  // Jobs by name, with their ids (as logs and metrics name them) and what a run does.
+  const archive = runs
+    .getByRole("row")
+    .filter({ has: page.getByRole("rowheader", { name: /^Archive reaper/ }) });
+  await expect(archive.getByRole("rowheader")).toContainText("archive_reaper");
+  await expect(archive).toContainText("log entries dropped with their partitions");
   await expectAccessible(page);
 
   const schedule = page.getByRole("form", { name: "Delete reaper schedule" });

@@ -19,5 +19,7 @@ export const runExpiryReaper = () => unwrap(api.POST("/api/admin/expiry-reaper/r
 
 export const runDeleteReaper = () => unwrap(api.POST("/api/admin/delete-reaper/run"));
 
+export const runArchiveReaper = () => unwrap(api.POST("/api/admin/archive-reaper/run"));
+
 export const setDeleteSchedule = (schedule: string) =>
   unwrap(api.PUT("/api/admin/delete-reaper/schedule", { body: { schedule } }));

@@ -1,10 +1,12 @@
-// Maintenance (platform admins): the jobs' last runs, run now, and the delete reaper's schedule with its next runs.
+// Maintenance (platform admins): the jobs' last runs, the reapers run now (expiry, delete, and the message log's
+// archive reaper), and the delete reaper's schedule with its next runs.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useLiveInterval } from "../api/hooks";
 import { keys } from "../api/keys";
 import {
   jobsQuery,
+  runArchiveReaper,
   runDeleteReaper,
   runExpiryReaper,
   schedulePreviewQuery,
@@ -13,6 +15,7 @@ import {
 import { ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { formatTime } from "../lib/format";
+import { describeJob } from "../lib/jobs";
 
 export function MaintenancePage() {
   const queryClient = useQueryClient();
@@ -29,10 +32,17 @@ export function MaintenancePage() {
   });
   const invalidate = () => queryClient.invalidateQueries({ queryKey: keys.maintenance.all() });
   const run = useMutation({
-    mutationFn: async (job: "expiry" | "delete") => {
+    mutationFn: async (job: "expiry" | "delete" | "archive") => {
       if (job === "expiry") {
         const r = await runExpiryReaper();
         return `The expiry reaper expired ${r.expired} messages.`;
+      }
+      if (job === "archive") {
+        const r = await runArchiveReaper();
+        const n = r.deleted.toLocaleString("en-US");
+        return r.deleted === 1
+          ? "The archive reaper ran: 1 log entry dropped with its partition."
+          : `The archive reaper ran: ${n} log entries dropped with their partitions.`;
       }
       const r = await runDeleteReaper();
       return `The delete reaper deleted ${r.deleted} messages.`;
@@ -67,6 +77,9 @@ export function MaintenancePage() {
         <button type="button" onClick={() => run.mutate("delete")} disabled={run.isPending}>
           Run the delete reaper now
         </button>
+        <button type="button" onClick={() => run.mutate("archive")} disabled={run.isPending}>
+          Run the archive reaper now
+        </button>
       </div>
       {jobs.data && (
         <TableWrap label="Last runs">
@@ -78,20 +91,29 @@ export function MaintenancePage() {
                 <th scope="col">Finished</th>
                 <th scope="col">Duration</th>
                 <th scope="col">Rows</th>
+                <th scope="col">What a run does</th>
               </tr>
             </thead>
             <tbody>
-              {jobs.data.jobs.map((j) => (
-                <tr key={j.job}>
-                  <th scope="row">{j.job}</th>
-                  <td>{formatTime(j.finished_at)}</td>
-                  <td className="num">{(j.duration_seconds * 1000).toFixed(1)} ms</td>
-                  <td className="num">{j.rows}</td>
-                </tr>
-              ))}
+              {jobs.data.jobs.map((j) => {
+                const job = describeJob(j.job);
+                return (
+                  <tr key={j.job}>
+                    <th scope="row">
+                      {job.name}
+                      {/* the id, as the workers' logs, metrics and docs/operations.md name the job */}
+                      {job.name !== job.id && <div className="hint mono">{job.id}</div>}
+                    </th>
+                    <td>{formatTime(j.finished_at)}</td>
+                    <td className="num">{(j.duration_seconds * 1000).toFixed(1)} ms</td>
+                    <td className="num">{j.rows}</td>
+                    <td className="hint job-does">{job.does ?? "–"}</td>
+                  </tr>
+                );
+              })}
               {jobs.data.jobs.length === 0 && (
                 <tr>
-                  <td colSpan={4} className="muted">
+                  <td colSpan={5} className="muted">
                     No job has run yet: the workers run them on their schedule (or press a button above).
                   </td>
                 </tr>
