@@ -479,6 +479,18 @@ test("history: a topic made replayable, its log filtered and opened, a range rep
   await expect(progress.getByRole("status")).toHaveText(
     "Replay done: 4 messages enqueued again into ledger.",
   );
+  // A new replay asks again before going on by itself: refused at once (the topic is full again), it waits.
+  expect(
+    (await api.put("/api/topic-configs/ledger", { data: { replayable: true, max_depth: 4 } })).ok(),
+  ).toBe(true);
+  await page.getByRole("button", { name: "Replay…" }).click();
+  await replay.getByRole("button", { name: "Replay the range…" }).click(); // the filter's range: entry-3
+  await page
+    .getByRole("dialog", { name: "Replay 1 entry of ledger?" })
+    .getByRole("button", { name: "Replay" })
+    .click();
+  await expect(progress.getByRole("status")).toHaveText(/^Paused after 0 of 1 replayed.*queue_full/);
+  await expect(progress.getByLabel(/Continue by itself/)).not.toBeChecked();
 
   await page.getByRole("button", { name: "Messages", exact: true }).click();
   const messages = page.getByRole("table", { name: "Messages of ledger" }).locator("tbody tr");
@@ -559,5 +571,47 @@ test("history: a replay to one consumer group, past a refusal, reaches that grou
   };
   expect(await take("billing")).toEqual([]);
   expect(await take("shipping")).toEqual(["parcel 1", "parcel 2"]);
+  await api.dispose();
+});
+
+test("history: consumer groups that could not be loaded are said in the replay form, not left out", async ({
+  page,
+}) => {
+  const api = await adminApi(s.tenant);
+  expect((await api.put("/api/topic-configs/depot", { data: { replayable: true } })).ok()).toBe(true);
+  const made = await api.post("/api/topics/depot/consumer-groups", { data: { consumer_group: "stock" } });
+  expect(made.ok()).toBe(true);
+  const payload = Buffer.from("crate").toString("base64");
+  expect((await api.post("/api/messages", { data: { topic: "depot", payload } })).ok()).toBe(true);
+  const taken = await (
+    await api.post("/api/messages/dequeue", { data: { topic: "depot", consumer_group: "stock" } })
+  ).json();
+  const ack = { receipt: taken.messages[0].receipt, consumer_group: "stock" };
+  expect((await api.post(`/api/messages/${taken.messages[0].id}/ack`, { data: ack })).ok()).toBe(true);
+
+  const down = { code: "unavailable", error: "The database is not answering", details: null };
+  await page.route("**/api/topics/depot/consumer-groups", (route) =>
+    route.fulfill({ status: 503, json: down, headers: { "retry-after": "1" } }),
+  );
+  await page.getByLabel("Live refresh").selectOption("0"); // the groups are asked again only when told to
+  await page.goto("/topics/depot?view=history");
+  await page.getByRole("button", { name: "Replay…" }).click();
+  const replay = page.getByRole("form", { name: "Replay messages of depot" });
+  await expect(replay).toContainText(
+    "The consumer groups of depot could not be loaded (unavailable): a replay from here goes to every consumer group depot has",
+  );
+  await expect(replay.getByRole("group", { name: "Deliver to" })).toBeHidden();
+  await replay.getByRole("button", { name: "Replay the range…" }).click();
+  const every = page.getByRole("dialog", { name: "Replay 1 entry of depot to every consumer group?" });
+  await expect(every).toContainText("every consumer group receives it again");
+  await every.getByRole("button", { name: "Cancel" }).click();
+  await expectAccessible(page);
+
+  const again = replay.getByRole("button", { name: "Load them again" });
+  await expect(again).toBeEnabled(); // asked and refused, retries included
+  await page.unroute("**/api/topics/depot/consumer-groups");
+  await again.click();
+  await expect(replay.getByRole("group", { name: "Deliver to" })).toBeVisible();
+  await expect(replay).not.toContainText("could not be loaded");
   await api.dispose();
 });

@@ -10,6 +10,7 @@ import {
   readRange,
   readReplay,
   replayBody,
+  replayTargets,
   timeInput,
 } from "./history";
 
@@ -172,5 +173,29 @@ describe("a replay to one consumer group", () => {
   it("names the target", () => {
     expect(describeTarget(null)).toBe("to every consumer group");
     expect(describeTarget("billing")).toBe("to consumer group billing only");
+  });
+
+  it("waits for the groups, and says when they could not be loaded instead of leaving the choice out", () => {
+    const query = { data: undefined, error: null, failureReason: null, errorUpdateCount: 0 };
+    expect(replayTargets(query)).toEqual({ state: "loading" });
+    const down = new ApiError(503, "unavailable", "Postgres is not answering", "r3");
+    // The first load's retries: still loading, however its attempts went.
+    expect(replayTargets({ ...query, failureReason: down })).toEqual({ state: "loading" });
+    const failed = { ...query, error: down, failureReason: down, errorUpdateCount: 1 };
+    expect(replayTargets(failed)).toEqual({ state: "failed", error: down });
+    // Asked again (the query drops its error while it fetches without data): still failed, not loading again.
+    expect(replayTargets({ ...failed, error: null, failureReason: null })).toEqual({
+      state: "failed",
+      error: null,
+    });
+    expect(replayTargets({ ...failed, error: null })).toEqual({ state: "failed", error: down });
+
+    const groups = { groups: [{ consumer_group: "billing" }, { consumer_group: "shipping" }] };
+    const known = { state: "known", groups: ["billing", "shipping"] };
+    expect(replayTargets({ ...query, data: groups })).toEqual(known);
+    expect(replayTargets({ ...query, data: { groups: [] } })).toEqual({ state: "known", groups: [] });
+    // A refresh that failed after the list loaded: the list is still the topic's (the Consumer groups section
+    // says the refresh failed).
+    expect(replayTargets({ ...failed, data: groups })).toEqual(known);
   });
 });

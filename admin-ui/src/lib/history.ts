@@ -54,6 +54,30 @@ export function readRange(form: FormData): { range: LogRange; errors: Record<str
  * every group of the topic, as any enqueue; a topic without groups has only this). */
 export type Replay = { range: LogRange; group: string | null };
 
+/** Where the replay form can send a replay, as far as it knows the topic's consumer groups: still loading (it waits
+ * before counting), not loaded (a replay would go to every group, the only target without the list: the form says
+ * so; `error` is null while they are asked again), or the list (empty: the topic has none, no choice to make). */
+export type ReplayTargets =
+  | { state: "loading" }
+  | { state: "failed"; error: unknown }
+  | { state: "known"; groups: string[] };
+
+/** The replay targets from the consumer groups' query. A list once loaded is kept when a later refresh fails; once
+ * loading failed, asking again (live refresh, focus, "load again") stays "failed" instead of waiting again: the
+ * query drops its error when it fetches without data, and the form would flip to waiting at every refresh. */
+export function replayTargets(query: {
+  data?: { groups: { consumer_group: string }[] } | undefined;
+  error: unknown;
+  /** The failure of the fetch in progress, before its retries are spent. */
+  failureReason: unknown;
+  errorUpdateCount: number;
+}): ReplayTargets {
+  if (query.data) return { state: "known", groups: query.data.groups.map((g) => g.consumer_group) };
+  if (query.error) return { state: "failed", error: query.error };
+  if (query.errorUpdateCount > 0) return { state: "failed", error: query.failureReason ?? null };
+  return { state: "loading" };
+}
+
 /** A replay form's range and target: `target` "group" sends the replay to the group its `consumer_group` select
  * names; anything else (or no such field: the topic has no groups) to every group. */
 export function readReplay(form: FormData): { replay: Replay; errors: Record<string, string> } {

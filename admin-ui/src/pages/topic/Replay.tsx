@@ -1,9 +1,11 @@
 // Tenant admins' actions on a topic's message log. Replay: a range (and key) counted first and confirmed, to every
-// consumer group or to one (on a topic that has groups), then run call by call: a refusal midway (max_depth, a
-// quota, a rate limit) says how many went, and goes on from the server's resume_from, to the same target, now or by
-// itself after Retry-After. Trim: entries acked before a time, counted and confirmed.
+// consumer group or to one (on a topic that has groups; groups that could not be loaded are said to leave every
+// group as the target), then run call by call: a refusal midway (max_depth, a quota, a rate limit) says how many
+// went, and goes on from the server's resume_from, to the same target, now or by itself after Retry-After (asked
+// again by each replay). Trim: entries acked before a time, counted and confirmed.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useCallback, useEffect, useState } from "react";
+import { ApiError } from "../../api/client";
 import { keys } from "../../api/keys";
 import { consumerGroupsQuery, fetchLogPage, type LogFilter, replayLog, trimLog } from "../../api/topics";
 import { Confirm, ErrorNote, Field } from "../../components/ui";
@@ -20,6 +22,7 @@ import {
   type ReplayRun,
   readReplay,
   replayBody,
+  replayTargets,
 } from "../../lib/history";
 import { TimeField } from "./TimeField";
 
@@ -45,8 +48,12 @@ export function ReplayPanel({
   onStarted: () => void;
 }) {
   const queryClient = useQueryClient();
-  // The page's loader fetched them, and the Consumer groups section keeps them fresh.
-  const groups = (useQuery(consumerGroupsQuery(topic)).data?.groups ?? []).map((g) => g.consumer_group);
+  // The page's loader fetched them, and the Consumer groups section keeps them fresh. Until they are known, the
+  // form waits; when they cannot be loaded, it says that a replay would go to every group instead of silently
+  // leaving out the choice.
+  const groupsQuery = useQuery(consumerGroupsQuery(topic));
+  const targets = replayTargets(groupsQuery);
+  const groups = targets.state === "known" ? targets.groups : [];
   const [invalid, setInvalid] = useState<Record<string, string>>({});
   const [asking, setAsking] = useState<{ replay: Replay; counted: Counted } | null>(null);
   const [empty, setEmpty] = useState<string | null>(null);
@@ -60,8 +67,9 @@ export function ReplayPanel({
       else setAsking({ replay, counted });
     },
   });
-  // The target is named where the topic has groups (a replay to one group always): elsewhere nothing new is said.
-  const named = (replay: Replay) => replay.group !== null || groups.length > 0;
+  // The target is named where the topic has groups (a replay to one group always), or may have them (not loaded):
+  // elsewhere nothing new is said.
+  const named = (replay: Replay) => replay.group !== null || groups.length > 0 || targets.state === "failed";
 
   // One call of the replay; what it did is added to what the earlier calls of this run did.
   const call = useCallback(
@@ -125,8 +133,24 @@ export function ReplayPanel({
               )}
             </Field>
           </div>
+          {targets.state === "loading" && <p className="muted">Loading the consumer groups of {topic}…</p>}
+          {targets.state === "failed" && (
+            // Not an alert: the query asks again at each live refresh, and this would be announced every time.
+            <div className="error">
+              <strong>The consumer groups of {topic} could not be loaded</strong>
+              {targets.error instanceof ApiError ? ` (${targets.error.code})` : ""}: a replay from here goes
+              to every consumer group {topic} has, without a choice of one.{" "}
+              <button type="button" onClick={() => groupsQuery.refetch()} disabled={groupsQuery.isFetching}>
+                Load them again
+              </button>
+            </div>
+          )}
           {groups.length > 0 && <TargetField groups={groups} />}
-          <button type="submit" className="primary" disabled={count.isPending || busy}>
+          <button
+            type="submit"
+            className="primary"
+            disabled={count.isPending || busy || targets.state === "loading"}
+          >
             {count.isPending ? "Counting…" : "Replay the range…"}
           </button>
           <ErrorNote error={count.error} />
@@ -157,6 +181,7 @@ export function ReplayPanel({
           if (!asking) return;
           setAsking(null);
           onStarted();
+          setAuto(false); // each replay asks again before going on by itself
           call(asking.replay, asking.counted, 0);
         }}
       >
