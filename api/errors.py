@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
     (errors.ReservedTopic, 400, "reserved_topic"),
     (errors.ConsumerGroupRequired, 400, "consumer_group_required"),
+    (errors.InvalidSchema, 400, "invalid_schema"),
+    (errors.SchemaViolation, 400, "schema_violation"),
     (errors.InvalidRequest, 400, "invalid_request"),
     (errors.UnsupportedMediaType, 415, "unsupported_media_type"),
     (errors.Unauthorized, 401, "unauthorized"),
@@ -27,6 +29,7 @@ DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
     (errors.KeyConflict, 409, "key_conflict"),
     (errors.GroupExists, 409, "group_exists"),
     (errors.NotReplayable, 409, "not_replayable"),
+    (errors.IncompatibleSchema, 409, "incompatible_schema"),
     (errors.AlreadyExists, 409, "already_exists"),
     (errors.TenantNotEmpty, 409, "tenant_not_empty"),
     (errors.LastAdmin, 409, "last_admin"),

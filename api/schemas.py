@@ -291,6 +291,18 @@ class ReplayBody(Strict):
     consumer_group: GroupName | None = None
 
 
+#: A schema's text at most (a JSON Schema or an Avro schema is a few kilobytes; this is generous).
+MAX_SCHEMA_LENGTH = 262_144
+
+
+class SchemaBody(Strict):
+    """PUT /api/topic-schemas/{topic}: the next version of the topic's schema."""
+
+    schema_json: Annotated[str, Meta(min_length=1, max_length=MAX_SCHEMA_LENGTH)]
+    format: Literal["avro", "json_schema"] = "avro"
+    compatibility: Literal["none", "backward"] = "none"
+
+
 class PasswordChangeBody(Strict):
     """PUT /api/auth/password: the caller's current password, and the new one."""
 

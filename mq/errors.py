@@ -22,6 +22,14 @@ class ReservedTopic(InvalidRequest):
     """Topics ending in `.dlq` are dead-letter topics; messages reach them only by failing."""
 
 
+class InvalidSchema(InvalidRequest):
+    """The schema does not parse or compile."""
+
+
+class SchemaViolation(InvalidRequest):
+    """The payload does not fit the topic's schema."""
+
+
 class UnsupportedMediaType(SkiplockError):
     """A request body must be JSON (`Content-Type: application/json`)."""
 
@@ -60,6 +68,10 @@ class AlreadyExists(SkiplockError):
 
 class GroupExists(AlreadyExists):
     """This topic already has a consumer group of that name."""
+
+
+class IncompatibleSchema(SkiplockError):
+    """The new schema version would refuse messages the current one accepts (`compatibility: backward`)."""
 
 
 class NotReplayable(SkiplockError):

@@ -24,6 +24,8 @@ from mq.queue.service import QueueService
 from mq.queue.types import QueueDefaults
 from mq.queue.wakeups import WakeupHub
 from mq.quotas import QuotaCache
+from mq.schemas.repository import SchemaRepository
+from mq.schemas.service import TopicSchemas
 from mq.settings import Settings
 from mq.tenancy.auth import Authenticator
 from mq.tenancy.bootstrap import bootstrap, refuse_default_admin_password
@@ -56,6 +58,7 @@ class Runtime:
     topics: TopicAdmin
     audit: AuditTrail
     history: History
+    schemas: TopicSchemas
 
     @classmethod
     async def open(cls, settings: Settings, *, bootstrap_users: bool = True) -> Runtime:
@@ -141,6 +144,7 @@ class Runtime:
             topics=TopicAdmin(TopicRepository(pool), queue),
             audit=AuditTrail(AuditRepository(pool)),
             history=History(HistoryRepository(pool), queue),
+            schemas=TopicSchemas(SchemaRepository(pool), queue.configs),
         )
 
     async def close(self) -> None:

@@ -64,6 +64,19 @@ class ReservedTopic(InvalidRequest):
     code = "reserved_topic"
 
 
+class InvalidSchema(InvalidRequest):
+    """A schema that does not parse or compile (its `error` names the problem)."""
+
+    code = "invalid_schema"
+
+
+class SchemaViolation(InvalidRequest):
+    """The payload does not fit the topic's schema: `details` name where (a JSON pointer) and why (in a batch, per
+    item)."""
+
+    code = "schema_violation"
+
+
 class ConsumerGroupRequired(InvalidRequest):
     """The topic has consumer groups: consume it as one of them (`consumer_group`)."""
 
@@ -115,6 +128,12 @@ class NotReplayable(Conflict):
     """The topic keeps no message log (its config's `replayable` is off)."""
 
     code = "not_replayable"
+
+
+class IncompatibleSchema(Conflict):
+    """A new schema version would refuse messages the current one accepts (`compatibility="backward"`)."""
+
+    code = "incompatible_schema"
 
 
 class TenantNotEmpty(Conflict):
@@ -173,6 +192,8 @@ BY_CODE: dict[str, type[SkiplockError]] = {
     for cls in (
         InvalidRequest,
         ReservedTopic,
+        InvalidSchema,
+        SchemaViolation,
         ConsumerGroupRequired,
         Unauthorized,
         Forbidden,
@@ -183,6 +204,7 @@ BY_CODE: dict[str, type[SkiplockError]] = {
         AlreadyExists,
         GroupExists,
         NotReplayable,
+        IncompatibleSchema,
         TenantNotEmpty,
         LastAdmin,
         PayloadTooLarge,

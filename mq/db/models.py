@@ -268,6 +268,24 @@ class Delivery(Base):
     )
 
 
+class TopicSchema(Base):
+    """One version of a topic's schema (migration `2026_11_25_topic_schemas`); the highest is in force."""
+
+    __tablename__ = "topic_schemas"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    format: Mapped[str] = mapped_column(Text)
+    schema_json: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        CheckConstraint("format IN ('avro', 'json_schema')", name="topic_schemas_format_check"),
+        CheckConstraint("version >= 1", name="topic_schemas_version_check"),
+    )
+
+
 class WorkerSetting(Base):
     """A runtime override of a setting, shared by every instance (the delete reaper's schedule)."""
 

@@ -16,7 +16,7 @@ import binascii
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -35,7 +35,8 @@ _NO_ID = uuid.UUID(int=0)
 #: Entries a replay reads per page, and enqueues per statement at most (whole batches of one ack kept together).
 REPLAY_PAGE = 1000
 REPLAY_CHUNK = 1000
-_REFUSALS = (errors.QueueFull, errors.RateLimited, errors.QuotaExceeded)
+#: What stops a replay where it got to: the limits producers meet, and an entry its topic's schema now refuses.
+_REFUSALS = (errors.QueueFull, errors.RateLimited, errors.QuotaExceeded, errors.SchemaViolation)
 
 
 class History:
@@ -114,9 +115,7 @@ class History:
                     metrics.count(metrics.replayed, tenant_id, topic, done)
                     if refused is not None:
                         exc, at = refused
-                        details = {"replayed": replayed, "resume_from": _precise(at)}
-                        retry_after = getattr(exc, "retry_after", None)
-                        raise type(exc)(exc.message, details=details, retry_after=retry_after)  # type: ignore[call-arg]
+                        raise _stopped(exc, replayed, at)
             return replayed
         finally:
             reading.cancel()
@@ -139,6 +138,16 @@ class History:
             return done, refused
         more, refused = await self._enqueue_prefix(tenant_id, batches[half:], limits)
         return done + more, refused
+
+
+def _stopped(exc: errors.SkiplockError, replayed: int, at: datetime) -> errors.SkiplockError:
+    """The refusal that stopped a replay, saying how many were replayed and where to resume (`from_time`)."""
+    details: dict[str, Any] = {"replayed": replayed, "resume_from": _precise(at)}
+    if isinstance(exc, errors.SchemaViolation):  # the entries at resume_from do not fit the schema in force
+        details["errors"] = exc.details
+        return errors.SchemaViolation(f"{exc.message}; the replay stopped before them", details=details)
+    retry_after = getattr(exc, "retry_after", None)
+    return type(exc)(exc.message, details=details, retry_after=retry_after)  # type: ignore[call-arg]
 
 
 class _Limits(NamedTuple):

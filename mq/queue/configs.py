@@ -1,7 +1,7 @@
 """Topic configuration: two cache tiers in front of Postgres, invalidated on every instance when a config changes.
 
 Tier 1 is in process (at most `_MAX_ENTRIES`, `ttl_seconds`); tier 2 is Redis (`skiplock:topic:<tenant>:<topic>`,
-`redis_ttl_seconds`, the config or null, whether the topic is paused and whether it has consumer groups); then
+`redis_ttl_seconds`, the config or null, whether the topic is paused, its consumer groups and its schema); then
 Postgres. The hot path
 (every enqueue and dequeue) normally stops at tier 1: a dict lookup.
 
@@ -26,7 +26,7 @@ from redis.exceptions import RedisError
 from mq import redis_keys
 from mq.broadcast import Broadcast
 from mq.queue.repository import MessageRepository
-from mq.queue.types import EffectiveConfig, TopicConfig
+from mq.queue.types import EffectiveConfig, SchemaRef, TopicConfig
 from mq.settings import Settings
 from mq.ttl_cache import TtlCache
 
@@ -47,6 +47,7 @@ class _Stored(msgspec.Struct, array_like=True):
     config: TopicConfig | None
     paused: bool
     groups: tuple[tuple[str, int], ...] = ()
+    schema: SchemaRef | None = None
 
 
 _DECODER = msgspec.json.Decoder(_Stored)
@@ -108,14 +109,17 @@ class TopicConfigs:
             row = await self._repository.topic_config(tenant_id, topic)
             config = TopicConfig(**{f: row[f] for f in _CONFIG_FIELDS}) if row["configured"] else None
             groups = tuple(zip(row["group_names"], row["group_ids"], strict=True))
-            entry = _Stored(config, row["paused"], groups)
+            schema = None
+            if row["schema_version"] is not None:
+                schema = SchemaRef(row["schema_version"], row["schema_format"], row["schema_json"])
+            entry = _Stored(config, row["paused"], groups, schema)
             await self._redis_fill(redis_key, msgspec.json.encode(entry))
-        effective = self.merge(entry.config, paused=entry.paused, groups=entry.groups)
+        effective = self.merge(entry.config, paused=entry.paused, groups=entry.groups, schema=entry.schema)
         return self._cache.put(key, (entry.config, effective))
 
     async def changed(self, tenant_id: int, topic: str) -> None:
-        """A topic's config was written or deleted, the topic paused or resumed, or a group of it created or deleted
-        (and committed): forget it here, in Redis and everywhere."""
+        """A topic's config was written or deleted, the topic paused or resumed, a group of it created or deleted, or
+        its schema replaced or deleted (and committed): forget it here, in Redis and everywhere."""
         self._cache.pop((tenant_id, topic))
         self._logging.pop(tenant_id)
         if self._redis is not None:
@@ -163,7 +167,12 @@ class TopicConfigs:
             self._redis_warned = True
 
     def merge(
-        self, config: TopicConfig | None, *, paused: bool = False, groups: tuple[tuple[str, int], ...] = ()
+        self,
+        config: TopicConfig | None,
+        *,
+        paused: bool = False,
+        groups: tuple[tuple[str, int], ...] = (),
+        schema: SchemaRef | None = None,
     ) -> EffectiveConfig:
         s = self._settings
         c = config or TopicConfig()
@@ -182,4 +191,5 @@ class TopicConfigs:
             replay_window_seconds=c.replay_window_seconds or None,
             paused=paused,
             groups=groups,
+            schema=schema,
         )

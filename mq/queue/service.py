@@ -35,12 +35,14 @@ from mq.queue.types import (
     MessageView,
     NackOutcome,
     NewRow,
+    SchemaRef,
     parse_uuid,
     parse_uuids,
 )
 from mq.queue.validation import check_topic, encode_metadata
 from mq.queue.wakeups import WakeupHub
 from mq.quotas import NO_QUOTAS, QuotaCache
+from mq.schemas.formats import CompiledSchemas
 from mq.settings import Settings
 
 # A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
@@ -72,11 +74,14 @@ class QueueService:
         self.buckets = buckets or TokenBuckets(None, settings.api_instances)
         self.metrics = metrics or Metrics()
         self.activity = activity or Activity(repository)
+        self.schemas = CompiledSchemas()
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
         Concurrent enqueues share one statement (see `Coalescer`); this returns once the row is committed."""
         config = await self.configs.effective(tenant_id, item.topic)
+        if config.schema is not None:
+            self._check_schema(config.schema, item.payload)
         row = item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped)
         [(message_id, inserted)] = await self._store(tenant_id, [row], {item.topic: config})
         metrics = self.metrics
@@ -86,6 +91,33 @@ class QueueService:
             # each group of the topic has its own waiting polls: wake one per group
             self.wakeups.published(tenant_id, {item.topic: max(1, len(config.groups))})
         return message_id, inserted
+
+    def _check_schema(self, schema: SchemaRef, payload: bytes) -> None:
+        violation = self.schemas.checker(schema.format, schema.schema_json)(payload)
+        if violation is not None:
+            raise errors.SchemaViolation(
+                f"the payload does not fit the topic's schema (version {schema.version}) at "
+                f"{violation.pointer or 'its root'}: {violation.reason}",
+                details={"pointer": violation.pointer, "reason": violation.reason, "version": schema.version},
+            )
+
+    def _check_schemas(self, rows: Sequence[NewRow], configs: dict[str, EffectiveConfig]) -> None:
+        """Every row against its topic's schema; all that do not fit are named, and nothing is stored."""
+        problems = []
+        for index, row in enumerate(rows):
+            schema = configs[row.topic].schema
+            if schema is None:
+                continue
+            violation = self.schemas.checker(schema.format, schema.schema_json)(row.payload)
+            if violation is not None:
+                error = f"{violation.pointer or '(root)'}: {violation.reason}"
+                problems.append(
+                    {"index": index, "code": "schema_violation", "error": error, "pointer": violation.pointer}
+                )
+        if problems:
+            raise errors.SchemaViolation(
+                f"{len(problems)} of {len(rows)} messages do not fit their topic's schema", details=problems
+            )
 
     async def limits(self, tenant_id: int, topic: str) -> tuple[int, int, bool]:
         """The topic's max_retries and message TTL in force, and whether it has consumer groups: what each of its
@@ -99,6 +131,8 @@ class QueueService:
         `mq.queue.validation.build_rows`, resolved against their topics' settings."""
         topics = {r.topic for r in rows}
         configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
+        if any(c.schema is not None for c in configs.values()):
+            self._check_schemas(rows, configs)
         stored = await self._store(tenant_id, rows, configs)
         ready = Counter(r.topic for r in rows if r.delay_seconds <= 0)
         self.wakeups.published(tenant_id, {t: n * max(1, len(configs[t].groups)) for t, n in ready.items()})

@@ -957,7 +957,8 @@ LEFT JOIN rates AS r ON r.topic = coalesce(c.topic, k.topic)
 LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = coalesce(c.topic, k.topic)
 ORDER BY 1"""
 
-# A topic's config (`configured` false: it has none) and whether it is paused: one row, always.
+# A topic's config (`configured` false: it has none), whether it is paused, its groups and its schema in force
+# (the highest version; NULL columns: none): one row, always.
 TOPIC_CONFIG_GET = """
 SELECT tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit, tc.visibility_timeout_seconds,
        tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.replayable, tc.replay_window_seconds,
@@ -966,8 +967,13 @@ SELECT tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit
        ARRAY(SELECT g.name FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = $2 ORDER BY g.id)
            AS group_names,
        ARRAY(SELECT g.id FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = $2 ORDER BY g.id)
-           AS group_ids
-FROM (SELECT) AS one LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2"""
+           AS group_ids,
+       s.version AS schema_version, s.format AS schema_format, s.schema_json
+FROM (SELECT) AS one LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2
+LEFT JOIN LATERAL (
+    SELECT version, format, schema_json FROM topic_schemas WHERE tenant_id = $1 AND topic = $2
+    ORDER BY version DESC LIMIT 1
+) AS s ON true"""
 
 _CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
     retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds"""

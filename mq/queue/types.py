@@ -253,6 +253,14 @@ class TopicConfig(msgspec.Struct, frozen=True):
     replay_window_seconds: int | None = None
 
 
+class SchemaRef(msgspec.Struct, frozen=True, array_like=True):
+    """The topic's schema in force: its version, format and text (`mq.schemas`)."""
+
+    version: int
+    format: Literal["avro", "json_schema"]
+    schema_json: str
+
+
 class EffectiveConfig(msgspec.Struct, frozen=True):
     """A topic's settings after falling back to the global defaults."""
 
@@ -271,6 +279,8 @@ class EffectiveConfig(msgspec.Struct, frozen=True):
     #: The topic's consumer groups, (name, id) in creation order: with any, it is consumed through them only, and
     #: its enqueues mint their deliveries.
     groups: tuple[tuple[str, int], ...] = ()
+    #: The schema every enqueue into the topic is checked against; None: the topic has none.
+    schema: SchemaRef | None = None
 
     @property
     def grouped(self) -> bool:

@@ -126,6 +126,13 @@ RULES: dict[tuple[str, str], Rule] = {
     ("GET", "/api/topics/{topic}/message-log"): Rule(READ),
     ("DELETE", "/api/topics/{topic}/message-log"): Rule(TENANT_ADMIN, query={"before": "2000-01-01T00:00:00Z"}),
     ("POST", "/api/topics/{topic}/replay"): Rule(TENANT_ADMIN, lambda f: {"to_time": "2000-01-01T00:00:00Z"}),
+    ("GET", "/api/topic-schemas"): Rule(LIST),
+    ("GET", "/api/topic-schemas/{topic}"): Rule(READ),
+    ("PUT", "/api/topic-schemas/{topic}"): Rule(
+        TENANT_ADMIN,
+        lambda f: {"schema_json": "{}", "format": "json_schema"},  # the fixtures' payload fits
+    ),
+    ("DELETE", "/api/topic-schemas/{topic}"): Rule(TENANT_ADMIN),
     ("PUT", "/api/admin/platform-admins/{username}/password"): Rule(PLATFORM, lambda f: {"password": f.spare_password}),
     ("POST", "/api/auth/session"): Rule(ANY_USER),
     ("DELETE", "/api/auth/session"): Rule(ANY_USER),
@@ -238,7 +245,7 @@ _HASH = hash_password("victim password")
 async def _fixtures(
     client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant, spare: tuple[str, str]
 ) -> Fixtures:
-    r = await client.post("/api/messages", json={"topic": "mx", "payload": b64("x")})
+    r = await client.post("/api/messages", json={"topic": "mx", "payload": b64('{"x": 1}')})  # JSON: a schema may apply
     message_id = r.json()["id"]
     user_id, grant_id = uuid.uuid4(), uuid.uuid4()
     await db.execute(

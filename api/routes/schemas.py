@@ -1,0 +1,79 @@
+"""Topic schemas (contract, "Topic schemas"): versions per topic, readable by whoever may read the topic, written
+by tenant admins."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, delete, get, put
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
+
+from api.audit import audit
+from api.auth import tenant_for
+from api.body import strict_body
+from api.schemas import SchemaBody
+from mq.schemas.service import TopicSchemas
+from mq.schemas.views import SchemaListView, SchemaView
+from mq.tenancy import grants
+from mq.tenancy.auth import Principal
+
+AnyRequest = Request[Principal, Any, Any]
+
+
+def _schemas(request: AnyRequest) -> TopicSchemas:
+    schemas: TopicSchemas = request.app.state.runtime.schemas
+    return schemas
+
+
+class TopicSchemaController(Controller):
+    path = "/api/topic-schemas"
+    tags = ["topic schemas"]
+
+    @get("/", summary="Every topic schema of the tenant (the version in force)", operation_id="listTopicSchemas")
+    async def list_schemas(self, request: AnyRequest) -> SchemaListView:
+        user = request.user
+        listed = await _schemas(request).list(tenant_for(user, action="read"))
+        if user.is_member:  # a member sees the topics it may read
+            listed.items = [s for s in listed.items if grants.allowed(user.grants, "read", s.topic)]
+        return listed
+
+    @get(
+        "/{topic:str}", summary="A topic's schema: the version in force, or one version", operation_id="getTopicSchema"
+    )
+    async def get_schema(
+        self,
+        request: AnyRequest,
+        topic: str,
+        version: Annotated[int | None, Parameter(ge=1, le=2**31 - 1, description="An earlier version")] = None,
+    ) -> SchemaView:
+        return await _schemas(request).get(tenant_for(request.user, action="read", topic=topic), topic, version)
+
+    @put(
+        "/{topic:str}",
+        **strict_body(SchemaBody),
+        status_code=HTTP_200_OK,
+        summary="Replace a topic's schema (adds a version)",
+        operation_id="putTopicSchema",
+    )
+    async def put_schema(self, request: AnyRequest, topic: str, data: SchemaBody) -> SchemaView:
+        """Every enqueue into the topic (single, batch, replay, schedules) is then checked against this version, on
+        every instance within a second. 400 `invalid_schema` for a schema that does not parse or compile; with
+        `compatibility: backward`, 409 `incompatible_schema` when it would refuse messages the version in force
+        accepts."""
+        tenant = tenant_for(request.user, admin_only=True)
+        stored = await _schemas(request).put(tenant, topic, data.schema_json, data.format, data.compatibility)
+        details = {"version": stored.version, "format": stored.format, "compatibility": data.compatibility}
+        await audit(request, "topic_schema.update", topic, details)
+        return stored
+
+    @delete(
+        "/{topic:str}",
+        status_code=HTTP_204_NO_CONTENT,
+        summary="Delete a topic's schema (every version)",
+        operation_id="deleteTopicSchema",
+    )
+    async def delete_schema(self, request: AnyRequest, topic: str) -> None:
+        tenant = tenant_for(request.user, admin_only=True)
+        await _schemas(request).delete(tenant, topic)
+        await audit(request, "topic_schema.delete", topic)

@@ -1,0 +1,1 @@
+"""Topic schemas (contract, "Topic schemas"): versions per topic, checked on every enqueue into the topic."""

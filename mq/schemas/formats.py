@@ -1,0 +1,191 @@
+"""The two schema formats, compiled once per schema and cached: what checks a payload on enqueue.
+
+- `json_schema`: JSON Schema draft 2020-12, by `jsonschema-rs` (a Rust validator: about 0.5 µs per valid
+  ~170-byte order object once compiled, 1.3 µs with the payload's JSON decode, against ~300 µs for the `jsonschema`
+  package; `fastjsonschema` knows drafts 4-7 only and ignores 2020-12 keywords such as `prefixItems`). A schema is
+  checked against the 2020-12 meta-schema when it is stored; `$ref`s resolve within the schema only (offline: a
+  schema never makes the server fetch a URL).
+- `avro`: queue-ti's default. The payload is JSON, decoded and validated as a datum of the Avro schema by
+  `fastavro` (1-5 µs per record, compiled). A schema must parse for both `fastavro` and the Apache `avro` package,
+  the stricter of the two (a record without fields, say), which also decides compatibility
+  (`mq.schemas.compatibility`).
+
+No schema checking is written here: each library decides validity; this module only turns its answers into the
+contract's errors (a JSON pointer and a reason).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+import avro.errors
+import avro.schema
+import fastavro
+import jsonschema_rs
+import msgspec
+from fastavro.validation import ValidationError as AvroValidationError
+from fastavro.validation import validate as avro_validate
+
+from mq import errors
+
+SchemaFormat = Literal["avro", "json_schema"]
+FORMATS: tuple[SchemaFormat, ...] = ("avro", "json_schema")
+_DECODE = msgspec.json.decode
+#: Compiled checkers kept in process, by (format, schema text): a schema compiles once per process.
+_MAX_COMPILED = 10_000
+
+
+class Violation(msgspec.Struct, frozen=True):
+    """Why a payload does not fit: where (a JSON pointer into the payload, "" for the whole) and why."""
+
+    pointer: str
+    reason: str
+
+
+Checker = Callable[[bytes], Violation | None]
+
+
+def parse_json(schema_json: str) -> Any:
+    try:
+        return json.loads(schema_json)
+    except ValueError as exc:
+        raise errors.InvalidSchema(f"schema_json is not JSON: {exc}") from None
+
+
+def compile_schema(schema_format: SchemaFormat, schema_json: str) -> Checker:
+    """A payload checker for the schema; raises InvalidSchema naming the problem."""
+    schema = parse_json(schema_json)
+    if schema_format == "json_schema":
+        return _json_schema(schema)
+    return _avro(schema)
+
+
+def _json_schema(schema: Any) -> Checker:
+    if not isinstance(schema, (dict, bool)):
+        raise errors.InvalidSchema("a JSON Schema is an object (or a boolean)")
+    try:
+        jsonschema_rs.meta.validate(schema)
+        validator = jsonschema_rs.Draft202012Validator(schema, offline=True)
+    except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+        raise errors.InvalidSchema(f"not a valid JSON Schema (draft 2020-12): {_first_line(exc)}") from None
+
+    def check(payload: bytes) -> Violation | None:
+        try:
+            instance = _DECODE(payload)
+        except msgspec.DecodeError as exc:
+            return Violation("", f"the payload is not JSON: {exc}")
+        if validator.is_valid(instance):
+            return None
+        error = next(iter(validator.iter_errors(instance)))
+        return Violation(_pointer(error.instance_path), error.message)
+
+    return check
+
+
+def _avro(schema: Any) -> Checker:
+    try:
+        parsed = fastavro.parse_schema(schema)
+        avro.schema.parse(json.dumps(schema))
+    except (fastavro.schema.SchemaParseException, fastavro.schema.UnknownType, avro.errors.AvroException) as exc:
+        raise errors.InvalidSchema(f"not a valid Avro schema: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # the parsers' answer to odd shapes
+        raise errors.InvalidSchema(f"not a valid Avro schema: {type(exc).__name__}: {exc}") from None
+
+    def check(payload: bytes) -> Violation | None:
+        try:
+            datum = _DECODE(payload)
+        except msgspec.DecodeError as exc:
+            return Violation("", f"the payload is not JSON: {exc}")
+        try:
+            avro_validate(datum, parsed, raise_errors=True)
+        except AvroValidationError as exc:
+            return _avro_violation(datum, exc, parsed)
+        return None
+
+    return check
+
+
+def _avro_violation(datum: Any, exc: AvroValidationError, parsed: Any) -> Violation:
+    """fastavro names the failing field by its record's full name (`shop.Item.qty`) and gives the value: the
+    pointer is where in the payload a record of that type holds that value there (or lacks the field)."""
+    data = exc.errors[0]
+    expected = data.schema if isinstance(data.schema, str) else "the record's type"
+    if not data.field:
+        return Violation("", f"the payload is not {expected}")
+    record, _, field = data.field.rpartition(".")
+    named = parsed.get("__named_schemas", {}) if isinstance(parsed, dict) else {}
+    fields = {f["name"] for f in named.get(record, {}).get("fields", [])} or {field}
+    found = _find(datum, fields, field, data.datum)
+    missing = data.datum is None and (found is None or not _holds(datum, found))
+    reason = f"missing (expected {expected})" if missing else f"{_short(data.datum)} is not {expected}"
+    return Violation(found or f"/{_escape(field)}", f"{field}: {reason}")
+
+
+def _find(value: Any, fields: set[str], field: str, wanted: Any, path: str = "") -> str | None:
+    """The pointer of `field` in the first object (depth first) that looks like the record (its keys are among
+    the record's fields) and holds `wanted` there, or lacks it when `wanted` is None."""
+    if isinstance(value, dict):
+        if value.keys() <= fields and (
+            (field in value and value[field] == wanted) or (wanted is None and field not in value)
+        ):
+            return f"{path}/{_escape(field)}"
+        children: Any = ((str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        children = ((str(n), v) for n, v in enumerate(value))
+    else:
+        return None
+    for name, child in children:
+        found = _find(child, fields, field, wanted, f"{path}/{_escape(name)}")
+        if found is not None:
+            return found
+    return None
+
+
+def _holds(value: Any, pointer: str) -> bool:
+    """Whether the pointer names a member that is there."""
+    for part in pointer.split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict) and key in value:
+            value = value[key]
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return False
+    return True
+
+
+def _pointer(path: list[str | int]) -> str:
+    return "".join(f"/{_escape(str(part))}" for part in path)
+
+
+def _escape(part: str) -> str:
+    return part.replace("~", "~0").replace("/", "~1")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+class CompiledSchemas:
+    """Checkers by (format, schema text), compiled on first use; shared by every tenant and topic that has the
+    same schema. The text is the config cache's own string, so a lookup hashes it once."""
+
+    def __init__(self, max_entries: int = _MAX_COMPILED) -> None:
+        self._compiled: dict[tuple[str, str], Checker] = {}
+        self._max = max_entries
+
+    def checker(self, schema_format: SchemaFormat, schema_json: str) -> Checker:
+        key = (schema_format, schema_json)
+        found = self._compiled.get(key)
+        if found is None:
+            if len(self._compiled) >= self._max:
+                self._compiled.clear()
+            found = self._compiled[key] = compile_schema(schema_format, schema_json)
+        return found

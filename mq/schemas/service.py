@@ -1,0 +1,93 @@
+"""`TopicSchemas`: a tenant's topic schemas, by version (contract, "Topic schemas"). A replacement is checked
+(it must parse and compile; with `backward`, accept what the version in force accepts) and stored as the next
+version; the topic's config cache entry is then dropped on every instance (`TopicConfigs.changed`: a broadcast),
+so enqueues check the new version within the broadcast's delay, and at worst the cache's 5 s.
+
+Raises only `mq.errors`. Who may do what is the API's business (`api.routes.schemas`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from mq import errors
+from mq.queue.configs import TopicConfigs
+from mq.queue.types import rfc3339
+from mq.queue.validation import check_topic
+from mq.schemas.compatibility import first_break
+from mq.schemas.formats import SchemaFormat, compile_schema
+from mq.schemas.repository import Record, SchemaRepository
+from mq.schemas.views import SchemaListView, SchemaSummaryView, SchemaView
+
+Compatibility = Literal["none", "backward"]
+
+
+class TopicSchemas:
+    def __init__(self, repository: SchemaRepository, configs: TopicConfigs) -> None:
+        self.repository = repository
+        self.configs = configs
+
+    async def list(self, tenant_id: int) -> SchemaListView:
+        rows = await self.repository.list(tenant_id)
+        return SchemaListView(
+            items=[
+                SchemaSummaryView(topic=r["topic"], format=r["format"], version=r["version"], updated_at=_at(r))
+                for r in rows
+            ]
+        )
+
+    async def get(self, tenant_id: int, topic: str, version: int | None = None) -> SchemaView:
+        check_topic(topic, for_enqueue=True)
+        row = await self.repository.get(tenant_id, topic, version)
+        if row is None:
+            which = "a schema" if version is None else f"a schema version {version}"
+            raise errors.NotFound(f"topic {topic!r} has no {which}")
+        return _view(row)
+
+    async def put(
+        self, tenant_id: int, topic: str, schema_json: str, schema_format: SchemaFormat, compatibility: Compatibility
+    ) -> SchemaView:
+        """Store the next version (1 for a topic without one)."""
+        check_topic(topic, for_enqueue=True)
+        compile_schema(schema_format, schema_json)
+
+        def compatible(current: Record | None) -> None:
+            if compatibility != "backward" or current is None:
+                return
+            if current["format"] != schema_format:
+                raise errors.IncompatibleSchema(
+                    f"version {current['version']} is {current['format']}, the new one {schema_format}: a change of "
+                    "format cannot be checked for compatibility (replace without compatibility to make it)",
+                    details={"version": current["version"]},
+                )
+            problem = first_break(schema_format, current["schema_json"], schema_json)
+            if problem is not None:
+                raise errors.IncompatibleSchema(
+                    f"the new version would refuse messages version {current['version']} accepts: {problem}",
+                    details={"version": current["version"], "break": problem},
+                )
+
+        row = await self.repository.add_version(tenant_id, topic, schema_format, schema_json, compatible)
+        await self.configs.changed(tenant_id, topic)
+        return _view(row)
+
+    async def delete(self, tenant_id: int, topic: str) -> None:
+        """Every version goes; enqueues into the topic are no longer checked."""
+        check_topic(topic, for_enqueue=True)
+        if not await self.repository.delete(tenant_id, topic):
+            raise errors.NotFound(f"topic {topic!r} has no schema")
+        await self.configs.changed(tenant_id, topic)
+
+
+def _at(row: Record) -> str:
+    return rfc3339(row["created_at"]) or ""
+
+
+def _view(row: Record) -> SchemaView:
+    return SchemaView(
+        topic=row["topic"],
+        format=row["format"],
+        schema_json=row["schema_json"],
+        version=row["version"],
+        updated_at=_at(row),
+    )
