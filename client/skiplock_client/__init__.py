@@ -6,7 +6,7 @@ the runtime that runs a handler over a topic's messages (`client.consumer(topic,
 """
 
 from skiplock_client._version import __version__
-from skiplock_client.client import AsyncClient
+from skiplock_client.client import AsyncClient, TypedProducer
 from skiplock_client.consumer import Consumer
 from skiplock_client.errors import (
     AlreadyExists,
@@ -14,18 +14,22 @@ from skiplock_client.errors import (
     ConsumerGroupRequired,
     Forbidden,
     GroupExists,
+    IncompatibleSchema,
     Internal,
     InvalidRequest,
+    InvalidSchema,
     KeyConflict,
     LastAdmin,
     LeaseLost,
     MessageNotFound,
     NotFound,
+    NotReplayable,
     PayloadTooLarge,
     QueueFull,
     QuotaExceeded,
     RateLimited,
     ReservedTopic,
+    SchemaViolation,
     SkiplockError,
     TenantNotEmpty,
     TlsError,
@@ -55,6 +59,8 @@ from skiplock_client.models import (
     Topic,
     TopicConfig,
     TopicConfigView,
+    TopicSchema,
+    TopicSchemaSummary,
     User,
 )
 from skiplock_client.retry import RetryPolicy
@@ -77,8 +83,10 @@ __all__ = [
     "Forbidden",
     "Grant",
     "GroupExists",
+    "IncompatibleSchema",
     "Internal",
     "InvalidRequest",
+    "InvalidSchema",
     "Item",
     "KeyConflict",
     "LastAdmin",
@@ -88,6 +96,7 @@ __all__ = [
     "MessageNotFound",
     "Middleware",
     "NotFound",
+    "NotReplayable",
     "Page",
     "PayloadTooLarge",
     "QueueFull",
@@ -97,6 +106,7 @@ __all__ = [
     "ReservedTopic",
     "Retry",
     "RetryPolicy",
+    "SchemaViolation",
     "SkiplockError",
     "StatRow",
     "SyncConsumer",
@@ -107,7 +117,10 @@ __all__ = [
     "Topic",
     "TopicConfig",
     "TopicConfigView",
+    "TopicSchema",
+    "TopicSchemaSummary",
     "TransportError",
+    "TypedProducer",
     "Unauthorized",
     "Unavailable",
     "UnsupportedMediaType",

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 import aiohttp
+import msgspec
 
 from skiplock_client import errors
 from skiplock_client._http import Transport, tls_context
@@ -46,6 +47,7 @@ from skiplock_client.models import (
     Quotas,
     ReplayedView,
     Role,
+    SchemaFormat,
     StatRow,
     StatsView,
     Tenant,
@@ -53,13 +55,17 @@ from skiplock_client.models import (
     Topic,
     TopicConfig,
     TopicConfigView,
+    TopicSchema,
+    TopicSchemaSummary,
     User,
     VersionView,
+    json_schema_of,
     to_bytes,
 )
 from skiplock_client.retry import NO_RETRY, RetryPolicy
 
 T = TypeVar("T")
+M = TypeVar("M")
 #: The server's largest batch (SKIPLOCK_MAX_BATCH_SIZE's default); `send_batch` splits into chunks of this size.
 DEFAULT_BATCH_SIZE = 1000
 USER_AGENT = f"skiplock-client/{__version__} (python; aiohttp/{aiohttp.__version__})"
@@ -575,6 +581,43 @@ class AsyncClient:
     async def delete_topic_config(self, topic: str) -> None:
         await self._call("DELETE", f"/api/topic-configs/{topic}")
 
+    # --- topic schemas --------------------------------------------------------------------------------------------
+
+    async def topic_schemas(self) -> list[TopicSchemaSummary]:
+        """Each topic's schema in force (format and version)."""
+        return (await self._get("/api/topic-schemas", ItemsView[TopicSchemaSummary])).items
+
+    async def topic_schema(self, topic: str, version: int | None = None) -> TopicSchema:
+        """The topic's schema in force, or one of its earlier versions."""
+        params = None if version is None else {"version": version}
+        return await self._get(f"/api/topic-schemas/{quote(topic, safe='')}", TopicSchema, params)
+
+    async def set_topic_schema(
+        self,
+        topic: str,
+        schema: str | dict[str, Any],
+        *,
+        format: SchemaFormat = "avro",
+        compatibility: Literal["none", "backward"] = "none",
+    ) -> TopicSchema:
+        """Add the topic's next schema version (tenant admins): `schema` as JSON text or a parsed value; `avro`
+        (queue-ti's default) or `json_schema` (draft 2020-12). With `compatibility="backward"`, refused
+        (`IncompatibleSchema`) when it would refuse messages the version in force accepts."""
+        text = schema if isinstance(schema, str) else msgspec.json.encode(schema).decode()
+        body = {"schema_json": text, "format": format, "compatibility": compatibility}
+        answer = await self._call("PUT", f"/api/topic-schemas/{quote(topic, safe='')}", body=body, decode=TopicSchema)
+        assert answer is not None
+        return answer
+
+    async def delete_topic_schema(self, topic: str) -> None:
+        """Every version goes; enqueues into the topic are no longer checked."""
+        await self._call("DELETE", f"/api/topic-schemas/{quote(topic, safe='')}")
+
+    def producer(self, topic: str, model: type[M]) -> TypedProducer[M]:
+        """A producer of `model` instances (a msgspec Struct, a dataclass, a TypedDict, a pydantic model) into
+        `topic`; `await producer.register()` makes the model's JSON Schema the topic's schema."""
+        return TypedProducer(self, topic, model)
+
     # --- tenants, users, grants -----------------------------------------------------------------------------------
 
     async def tenants(self, *, limit: int = 50, offset: int = 0) -> Page[Tenant]:
@@ -655,3 +698,40 @@ class AsyncClient:
         answer = await self._call(method, path, body=body, decode=CountView)
         assert answer is not None
         return answer
+
+
+class TypedProducer(Generic[M]):
+    """Publishes instances of one model to one topic, JSON-encoded (pydantic models by their own encoder). The
+    topic's schema can be the model's JSON Schema (`register`), so what another producer sends is held to the same
+    shape, and consumers decode with `model=` on the consumer runtime."""
+
+    def __init__(self, client: AsyncClient, topic: str, model: type[M]) -> None:
+        self.client = client
+        self.topic = topic
+        self.model = model
+
+    def json_schema(self) -> dict[str, Any]:
+        return json_schema_of(self.model)
+
+    async def register(self, *, compatibility: Literal["none", "backward"] = "backward") -> TopicSchema:
+        """Make the model's JSON Schema the topic's schema: a new version when it differs from the one in force
+        (by default only if every message the current version accepts still fits), the version in force when it
+        is the same."""
+        schema = self.json_schema()
+        try:
+            current = await self.client.topic_schema(self.topic)
+        except errors.NotFound:
+            current = None
+        if current is not None and current.format == "json_schema" and current.schema() == schema:
+            return current
+        first = current is None
+        return await self.client.set_topic_schema(
+            self.topic, schema, format="json_schema", compatibility="none" if first else compatibility
+        )
+
+    async def send(self, value: M, **options: Any) -> str:
+        """One message (`key`, `metadata`, `delay`, `priority` as `AsyncClient.send`); its id."""
+        return await self.client.send(self.topic, to_bytes(value), **options)
+
+    async def send_batch(self, values: Iterable[M]) -> list[str]:
+        return await self.client.send_batch(self.topic, (to_bytes(v) for v in values))

@@ -155,6 +155,31 @@ class TopicConfigView(TopicConfig, frozen=True):
     topic: str = ""
 
 
+SchemaFormat = Literal["avro", "json_schema"]
+
+
+class TopicSchemaSummary(msgspec.Struct, frozen=True):
+    """A topic's schema in force: its format and version."""
+
+    topic: str
+    format: SchemaFormat
+    version: int
+    updated_at: str
+
+
+class TopicSchema(msgspec.Struct, frozen=True):
+    """One version of a topic's schema, with its text (`schema()` parses it)."""
+
+    topic: str
+    format: SchemaFormat
+    schema_json: str
+    version: int
+    updated_at: str
+
+    def schema(self) -> Any:
+        return msgspec.json.decode(self.schema_json)
+
+
 class Topic(msgspec.Struct, frozen=True):
     """A topic's counts by status, and its config if it has one."""
 
@@ -364,4 +389,16 @@ def to_bytes(payload: Any) -> bytes:
         return bytes(payload)
     if isinstance(payload, str):
         return payload.encode()
+    dump = getattr(payload, "model_dump_json", None)  # a pydantic v2 model
+    if dump is not None:
+        return dump().encode()  # type: ignore[no-any-return]
     return msgspec.json.encode(payload)
+
+
+def json_schema_of(model: type[Any]) -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a model: a pydantic v2 model's own, or msgspec's for a Struct, a dataclass, a
+    TypedDict and the like."""
+    own = getattr(model, "model_json_schema", None)
+    if own is not None:
+        return own()  # type: ignore[no-any-return]
+    return msgspec.json.schema(model)

@@ -277,3 +277,7 @@ class Client:
     revoke = _blocking(AsyncClient.revoke)
     trim_message_log = _blocking(AsyncClient.trim_message_log)
     replay = _blocking(AsyncClient.replay)
+    topic_schemas = _blocking(AsyncClient.topic_schemas)
+    topic_schema = _blocking(AsyncClient.topic_schema)
+    set_topic_schema = _blocking(AsyncClient.set_topic_schema)
+    delete_topic_schema = _blocking(AsyncClient.delete_topic_schema)

@@ -9,9 +9,12 @@ valid under the new one. The first break is named, or None.
   (`required` and `enum` lists with no new entry / no entry removed, `minimum`-like bounds lowered, `maximum`-like
   bounds raised, `type` with more types), or a subschema that again only relaxes; keywords the current version had
   and the new one drops remove constraints. A property the current version did not name may be added only where
-  the current one said `additionalProperties: false` (no valid message had it). Everything else, including a
-  changed `$ref`, is a break. Sound (what it accepts is backward compatible), and conservative: a change it cannot
-  prove safe is refused; replace without `compatibility` to force it.
+  the current one said `additionalProperties: false` (no valid message had it). Local references
+  (`#/$defs/...`) are compared by what they name, so a renamed definition (a model's new class name) is no
+  change. Everything else, including a changed remote or recursive `$ref`, is a break. Sound (what it accepts is
+  backward compatible), and conservative: a change it cannot prove safe is refused; replace without
+  `compatibility` to force it. A JSON object may carry members its schema does not name, so adding a property is
+  a break unless the current version closed the object (`additionalProperties: false`).
 """
 
 from __future__ import annotations
@@ -53,7 +56,35 @@ _ANNOTATIONS = (
 def first_break(schema_format: SchemaFormat, current_json: str, new_json: str) -> str | None:
     if schema_format == "avro":
         return _avro(current_json, new_json)
-    return _relaxes(parse_json(current_json), parse_json(new_json), "")
+    current, new = parse_json(current_json), parse_json(new_json)
+    return _relaxes(_inline(current, current), _inline(new, new), "")
+
+
+def _inline(schema: Any, root: Any, expanding: frozenset[str] = frozenset()) -> Any:
+    """The schema with each local `$ref` (`#/$defs/<name>`) replaced by what it names, where nothing but
+    definitions and annotations stand beside it (then the two are the same schema): two versions can name their
+    definitions differently (a model renamed) and still be compared. A recursive reference stays a `$ref`."""
+    if isinstance(schema, list):
+        return [_inline(item, root, expanding) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    target = _local(root, ref) if isinstance(ref, str) and ref not in expanding else None
+    if target is not None and all(k in ("$ref", "$defs", *_ANNOTATIONS) for k in schema):
+        inlined = _inline(target, root, expanding | {str(ref)})
+        if isinstance(inlined, dict):
+            return {**{k: v for k, v in schema.items() if k != "$ref"}, **inlined}
+        return inlined
+    return {k: _inline(v, root, expanding) for k, v in schema.items()}
+
+
+def _local(root: Any, ref: str) -> Any:
+    """What `#/$defs/<name>` names in the root schema, or None."""
+    prefix = "#/$defs/"
+    if not ref.startswith(prefix) or not isinstance(root, dict):
+        return None
+    found = root.get("$defs", {}).get(ref[len(prefix) :].replace("~1", "/").replace("~0", "~"))
+    return found if isinstance(found, (dict, bool)) else None
 
 
 def _avro(current_json: str, new_json: str) -> str | None:

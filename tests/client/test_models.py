@@ -28,6 +28,8 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (models.Topic, "TopicSummaryView"),
     (models.TopicConfig, "TopicConfig"),
     (models.TopicConfigView, "TopicConfigView"),
+    (models.TopicSchema, "SchemaView"),
+    (models.TopicSchemaSummary, "SchemaSummaryView"),
     (models.StatRow, "StatRowView"),
     (models.AckFailure, "AckFailureView"),
     (models.BatchAck, "BatchAckView"),

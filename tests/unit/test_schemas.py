@@ -226,3 +226,21 @@ def test_nearby_schemas_the_rule_calls_compatible_accept_what_the_current_versio
     for instance in instances:
         if before.is_valid(instance):
             assert after.is_valid(instance), (old, new, instance)
+
+
+def test_local_references_are_compared_by_what_they_name() -> None:
+    def model(name: str, required: list[str]) -> dict[str, Any]:
+        return {
+            "$ref": f"#/$defs/{name}",
+            "$defs": {name: {"type": "object", "properties": {"a": {"type": "integer"}}, "required": required}},
+        }
+
+    assert first_break("json_schema", js(model("Order", ["a"])), js(model("OrderV2", []))) is None  # renamed, relaxed
+    problem = first_break("json_schema", js(model("Order", [])), js(model("OrderV2", ["a"])))
+    assert problem == "at /required: newly required a"
+    recursive = {"$ref": "#/$defs/N", "$defs": {"N": {"type": "object", "properties": {"next": {"$ref": "#/$defs/N"}}}}}
+    assert first_break("json_schema", js(recursive), js(recursive)) is None
+
+
+def js(value: Any) -> str:
+    return json.dumps(value)
