@@ -1,6 +1,6 @@
 """The Spark data source and job against a real server: bulk writes exactly once, idempotent keyed re-runs,
-back-pressure from a capped topic and from a rate quota, rejected rows, credentials checked on the driver, a
-streaming query, reading a DLQ, and the ready job."""
+back-pressure from a capped topic and from a rate quota, rejected rows (invalid, or refused by the topic's schema),
+credentials checked on the driver, a streaming query, reading a DLQ, and the ready job."""
 
 from __future__ import annotations
 
@@ -140,6 +140,21 @@ async def test_invalid_rows_go_to_the_reject_path_with_their_codes(
 
     with pytest.raises(Exception, match=r"priority|invalid"):  # onInvalid=fail (the default) fails the job
         _write(frame, connection, topic="strict", payloadColumn="body", priorityColumn="prio")
+
+
+async def test_rows_a_topics_schema_refuses_are_rejected_with_their_pointer(
+    spark: Any, connection: dict[str, str], db: Any, server: Server, tenant: Tenant, tmp_path: Path
+) -> None:
+    schema = {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}}, "required": ["qty"]}
+    with Client(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        sk.set_topic_schema("shaped", schema, format="json_schema")
+    frame = spark.createDataFrame([(n, 0 if n % 5 == 0 else n) for n in range(20)], "id long, qty long")
+    rejects = tmp_path / "schema-rejects"
+    _write(frame, connection, topic="shaped", onInvalid="reject", rejectPath=str(rejects))
+    assert len(await _payloads(db, tenant, "shaped")) == 16
+    lines = [json.loads(line) for f in rejects.glob("*.jsonl") for line in f.read_text().splitlines()]
+    assert sorted(json.loads(r["row"])["id"] for r in lines) == [0, 5, 10, 15]
+    assert {r["code"] for r in lines} == {"schema_violation"} and all("/qty" in r["error"] for r in lines)
 
 
 def test_a_wrong_password_or_column_fails_on_the_driver(spark: Any, connection: dict[str, str]) -> None:
