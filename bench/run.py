@@ -5,8 +5,8 @@ Raw SQL is asyncpg straight on a minimal queue table (`bench_raw`: id, visible_a
 the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Results go to bench/out/ as JSON.
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
-SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3),
-SKIPLOCK_BENCH_PAYLOAD_BYTES (100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,history,client,spark,longpoll).
+SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3), SKIPLOCK_BENCH_PAYLOAD_BYTES
+(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,history,client,spark,longpoll).
 Raw and API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
@@ -61,7 +61,9 @@ ADMIN = ("bench-admin", "bench-admin-password")
 # consumer runtime against the bench's own dequeue + batch ack loop, bench/consumer.py), "spark" (the Spark data
 # source's job against the bench's batch-enqueue loop, bench/spark.py), "longpoll" (single enqueues at a fixed rate
 # to long-polling consumers, end-to-end latency against a raw-SQL LISTEN/NOTIFY loop, bench/longpoll.py).
-PARTS = set(os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,history,client,spark,longpoll").split(","))
+PARTS = set(
+    os.environ.get("SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,schemas,history,client,spark,longpoll").split(",")
+)
 TENANT = "bench"
 
 RAW_SCHEMA = """
@@ -584,6 +586,10 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.groups import measure_groups  # noqa: PLC0415 - it imports this module
 
             rows += await measure_groups(pool, api.base_url, tenant_id, api.process.pid)
+        if "schemas" in PARTS:
+            from bench.schemas import measure_schemas  # noqa: PLC0415 - it imports this module
+
+            rows += await measure_schemas(pool, api.base_url, tenant_id, api.process.pid)
         if "history" in PARTS:
             from bench.history import measure_history  # noqa: PLC0415 - it imports this module
 
