@@ -21,6 +21,7 @@ from api.routes.admin import AdminController
 from api.routes.audit import AuditController
 from api.routes.history import MessageLogController
 from api.routes.messages import MessageController
+from api.routes.schedules import ScheduleController
 from api.routes.schemas import TopicSchemaController
 from api.routes.session import change_password, login, logout, me
 from api.routes.system import auth_status, healthz, metrics, readyz, version
@@ -59,6 +60,7 @@ def create_app(
             ConsumerGroupController,
             MessageLogController,
             TopicSchemaController,
+            ScheduleController,
             AuditController,
             healthz,
             readyz,

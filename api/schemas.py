@@ -40,6 +40,7 @@ from mq.queue.types import (
 )
 from mq.quotas import MAX_BIGINT, MAX_ENQUEUE_RATE, MAX_TOPICS_LIMIT
 from mq.schedule import MAX_SCHEDULE_LENGTH
+from mq.schedules.cron import MAX_CRON_LENGTH
 from mq.tenancy.grants import MAX_PATTERN_LENGTH, Action, AssignableRole, Role, TenantStatus
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH
 from mq.tenancy.service import MAX_PASSWORD_LENGTH, MAX_TENANT_NAME_LENGTH
@@ -301,6 +302,19 @@ class SchemaBody(Strict):
     schema_json: Annotated[str, Meta(min_length=1, max_length=MAX_SCHEMA_LENGTH)]
     format: Literal["avro", "json_schema"] = "avro"
     compatibility: Literal["none", "backward"] = "none"
+
+
+class PeriodicScheduleBody(Strict):
+    """PUT /api/schedules/{name}: the message to enqueue at each tick of `cron` in `timezone`."""
+
+    topic: Topic
+    cron: Annotated[str, Meta(min_length=1, max_length=MAX_CRON_LENGTH)]
+    payload: Payload
+    timezone: Annotated[str, Meta(min_length=1, max_length=64)] = "UTC"
+    key: Key | None = None
+    metadata: dict[str, Any] | None = None
+    priority: Priority = 0
+    enabled: bool = True
 
 
 class PasswordChangeBody(Strict):

@@ -35,6 +35,7 @@ _MAX_REMEMBERED_LABELS = 100_000
 #: Seconds a scrape reuses the gauges it read from Postgres.
 _GAUGES_REUSE_SECONDS = 2.0
 _HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0)
+_LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 _WAIT_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
 
 
@@ -192,6 +193,20 @@ class Metrics:
             "Message log partitions dropped by the archive reaper run in this process",
             registry=self.registry,
         )
+        self.schedule_ticks = counter("skiplock_schedule_ticks", "Schedule ticks whose message was enqueued")
+        self.schedule_refused = counter(
+            "skiplock_schedule_ticks_refused",
+            "Schedule ticks refused (schema_violation, queue_full, quota_exceeded, rate_limited, payload_too_large, "
+            "tenant_suspended, invalid): recorded in the schedule's last_error, not retried",
+            "reason",
+        )
+        self.schedule_skipped = counter(
+            "skiplock_schedule_ticks_skipped",
+            "Missed schedule ticks not enqueued: when ticks were missed (no worker ran), only the latest is",
+        )
+        self.schedule_lag = Histogram(
+            "skiplock_schedule_lag_seconds", "Schedule ticks: when fired, less when due", [], _LAG_BUCKETS
+        )
         self.http = Histogram(
             "skiplock_http_request_duration_seconds",
             "HTTP requests by route template, method and status class",
@@ -207,7 +222,7 @@ class Metrics:
         self.long_polls = Gauge(
             "skiplock_long_polls_waiting", "Dequeues waiting for a message in this process", registry=self.registry
         )
-        for collector in (self.http, self.wait, _StoredGauges(self)):
+        for collector in (self.http, self.wait, self.schedule_lag, _StoredGauges(self)):
             self.registry.register(collector)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)

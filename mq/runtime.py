@@ -24,6 +24,9 @@ from mq.queue.service import QueueService
 from mq.queue.types import QueueDefaults
 from mq.queue.wakeups import WakeupHub
 from mq.quotas import QuotaCache
+from mq.schedules.firer import ScheduleFirer
+from mq.schedules.repository import ScheduleRepository
+from mq.schedules.service import Schedules
 from mq.schemas.repository import SchemaRepository
 from mq.schemas.service import TopicSchemas
 from mq.settings import Settings
@@ -59,6 +62,9 @@ class Runtime:
     audit: AuditTrail
     history: History
     schemas: TopicSchemas
+    schedules: Schedules
+    #: The schedules' firer (periodic messages); the workers run it.
+    ticks: ScheduleFirer
 
     @classmethod
     async def open(cls, settings: Settings, *, bootstrap_users: bool = True) -> Runtime:
@@ -145,6 +151,8 @@ class Runtime:
             audit=AuditTrail(AuditRepository(pool)),
             history=History(HistoryRepository(pool), queue),
             schemas=TopicSchemas(SchemaRepository(pool), queue.configs),
+            schedules=Schedules(ScheduleRepository(pool), settings),
+            ticks=ScheduleFirer(ScheduleRepository(pool), queue, metrics),
         )
 
     async def close(self) -> None:

@@ -127,6 +127,8 @@ class Settings(BaseSettings):
     """Rows per reaper statement: each batch is its own short transaction."""
     archive_reaper_interval_seconds: float = Field(default=300, gt=0)
     """How often the archive reaper makes the message log's next partitions and drops those nothing can see."""
+    schedule_poll_seconds: float = Field(default=0.5, gt=0, le=60)
+    """How often each worker looks for due schedules (periodic messages): a tick is enqueued at most this late."""
     history_partition_seconds: int = Field(default=86_400, ge=60)
     """The span of `acked_at` one partition of the message log holds (a day: see bench/RESULTS.md, "history")."""
     gauges_interval_seconds: float = Field(default=15, gt=0)

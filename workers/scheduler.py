@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from mq.db.engine import DATABASE_ERRORS
 from mq.jobs import Jobs
 from mq.runtime import Runtime
 from mq.schedule import cron_trigger
+from mq.schedules.firer import ScheduleFirer
 from mq.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -29,8 +31,10 @@ _SCHEDULE_RECHECK_SECONDS = 30.0
 
 
 class Workers:
-    def __init__(self, jobs: Jobs) -> None:
+    def __init__(self, jobs: Jobs, ticks: ScheduleFirer | None = None) -> None:
+        """`ticks`: the schedules' firer (periodic messages), run every `schedule_poll_seconds`."""
         self.jobs = jobs
+        self.ticks = ticks
         self.scheduler = AsyncIOScheduler(timezone=UTC)
         #: The delete reaper's schedule in force here ("" = off).
         self.delete_schedule = ""
@@ -63,6 +67,14 @@ class Workers:
         self.scheduler.add_job(
             self.reload_schedule, IntervalTrigger(seconds=_SCHEDULE_RECHECK_SECONDS), id="schedule_check", **options
         )
+        if self.ticks is not None:
+            self.scheduler.add_job(
+                self._fire_ticks,
+                IntervalTrigger(seconds=settings.schedule_poll_seconds),
+                id="schedules",
+                next_run_time=now,
+                **options,
+            )
         await self.reload_schedule()
         self.jobs.schedule_listeners.append(self._schedule_announced)
         self.scheduler.start()
@@ -99,6 +111,13 @@ class Workers:
         self._reloads.add(task)
         task.add_done_callback(self._reloads.discard)
 
+    async def _fire_ticks(self) -> None:
+        assert self.ticks is not None
+        try:
+            await self.ticks.run_once()
+        except DATABASE_ERRORS as exc:  # the next run tries again; nothing was committed
+            log.warning("schedules: a run failed (%s); the next one goes on", exc)
+
     async def _expire(self) -> None:
         await self.jobs.expire()
 
@@ -109,7 +128,7 @@ class Workers:
 @asynccontextmanager
 async def hosted_workers(runtime: Runtime) -> AsyncIterator[None]:
     """The jobs scheduled in a process that also does other work (the API's, under `make run`)."""
-    workers = Workers(runtime.jobs)
+    workers = Workers(runtime.jobs, runtime.ticks)
     await workers.start()
     try:
         yield
@@ -120,7 +139,7 @@ async def hosted_workers(runtime: Runtime) -> AsyncIterator[None]:
 async def run_alone(settings: Settings) -> None:
     """The jobs in a process of their own (`skiplock worker`), until SIGTERM or Ctrl-C."""
     runtime = await Runtime.open(settings, bootstrap_users=False)
-    workers = Workers(runtime.jobs)
+    workers = Workers(runtime.jobs, runtime.ticks)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

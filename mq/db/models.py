@@ -286,6 +286,31 @@ class TopicSchema(Base):
     )
 
 
+class PeriodicSchedule(Base):
+    """A tenant's periodic message (migration `2026_11_25_schedules`): at each tick of `cron` in `timezone` the
+    workers enqueue `payload` into `topic`, once."""
+
+    __tablename__ = "schedules"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text)
+    cron: Mapped[str] = mapped_column(Text)
+    timezone: Mapped[str] = mapped_column(Text)
+    payload: Mapped[bytes] = mapped_column(LargeBinary)
+    key: Mapped[str | None] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
+    priority: Mapped[int] = mapped_column(SmallInteger, server_default=text("0"))
+    enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    next_run_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_run_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (Index("schedules_due_idx", "next_run_at", postgresql_where=text("enabled")),)
+
+
 class WorkerSetting(Base):
     """A runtime override of a setting, shared by every instance (the delete reaper's schedule)."""
 

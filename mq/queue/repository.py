@@ -52,9 +52,11 @@ class MessageRepository:
         ids: Sequence[uuid.UUID],
         rows: Sequence[NewRow],
         admit: AdmitArguments | None = None,
+        conn: asyncpg.Connection[Record] | None = None,
     ) -> list[Record]:
         """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error.
-        Keyed rows first expire twins past their TTL (`sql.MESSAGE_INSERT_KEYED`)."""
+        Keyed rows first expire twins past their TTL (`sql.MESSAGE_INSERT_KEYED`). `conn`: in that connection's
+        transaction (the schedules' firer), instead of a connection of the pool."""
         extra: tuple[Any, ...] = ()
         grouped = any(r.grouped for r in rows)
         if grouped and any(r.consumer_group is not None for r in rows):
@@ -68,7 +70,7 @@ class MessageRepository:
         if admit is not None:
             extra += admit
         try:
-            return await self.pool.fetch(
+            return await (conn or self.pool).fetch(
                 statement,
                 tenant_id,
                 ids,

@@ -16,6 +16,7 @@ from typing import Any
 
 from mq import errors, redis_keys
 from mq.buckets import TokenBuckets
+from mq.ids import uuid7_batch
 from mq.metrics import Metrics
 from mq.names import DLQ_SUFFIX, check_text
 from mq.queue.activity import Activity
@@ -91,6 +92,47 @@ class QueueService:
             # each group of the topic has its own waiting polls: wake one per group
             self.wakeups.published(tenant_id, {item.topic: max(1, len(config.groups))})
         return message_id, inserted
+
+    async def store_tick(self, conn: Any, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool, int]:
+        """Store a schedule's message in the caller's transaction (`conn`, `mq.schedules.firer`): the topic's schema,
+        the tenant's quotas (payload size, enqueue rate, max_messages, max_topics) and the topic's max_depth apply
+        as to any producer, and refuse with their errors. Returns the message's id, whether it is new, and how
+        many waiting polls to wake once the transaction commits (`wake_tick`)."""
+        config = await self.configs.effective(tenant_id, item.topic)
+        if config.schema is not None:
+            self._check_schema(config.schema, item.payload)
+        row = item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped)
+        quotas = NO_QUOTAS
+        if self.quotas is not None:
+            quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
+        if quotas.max_payload_bytes is not None:
+            _check_payloads([row], quotas.max_payload_bytes)
+        if quotas.enqueue_rate is not None:
+            granted, wait = await self.buckets.take(
+                redis_keys.enqueue_bucket(tenant_id), quotas.enqueue_rate, 1, whole=True
+            )
+            if not granted:
+                raise errors.RateLimited(
+                    f"the tenant's enqueue_rate quota is {quotas.enqueue_rate} messages per second",
+                    details={"quota": "enqueue_rate", "limit": quotas.enqueue_rate},
+                    retry_after=max(1, math.ceil(wait)),
+                )
+        depths = ((item.topic, config.max_depth),) if config.max_depth is not None else ()
+        caps = Caps(quotas.max_messages, quotas.max_topics, depths)
+        admit = caps.arguments(Counter({item.topic: 1})) if caps else None
+        [message_id] = uuid7_batch(1)
+        stored = await self.repository.insert_batch(tenant_id, [message_id], [row], admit, conn=conn)
+        inserted = True
+        if item.key is not None and stored:
+            message_id, inserted = stored[0]["id"], stored[0]["inserted"]
+        return message_id, inserted, max(1, len(config.groups)) if item.delay_seconds <= 0 else 0
+
+    def wake_tick(self, tenant_id: int, topic: str, inserted: bool, polls: int) -> None:
+        """After a schedule's transaction committed: its message counted and the topic's waiting polls woken."""
+        self.metrics.count(self.metrics.enqueued if inserted else self.metrics.upserted, tenant_id, topic)
+        self.activity.enqueued(tenant_id, topic)
+        if polls:
+            self.wakeups.published(tenant_id, {topic: polls})
 
     def _check_schema(self, schema: SchemaRef, payload: bytes) -> None:
         violation = self.schemas.checker(schema.format, schema.schema_json)(payload)

@@ -133,6 +133,12 @@ RULES: dict[tuple[str, str], Rule] = {
         lambda f: {"schema_json": "{}", "format": "json_schema"},  # the fixtures' payload fits
     ),
     ("DELETE", "/api/topic-schemas/{topic}"): Rule(TENANT_ADMIN),
+    ("GET", "/api/schedules"): Rule(LIST),
+    ("GET", "/api/schedules/{name}"): Rule(LIST),
+    ("PUT", "/api/schedules/{name}"): Rule(
+        TENANT_ADMIN, lambda f: {"topic": "mx", "cron": "0 0 1 1 *", "payload": b64('{"x": 1}')}
+    ),
+    ("DELETE", "/api/schedules/{name}"): Rule(TENANT_ADMIN),
     ("PUT", "/api/admin/platform-admins/{username}/password"): Rule(PLATFORM, lambda f: {"password": f.spare_password}),
     ("POST", "/api/auth/session"): Rule(ANY_USER),
     ("DELETE", "/api/auth/session"): Rule(ANY_USER),
@@ -194,6 +200,7 @@ class Fixtures:
             .replace("{topic}", "mx")
             .replace("{key}", "k")
             .replace("{group}", "g")
+            .replace("{name}", "nightly")
             .replace("{username}", self.spare_admin)
             .replace("{path}", "openapi.yaml")
         )

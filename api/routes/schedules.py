@@ -1,0 +1,62 @@
+"""Periodic messages (contract, "Periodic messages"): a tenant's schedules, read by its members and written by its
+tenant admins; the workers fire them (`mq.schedules.firer`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, delete, get, put
+from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
+
+from api.audit import audit
+from api.auth import tenant_for
+from api.body import strict_body
+from api.schemas import PeriodicScheduleBody
+from mq.schedules.service import Schedules, ScheduleSpec
+from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView
+from mq.tenancy.auth import Principal
+
+AnyRequest = Request[Principal, Any, Any]
+
+
+def _schedules(request: AnyRequest) -> Schedules:
+    schedules: Schedules = request.app.state.runtime.schedules
+    return schedules
+
+
+class ScheduleController(Controller):
+    path = "/api/schedules"
+    tags = ["schedules"]
+
+    @get("/", summary="The tenant's schedules (periodic messages)", operation_id="listSchedules")
+    async def list_schedules(self, request: AnyRequest) -> PeriodicScheduleListView:
+        return await _schedules(request).list(tenant_for(request.user, action="read"))
+
+    @get("/{name:str}", summary="One schedule", operation_id="getSchedule")
+    async def get_schedule(self, request: AnyRequest, name: str) -> PeriodicScheduleView:
+        return await _schedules(request).get(tenant_for(request.user, action="read"), name)
+
+    @put(
+        "/{name:str}",
+        **strict_body(PeriodicScheduleBody),
+        status_code=HTTP_200_OK,
+        summary="Create or replace a schedule",
+        operation_id="putSchedule",
+    )
+    async def put_schedule(self, request: AnyRequest, name: str, data: PeriodicScheduleBody) -> PeriodicScheduleView:
+        """At each tick of `cron` (5 fields, or 6 with seconds first) in `timezone` (IANA), the workers enqueue
+        one message into `topic` with the payload, key, priority and metadata given, and `metadata.skiplock_schedule`
+        (the name) and `metadata.skiplock_tick` (the tick's time). A replacement starts from its new cron."""
+        tenant = tenant_for(request.user, admin_only=True)
+        spec = msgspec.convert(msgspec.structs.asdict(data), ScheduleSpec)
+        stored = await _schedules(request).put(tenant, name, spec)
+        details = {"topic": stored.topic, "cron": stored.cron, "timezone": stored.timezone, "enabled": stored.enabled}
+        await audit(request, "schedule.update", name, details)
+        return stored
+
+    @delete("/{name:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a schedule", operation_id="deleteSchedule")
+    async def delete_schedule(self, request: AnyRequest, name: str) -> None:
+        tenant = tenant_for(request.user, admin_only=True)
+        await _schedules(request).delete(tenant, name)
+        await audit(request, "schedule.delete", name)

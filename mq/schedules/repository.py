@@ -1,0 +1,67 @@
+"""The schedules' rows (`mq.schedules.sql`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from mq.schedules import sql
+
+Record = asyncpg.Record
+#: A connection of the pool, in the firer's transaction.
+Connection = asyncpg.pool.PoolConnectionProxy
+
+
+class ScheduleRepository:
+    def __init__(self, pool: asyncpg.Pool[Any]) -> None:
+        self.pool = pool
+
+    async def of_tenant(self, tenant_id: int) -> list[Record]:
+        return await self.pool.fetch(sql.LIST, tenant_id)
+
+    async def get(self, tenant_id: int, name: str) -> Record | None:
+        row: Record | None = await self.pool.fetchrow(sql.GET, tenant_id, name)
+        return row
+
+    async def put(self, tenant_id: int, name: str, values: Sequence[Any]) -> Record:
+        """`values`: topic, cron, timezone, payload, key, metadata (JSON text), priority, enabled, next_run_at."""
+        row: Record | None = await self.pool.fetchrow(sql.PUT, tenant_id, name, *values)
+        assert row is not None  # an upsert answers its row
+        return row
+
+    async def delete(self, tenant_id: int, name: str) -> bool:
+        status: str = await self.pool.execute(sql.DELETE, tenant_id, name)
+        return status.endswith(" 1")
+
+    @asynccontextmanager
+    async def firing(self) -> AsyncIterator[Connection[Record]]:
+        """One transaction of the firer: what it takes stays locked until the ticks are stored and moved on."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            yield conn
+
+    @staticmethod
+    async def due(conn: Connection[Record], limit: int) -> list[Record]:
+        return await conn.fetch(sql.DUE, limit)
+
+    @staticmethod
+    @asynccontextmanager
+    async def savepoint(conn: Connection[Record]) -> AsyncIterator[None]:
+        """A tick's own savepoint: a refused enqueue is undone without the rest of the batch."""
+        async with conn.transaction():
+            yield
+
+    @staticmethod
+    async def advance(
+        conn: Connection[Record],
+        keys: Sequence[tuple[int, str]],
+        next_runs: Sequence[datetime],
+        ticks: Sequence[datetime],
+        refusals: Sequence[str | None],
+    ) -> None:
+        await conn.execute(
+            sql.ADVANCE, [k[0] for k in keys], [k[1] for k in keys], list(next_runs), list(ticks), list(refusals)
+        )

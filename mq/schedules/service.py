@@ -1,0 +1,95 @@
+"""`Schedules`: a tenant's periodic messages (contract, "Periodic messages"). A schedule is checked when it is put
+(its cron and time zone, and its message as an enqueue would be) and its first tick computed; the workers fire
+it (`mq.schedules.firer`).
+
+Raises only `mq.errors`. Who may do what is the API's business (`api.routes.schedules`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from mq import errors
+from mq.names import TOPIC_RE
+from mq.queue.types import rfc3339
+from mq.queue.validation import build_item
+from mq.schedules.cron import Cron
+from mq.schedules.repository import Record, ScheduleRepository
+from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView
+from mq.settings import Settings
+
+
+class ScheduleSpec(msgspec.Struct, frozen=True):
+    """What a PUT gives."""
+
+    topic: str
+    cron: str
+    payload: bytes
+    timezone: str = "UTC"
+    key: str | None = None
+    metadata: dict[str, Any] | None = None
+    priority: int = 0
+    enabled: bool = True
+
+
+class Schedules:
+    def __init__(self, repository: ScheduleRepository, settings: Settings) -> None:
+        self.repository = repository
+        self.settings = settings
+
+    async def list(self, tenant_id: int) -> PeriodicScheduleListView:
+        return PeriodicScheduleListView(items=[_view(r) for r in await self.repository.of_tenant(tenant_id)])
+
+    async def get(self, tenant_id: int, name: str) -> PeriodicScheduleView:
+        row = await self.repository.get(tenant_id, _name(name))
+        if row is None:
+            raise errors.NotFound(f"no schedule {name!r}")
+        return _view(row)
+
+    async def put(self, tenant_id: int, name: str, spec: ScheduleSpec) -> PeriodicScheduleView:
+        """Create or replace; the next tick is computed from now."""
+        cron = Cron.parse(spec.cron, spec.timezone)
+        item = build_item(self.settings, spec.topic, spec.payload, spec.metadata, spec.key, 0, spec.priority)
+        next_run = cron.next_after(datetime.now(UTC))
+        values = (
+            item.topic,
+            cron.expression,
+            spec.timezone,
+            item.payload,
+            item.key,
+            item.metadata_json,
+            item.priority,
+            spec.enabled,
+            next_run,
+        )
+        return _view(await self.repository.put(tenant_id, _name(name), values))
+
+    async def delete(self, tenant_id: int, name: str) -> None:
+        if not await self.repository.delete(tenant_id, _name(name)):
+            raise errors.NotFound(f"no schedule {name!r}")
+
+
+def _name(name: str) -> str:
+    if not TOPIC_RE.fullmatch(name):
+        raise errors.InvalidRequest("a schedule's name must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+    return name
+
+
+def _view(row: Record) -> PeriodicScheduleView:
+    return PeriodicScheduleView(
+        name=row["name"],
+        topic=row["topic"],
+        cron=row["cron"],
+        timezone=row["timezone"],
+        payload=bytes(row["payload"]),
+        key=row["key"],
+        metadata=msgspec.Raw(row["metadata"].encode()) if row["metadata"] is not None else None,
+        priority=row["priority"],
+        enabled=row["enabled"],
+        next_run_at=rfc3339(row["next_run_at"]) or "",
+        last_run_at=rfc3339(row["last_run_at"]),
+        last_error=row["last_error"],
+    )

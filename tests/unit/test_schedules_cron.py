@@ -1,0 +1,82 @@
+"""A schedule's cron across daylight-saving changes, 6-field crons, and catching up (`mq.schedules.cron`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mq import errors
+from mq.schedules.cron import Cron
+
+BERLIN = "Europe/Berlin"  # 2026: clocks go forward on 29 March at 02:00, back on 25 October at 03:00
+
+
+def ticks(cron: Cron, start: datetime, n: int) -> list[str]:
+    out, at = [], start
+    for _ in range(n):
+        at = cron.next_after(at)
+        out.append(at.astimezone(cron.zone).isoformat())
+    return out
+
+
+def test_a_tick_that_does_not_exist_happens_just_after_the_clocks_jump() -> None:
+    daily = Cron.parse("30 2 * * *", BERLIN)
+    assert ticks(daily, datetime(2026, 3, 27, 12, tzinfo=UTC), 3) == [
+        "2026-03-28T02:30:00+01:00",
+        "2026-03-29T03:00:00+02:00",  # 02:30 did not happen that night: at 03:00, once
+        "2026-03-30T02:30:00+02:00",
+    ]
+
+
+def test_a_named_hour_that_happens_twice_ticks_once_and_a_wildcard_hour_in_both() -> None:
+    daily = Cron.parse("30 2 * * *", BERLIN)
+    assert ticks(daily, datetime(2026, 10, 23, 12, tzinfo=UTC), 3) == [
+        "2026-10-24T02:30:00+02:00",
+        "2026-10-25T02:30:00+02:00",  # the first 02:30 only
+        "2026-10-26T02:30:00+01:00",
+    ]
+    half_hourly = Cron.parse("*/30 * * * *", BERLIN)
+    assert ticks(half_hourly, datetime(2026, 10, 24, 23, 45, tzinfo=UTC), 4) == [
+        "2026-10-25T02:00:00+02:00",
+        "2026-10-25T02:30:00+02:00",
+        "2026-10-25T02:00:00+01:00",  # the hour again: every 30 minutes stays every 30 minutes
+        "2026-10-25T02:30:00+01:00",
+    ]
+
+
+def test_six_fields_have_seconds_first_and_ticks_are_utc() -> None:
+    cron = Cron.parse("15 */2 * * * *", "UTC")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    assert [t.isoformat() for t in (cron.next_after(start), cron.next_after(cron.next_after(start)))] == [
+        "2026-01-01T00:00:15+00:00",
+        "2026-01-01T00:02:15+00:00",
+    ]
+    assert Cron.parse("0 9 * * 1-5", "America/New_York").next_after(start).tzinfo == UTC
+
+
+def test_catching_up_takes_the_latest_missed_tick_and_counts_the_others() -> None:
+    minutely = Cron.parse("* * * * *", "UTC")
+    now = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
+    assert minutely.latest(now - timedelta(minutes=10, seconds=30), now) == (datetime(2026, 1, 1, 12, tzinfo=UTC), 10)
+    assert minutely.latest(datetime(2026, 1, 1, 12, tzinfo=UTC), now) == (datetime(2026, 1, 1, 12, tzinfo=UTC), 0)
+    yearly = Cron.parse("0 0 1 1 *", "UTC")  # sparse: found by walking from the due tick
+    due = datetime(2020, 1, 1, tzinfo=UTC)
+    assert yearly.latest(due, now) == (datetime(2026, 1, 1, tzinfo=UTC), 6)
+
+
+@pytest.mark.parametrize(
+    ("cron", "zone", "says"),
+    [
+        ("* * *", "UTC", "5 fields"),
+        ("* * * * * * *", "UTC", "5 fields"),
+        ("61 * * * *", "UTC", "cron"),
+        ("0 0 30 2 *", "UTC", "cron"),
+        ("* * * * *", "Mars/Olympus", "timezone"),
+        ("* * * * *", "../../etc/passwd", "timezone"),
+    ],
+)
+def test_bad_crons_and_zones_are_refused_with_the_reason(cron: str, zone: str, says: str) -> None:
+    with pytest.raises(errors.InvalidRequest) as refused:
+        Cron.parse(cron, zone)
+    assert says in refused.value.message
