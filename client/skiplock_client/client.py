@@ -44,6 +44,7 @@ from skiplock_client.models import (
     NackOutcome,
     NackView,
     Page,
+    PeriodicSchedule,
     Quotas,
     ReplayedView,
     Role,
@@ -612,6 +613,47 @@ class AsyncClient:
     async def delete_topic_schema(self, topic: str) -> None:
         """Every version goes; enqueues into the topic are no longer checked."""
         await self._call("DELETE", f"/api/topic-schemas/{quote(topic, safe='')}")
+
+    # --- periodic messages ----------------------------------------------------------------------------------------
+
+    async def schedules(self) -> list[PeriodicSchedule]:
+        return (await self._get("/api/schedules", ItemsView[PeriodicSchedule])).items
+
+    async def schedule(self, name: str) -> PeriodicSchedule:
+        return await self._get(f"/api/schedules/{quote(name, safe='')}", PeriodicSchedule)
+
+    async def set_schedule(
+        self,
+        name: str,
+        topic: str,
+        cron: str,
+        payload: Any,
+        *,
+        timezone: str = "UTC",
+        key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        priority: int = 0,
+        enabled: bool = True,
+    ) -> PeriodicSchedule:
+        """Create or replace a schedule (tenant admins): at each tick of `cron` (5 fields, or 6 with seconds
+        first) in `timezone` (IANA), the workers enqueue `payload` (as `send` encodes it) into `topic`, once."""
+        body = {
+            "topic": topic,
+            "cron": cron,
+            "payload": to_bytes(payload),
+            "timezone": timezone,
+            "key": key,
+            "metadata": metadata,
+            "priority": priority,
+            "enabled": enabled,
+        }
+        path = f"/api/schedules/{quote(name, safe='')}"
+        answer = await self._call("PUT", path, body=body, decode=PeriodicSchedule)
+        assert answer is not None
+        return answer
+
+    async def delete_schedule(self, name: str) -> None:
+        await self._call("DELETE", f"/api/schedules/{quote(name, safe='')}")
 
     def producer(self, topic: str, model: type[M]) -> TypedProducer[M]:
         """A producer of `model` instances (a msgspec Struct, a dataclass, a TypedDict, a pydantic model) into

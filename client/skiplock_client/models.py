@@ -334,6 +334,24 @@ class ExtendView(msgspec.Struct):
     visibility_deadline: str
 
 
+class PeriodicSchedule(msgspec.Struct, frozen=True):
+    """A periodic message: at each tick of `cron` in `timezone` the workers enqueue it once into `topic`
+    (`metadata` gains `skiplock_schedule` and `skiplock_tick`). `last_error`: why the last tick was refused."""
+
+    name: str
+    topic: str
+    cron: str
+    timezone: str
+    payload: bytes
+    key: str | None
+    metadata: dict[str, Any] | None
+    priority: int
+    enabled: bool
+    next_run_at: str
+    last_run_at: str | None
+    last_error: str | None
+
+
 class LogEntry(msgspec.Struct, frozen=True):
     """A message kept in a replayable topic's message log when it was acked."""
 

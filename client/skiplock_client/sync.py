@@ -281,3 +281,7 @@ class Client:
     topic_schema = _blocking(AsyncClient.topic_schema)
     set_topic_schema = _blocking(AsyncClient.set_topic_schema)
     delete_topic_schema = _blocking(AsyncClient.delete_topic_schema)
+    schedules = _blocking(AsyncClient.schedules)
+    schedule = _blocking(AsyncClient.schedule)
+    set_schedule = _blocking(AsyncClient.set_schedule)
+    delete_schedule = _blocking(AsyncClient.delete_schedule)

@@ -29,6 +29,7 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (models.TopicConfig, "TopicConfig"),
     (models.TopicConfigView, "TopicConfigView"),
     (models.TopicSchema, "SchemaView"),
+    (models.PeriodicSchedule, "PeriodicScheduleView"),
     (models.TopicSchemaSummary, "SchemaSummaryView"),
     (models.StatRow, "StatRowView"),
     (models.AckFailure, "AckFailureView"),

@@ -12,6 +12,7 @@ from skiplock_client import (
     InvalidSchema,
     NotFound,
     SchemaViolation,
+    errors,
 )
 
 from tests.support.servers import ADMIN, Server
@@ -72,3 +73,27 @@ async def test_a_typed_producer_registers_its_models_schema_and_sends_instances(
         assert v2.version == 2
         got = await sk.receive("typed-orders", 10)
         assert [m.decode(Order).order_id for m in got] == ["o1", "o2", "o3"]
+
+
+async def test_schedule_calls(server: Server, tenant: Tenant) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        made = await sk.set_schedule(
+            "report", "reports", "0 7 * * 1-5", {"kind": "daily"}, timezone="Europe/Paris", priority=2
+        )
+        assert (made.topic, made.cron, made.timezone, made.priority, made.enabled) == (
+            "reports",
+            "0 7 * * 1-5",
+            "Europe/Paris",
+            2,
+            True,
+        )
+        assert msgspec.json.decode(made.payload) == {"kind": "daily"} and made.last_run_at is None
+        assert [s.name for s in await sk.schedules()] == ["report"]
+        assert (await sk.schedule("report")).next_run_at == made.next_run_at
+        with pytest.raises(errors.InvalidRequest):
+            await sk.set_schedule("report", "reports", "0 7 * *", "x")
+        await sk.delete_schedule("report")
+        with pytest.raises(NotFound):
+            await sk.schedule("report")
+    with Client(server.base_url, auth=ADMIN, tenant=tenant.slug) as sync:
+        assert sync.set_schedule("sync", "reports", "*/10 * * * * *", b"x", enabled=False).enabled is False
