@@ -17,6 +17,11 @@ export const keys = {
     log: (topic: string) => [t(), "topics", "log", topic] as const,
     logPages: (topic: string, filter: object) => [t(), "topics", "log", topic, filter] as const,
   },
+  schemas: {
+    all: () => [t(), "topic-schemas"] as const,
+    /** A topic's schema: the version in force (null), or one version. */
+    one: (topic: string, version: number | null) => [t(), "topic-schemas", topic, version] as const,
+  },
   tenantSeries: (range: string) => [t(), "series", range] as const,
   audit: (filter: object) => [t(), "audit", filter] as const,
   bulkJobs: { all: () => [t(), "bulk-jobs"] as const, one: (id: string) => [t(), "bulk-jobs", id] as const },
