@@ -5,6 +5,7 @@ import { createRootRouteWithContext, createRoute, createRouter } from "@tanstack
 import { auditQuery } from "./api/audit";
 import { jobsQuery } from "./api/maintenance";
 import { preload } from "./api/preload";
+import { topicSchemaQuery } from "./api/schemas";
 import { tenantsQuery } from "./api/tenants";
 import {
   consumerGroupsQuery,
@@ -50,12 +51,15 @@ export interface TopicSearch {
   range?: "24h" | "7d";
   /** "end": the list from its other end (newest pending, oldest failed); the start when absent. */
   from?: "end";
-  /** "history": the History tab (the topic's message log) instead of its messages. */
-  view?: "history";
+  /** "history": the History tab (the topic's message log); "schema": the Schema tab; its messages when absent. */
+  view?: "history" | "schema";
   /** The History tab's filter: entries acked from `log_from`, before `log_to` (RFC 3339), with key `log_key`. */
   log_from?: string;
   log_to?: string;
   log_key?: string;
+  /** The Schema tab's version shown (the one in force when absent) and the one it is compared with. */
+  schema_version?: number;
+  schema_compare?: number;
 }
 
 const login = createRoute({
@@ -76,6 +80,11 @@ const overview = createRoute({
 });
 const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
 const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
+/** A whole number of at least 1 from the URL (the router reads `?schema_version=2` as the number 2). */
+const positive = (v: unknown) => {
+  const n = typeof v === "string" ? Number(v) : v;
+  return typeof n === "number" && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
+};
 const topic = createRoute({
   getParentRoute: () => root,
   path: "/topics/$topic",
@@ -89,26 +98,33 @@ const topic = createRoute({
     message: typeof s.message === "string" && s.message ? s.message : undefined,
     range: s.range === "24h" || s.range === "7d" ? s.range : undefined,
     from: s.from === "end" ? "end" : undefined,
-    view: s.view === "history" ? "history" : undefined,
+    view: s.view === "history" || s.view === "schema" ? s.view : undefined,
     log_from: text(s.log_from),
     log_to: text(s.log_to),
     log_key: text(s.log_key),
+    schema_version: positive(s.schema_version),
+    schema_compare: positive(s.schema_compare),
   }),
   // The drawer (`message`) is not a dependency: opening one loads nothing again.
-  loaderDeps: ({
-    search: { status, key, metadata, id, consumer_group, range, from, view, log_from, log_to, log_key },
-  }) => ({ status, key, metadata, id, consumer_group, range, from, view, log_from, log_to, log_key }),
+  loaderDeps: ({ search: { message, ...deps } }) => deps,
   loader: ({ context, params: { topic }, deps }) =>
     preload(context.queryClient, "tenant", (q) => [
       q.query(topicsQuery()),
       q.query(seriesQuery(topic, deps.range ?? "1h")),
       ...(deps.view === "history"
         ? [q.query(topicConfigQuery(topic)), q.pages(messageLogQuery(topic, logFilter(deps)))]
-        : [
-            deps.id
-              ? q.query(topicMessageQuery(topic, deps.id))
-              : q.pages(topicMessagesQuery(topic, messageFilter(deps))),
-          ]),
+        : deps.view === "schema"
+          ? [
+              q.query(topicSchemaQuery(topic)),
+              ...[deps.schema_version, deps.schema_compare].flatMap((v) =>
+                v ? [q.query(topicSchemaQuery(topic, v))] : [],
+              ),
+            ]
+          : [
+              deps.id
+                ? q.query(topicMessageQuery(topic, deps.id))
+                : q.pages(topicMessagesQuery(topic, messageFilter(deps))),
+            ]),
       ...(topic.endsWith(".dlq") ? [] : [q.query(consumerGroupsQuery(topic))]),
     ]),
 });

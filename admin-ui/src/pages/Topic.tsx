@@ -1,8 +1,8 @@
 // One topic: its counts and chart, pause and resume, its messages by keyset pages with filters, and every action;
-// its History tab (the message log, replay and trim: topic/History.tsx).
+// its History tab (the message log, replay and trim: topic/History.tsx) and its Schema tab (topic/Schema.tsx).
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
-import { useState } from "react";
+import { lazy, Suspense, useState } from "react";
 import { useLiveInterval, useTopics } from "../api/hooks";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
@@ -33,6 +33,8 @@ import { MessageTable } from "./topic/MessageTable";
 import { BULK_IDS, type ConfirmRequest, DeleteByKey, PurgeButton, topicTotal } from "./topic/TopicActions";
 
 type Action = BulkAction;
+// The Schema tab (its diff and its editor) loads when first opened: most visits never show it.
+const Schema = lazy(() => import("./topic/Schema").then((m) => ({ default: m.Schema })));
 const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
 
 export function TopicPage() {
@@ -51,14 +53,16 @@ export function TopicPage() {
   const live = useLiveInterval();
 
   const filter = messageFilter(search);
-  // The History tab shows the topic's message log instead of its messages (a dead-letter topic has no history).
-  const history = search.view === "history" && !topic.endsWith(".dlq");
+  // The History and Schema tabs show the topic's message log or its schema instead of its messages (a dead-letter
+  // topic has neither: its messages are the dead letters of a topic that has them).
+  const tab = topic.endsWith(".dlq") ? undefined : search.view;
+  const history = tab === "history";
   const pages = useInfiniteQuery({
     ...topicMessagesQuery(topic, filter),
     // A refetch of an infinite query fetches every loaded page again, one after another (31 pages: 62 requests
     // in 11 s): live refresh covers the first page only, and pauses once more are loaded.
     refetchInterval: (q) => ((q.state.data?.pages.length ?? 0) > 1 ? false : live),
-    enabled: !search.id && !history,
+    enabled: !search.id && !tab,
   });
   const backToTop = () => {
     // Keep the first page only, then refresh it: the page is live again.
@@ -71,7 +75,7 @@ export function TopicPage() {
   // The id filter: one message by its primary key, shown when it belongs to this topic.
   const byId = useQuery({
     ...topicMessageQuery(topic, search.id ?? ""),
-    enabled: Boolean(search.id) && !history,
+    enabled: Boolean(search.id) && !tab,
     refetchInterval: live,
   });
   const messages = search.id
@@ -209,7 +213,7 @@ export function TopicPage() {
           <legend className="sr-only">Show</legend>
           <button
             type="button"
-            aria-pressed={!history}
+            aria-pressed={!tab}
             onClick={() => navigate({ search: { ...search, view: undefined } })}
           >
             Messages
@@ -221,9 +225,28 @@ export function TopicPage() {
           >
             History
           </button>
+          <button
+            type="button"
+            aria-pressed={tab === "schema"}
+            onClick={() => navigate({ search: { ...search, view: "schema", message: undefined } })}
+          >
+            Schema
+          </button>
         </fieldset>
       )}
-      {history ? (
+      {tab === "schema" ? (
+        <Suspense fallback={<p className="muted">Loading the schema…</p>}>
+          <Schema
+            topic={topic}
+            admin={admin}
+            live={live}
+            shown={{ version: search.schema_version, compare: search.schema_compare }}
+            onShow={(s) =>
+              navigate({ search: { ...search, schema_version: s.version, schema_compare: s.compare } })
+            }
+          />
+        </Suspense>
+      ) : history ? (
         <History
           topic={topic}
           admin={admin}
