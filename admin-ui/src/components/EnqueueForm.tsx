@@ -1,15 +1,23 @@
-// Enqueue one message: payload as JSON or text, key, metadata rows, delay, priority.
-import { useMutation } from "@tanstack/react-query";
+// Enqueue one message: payload as JSON or text, key, metadata rows, delay, priority. On a topic with a schema, an
+// example payload from it, and a payload the schema refuses shown at the payload: where (a JSON pointer) and why.
+import { useMutation, useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { enqueue } from "../api/messages";
+import { topicSchemaQuery } from "../api/schemas";
 import { fieldErrors } from "../lib/fieldErrors";
 import { toBase64 } from "../lib/format";
+import { exampleFromSchema } from "../lib/schemaExample";
+import { describeViolation, formatLabel, schemaViolation } from "../lib/schemas";
 import { ErrorNote, Field } from "./ui";
 
 export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => void }) {
   const [rows, setRows] = useState<{ name: string; value: string }[]>([]);
   const [sent, setSent] = useState<string | null>(null);
   const [formatError, setFormatError] = useState<string | null>(null);
+  const [kind, setKind] = useState<"json" | "text">("json");
+  const [payload, setPayload] = useState("{}");
+  const [exampleError, setExampleError] = useState<string | null>(null);
+  const schema = useQuery(topicSchemaQuery(topic)).data;
   const send = useMutation({
     mutationFn: enqueue,
     onSuccess: (r) => {
@@ -20,12 +28,10 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
-    const kind = String(form.get("kind"));
-    const text = String(form.get("payload") ?? "");
     setFormatError(null);
     if (kind === "json") {
       try {
-        JSON.parse(text);
+        JSON.parse(payload);
       } catch (err) {
         setFormatError(`Not JSON: ${(err as Error).message}`);
         return;
@@ -35,7 +41,7 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
     const metadata = Object.fromEntries(rows.filter((r) => r.name).map((r) => [r.name, r.value]));
     send.mutate({
       topic,
-      payload: toBase64(text),
+      payload: toBase64(payload),
       ...(key ? { key } : {}),
       ...(rows.some((r) => r.name) ? { metadata } : {}),
       delay_seconds: Number(form.get("delay") || 0),
@@ -43,20 +49,60 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
     });
   };
   const fieldError = (name: string) => fieldErrors(send.error)[name] ?? null;
+  const violation = schemaViolation(send.error);
+  const fillExample = () => {
+    if (!schema) return;
+    const example = exampleFromSchema(schema.format, schema.schema_json);
+    setExampleError(example.ok ? null : `No example: ${example.error}.`);
+    if (!example.ok) return;
+    setPayload(JSON.stringify(example.value, null, 2));
+    setKind("json");
+    setFormatError(null);
+  };
   return (
     <form className="card" onSubmit={submit} aria-label={`Enqueue into ${topic}`}>
       <h2>Enqueue into {topic}</h2>
       <fieldset className="row">
         <legend>Payload is</legend>
         <label className="inline">
-          <input type="radio" name="kind" value="json" defaultChecked /> JSON
+          <input type="radio" name="kind" checked={kind === "json"} onChange={() => setKind("json")} /> JSON
         </label>
         <label className="inline">
-          <input type="radio" name="kind" value="text" /> text
+          <input type="radio" name="kind" checked={kind === "text"} onChange={() => setKind("text")} /> text
         </label>
       </fieldset>
-      <Field label="Payload" error={formatError ?? fieldError("payload")}>
-        {(id, d) => <textarea id={id} name="payload" rows={4} aria-describedby={d} defaultValue="{}" />}
+      {schema && (
+        <div className="row wrap">
+          <span className="muted">
+            Payloads are checked against the topic's schema: version {schema.version},{" "}
+            {formatLabel(schema.format)}.
+          </span>
+          <button type="button" onClick={fillExample}>
+            Example from schema
+          </button>
+          {exampleError && (
+            <span className="field-error" role="alert">
+              {exampleError}
+            </span>
+          )}
+        </div>
+      )}
+      <Field
+        label="Payload"
+        error={formatError ?? (violation ? describeViolation(violation) : fieldError("payload"))}
+      >
+        {(id, d) => (
+          <textarea
+            id={id}
+            name="payload"
+            rows={schema ? Math.min(20, Math.max(6, payload.split("\n").length)) : 4}
+            aria-describedby={d}
+            className={schema ? "mono" : undefined}
+            spellCheck={false}
+            value={payload}
+            onChange={(e) => setPayload(e.target.value)}
+          />
+        )}
       </Field>
       <div className="row wrap">
         <Field label="Key" hint="A pending message with the same key is replaced" error={fieldError("key")}>
