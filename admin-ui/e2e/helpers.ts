@@ -1,7 +1,7 @@
 // What every spec does: sign in through the login page, check a page with axe-core, keep a screenshot.
 import path from "node:path";
 import AxeBuilder from "@axe-core/playwright";
-import { expect, type Page } from "@playwright/test";
+import { expect, type Locator, type Page } from "@playwright/test";
 
 export async function signIn(page: Page, username: string, password: string): Promise<void> {
   await page.goto("/login");
@@ -20,11 +20,17 @@ export async function expectAccessible(page: Page): Promise<void> {
   expect(bad, `axe-core on ${page.url()}`).toEqual([]);
 }
 
-/** Saves a screenshot when SKIPLOCK_SCREENSHOTS names a folder (`make ui-screenshots`); compares nothing. */
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** Saves a screenshot when SKIPLOCK_SCREENSHOTS names a folder (`make ui-screenshots`); compares nothing. `of`:
+ * one part of the page only (a tab below the fold), instead of its top. */
+export async function screenshot(page: Page, name: string, of?: Locator): Promise<void> {
   const folder = process.env.SKIPLOCK_SCREENSHOTS;
   if (!folder) return;
   const width = page.viewportSize()?.width ?? 0;
+  const file = path.join(folder, `console-${name}-${width}.png`);
+  if (of) {
+    await of.screenshot({ path: file });
+    return;
+  }
   await page.evaluate(() => window.scrollTo(0, 0));
-  await page.screenshot({ path: path.join(folder, `console-${name}-${width}.png`), fullPage: width < 600 });
+  await page.screenshot({ path: file, fullPage: width < 600 });
 }

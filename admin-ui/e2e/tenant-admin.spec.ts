@@ -615,3 +615,117 @@ test("history: consumer groups that could not be loaded are said in the replay f
   await expect(replay).not.toContainText("could not be loaded");
   await api.dispose();
 });
+
+test("schema: added in the Schema tab, refused at its field, replaced, compared, tried, and enqueues checked", async ({
+  page,
+}) => {
+  const v1 = {
+    type: "object",
+    required: ["order", "items"],
+    properties: {
+      order: { type: "integer", minimum: 1 },
+      items: {
+        type: "array",
+        minItems: 1,
+        items: {
+          type: "object",
+          required: ["sku", "qty"],
+          properties: { sku: { type: "string", minLength: 3 }, qty: { type: "integer", minimum: 1 } },
+        },
+      },
+      note: { type: "string" },
+    },
+  };
+  // Backward-incompatible: a payload without a customer, which version 1 accepts, is refused.
+  const v2 = {
+    ...v1,
+    required: ["order", "items", "customer"],
+    properties: { ...v1.properties, customer: { type: "string" } },
+  };
+
+  await page.goto("/topics/shipments");
+  await page.getByRole("button", { name: "Schema", exact: true }).click();
+  await expect(page).toHaveURL(/view=schema/);
+  const tab = page.getByRole("region", { name: "Schema", exact: true });
+  await expect(tab.getByText("shipments has no schema")).toBeVisible();
+  await tab.getByRole("button", { name: "Add a schema…" }).click();
+  const add = page.getByRole("form", { name: "Add a schema to shipments" });
+  await add.getByLabel("Format").selectOption("json_schema");
+  const invalid = { type: "object", properties: { order: { type: "intege" } } };
+  await add.getByLabel("Schema", { exact: true }).fill(JSON.stringify(invalid));
+  await add.getByRole("button", { name: "Add the schema" }).click();
+  await expect(add.getByRole("alert")).toContainText("not a valid JSON Schema (draft 2020-12)");
+  await add.getByLabel("Schema", { exact: true }).fill(JSON.stringify(v1));
+  await add.getByRole("button", { name: "Add the schema" }).click();
+  await expect(tab.getByRole("status")).toContainText("Version 1 is in force");
+  await expect(tab.locator("dl.facts")).toContainText("JSON Schema (draft 2020-12)");
+  await expect(tab.locator("pre")).toContainText('"minItems": 1');
+
+  await tab.getByRole("button", { name: "Replace…" }).click();
+  const replace = page.getByRole("form", { name: "Replace the schema of shipments" });
+  await expect(replace.getByLabel("Schema", { exact: true })).toHaveValue(JSON.stringify(v1, null, 2));
+  const check = replace.getByLabel(/Check compatibility \(backward\)/);
+  await expect(check).toBeChecked();
+  await replace.getByLabel("Schema", { exact: true }).fill(JSON.stringify(v2));
+  await replace.getByRole("button", { name: "Save as version 2" }).click();
+  await expect(replace.getByRole("alert")).toContainText(
+    "the new version would refuse messages version 1 accepts: at /required: newly required customer",
+  );
+  await expectAccessible(page);
+  await check.uncheck();
+  await replace.getByRole("button", { name: "Save as version 2" }).click();
+  await expect(tab.getByRole("status")).toContainText("Version 2 is in force");
+  await expect(tab.locator("dl.facts")).toContainText("2 (in force)");
+
+  // Version 1 alone, then beside version 2.
+  await tab.getByRole("combobox", { name: "Version", exact: true }).selectOption("1");
+  await expect(tab.locator("dl.facts")).toContainText("1 (version 2 is in force)");
+  await expect(tab.locator("pre")).not.toContainText("customer");
+  await tab.getByRole("combobox", { name: "Compare with" }).selectOption("2");
+  await expect(page).toHaveURL(/schema_version=1.*schema_compare=2/);
+  const diff = tab.getByRole("region", { name: "Versions 1 and 2 of the schema of shipments" });
+  await expect(tab.getByText(/^From version 1 to 2: \d+ lines? removed, \d+ lines added\.$/)).toBeVisible();
+  await expect(diff.locator("del").first()).toHaveText('− "items"');
+  await expect(diff.locator("ins").filter({ hasText: '"customer"' })).toHaveCount(2); // required, and properties
+  await expectAccessible(page);
+  await screenshot(page, "schema", tab);
+  await page.reload(); // the versions shown are the URL's
+  await expect(diff.locator("del").first()).toHaveText('− "items"');
+
+  // A payload tried against the version in force, in the browser.
+  const tryIt = tab.getByRole("form", { name: "Try a payload" });
+  const payload = tryIt.getByLabel("Payload (JSON)");
+  await payload.fill(JSON.stringify({ order: 1, items: [{ sku: "ab", qty: 1 }], customer: "c-1" }));
+  await tryIt.getByRole("button", { name: "Check" }).click();
+  await expect(tryIt.getByRole("alert")).toContainText("Does not fit schema version 2 at /items/0/sku:");
+  await payload.fill(JSON.stringify({ order: 1, items: [{ sku: "abc", qty: 1 }], customer: "c-1" }));
+  await tryIt.getByRole("button", { name: "Check" }).click();
+  await expect(tryIt.getByRole("status")).toHaveText("Fits version 2.");
+
+  // The console's own enqueues: the example the schema gives is accepted, a payload it refuses is named.
+  await page.getByRole("button", { name: "Enqueue…" }).click();
+  const enqueue = page.getByRole("form", { name: "Enqueue into shipments" });
+  await enqueue.getByRole("button", { name: "Example from schema" }).click();
+  const example = { order: 1, items: [{ sku: "xxx", qty: 1 }], customer: "" };
+  await expect(enqueue.getByLabel("Payload", { exact: true })).toHaveValue(JSON.stringify(example, null, 2));
+  await enqueue.getByRole("button", { name: "Enqueue", exact: true }).click();
+  await expect(enqueue.getByRole("status")).toContainText("Enqueued");
+  const bad = { order: 0, items: [{ sku: "abc", qty: 1 }], customer: "c-1" };
+  await enqueue.getByLabel("Payload", { exact: true }).fill(JSON.stringify(bad));
+  await enqueue.getByRole("button", { name: "Enqueue", exact: true }).click();
+  await expect(enqueue.getByRole("alert").filter({ hasNotText: "request" })).toHaveText(
+    "Does not fit schema version 2 at /order: 0 is less than the minimum of 1",
+  );
+  await expect(enqueue.getByRole("alert").filter({ hasText: "request" })).toContainText("schema_violation");
+  await expectAccessible(page);
+  await page.getByRole("button", { name: "Messages", exact: true }).click();
+  await expect(page.getByRole("table", { name: "Messages of shipments" }).locator("tbody tr")).toHaveCount(1);
+
+  await page.getByRole("button", { name: "Schema", exact: true }).click();
+  await tab.getByRole("button", { name: "Delete schema…" }).click();
+  const confirm = page.getByRole("dialog", { name: "Delete the schema of shipments?" });
+  await expect(confirm).toContainText("versions 1 to 2");
+  await confirm.getByRole("button", { name: "Delete schema" }).click();
+  await expect(tab.getByText("shipments has no schema")).toBeVisible();
+  await expect(enqueue.getByRole("button", { name: "Example from schema" })).toBeHidden();
+});
