@@ -61,16 +61,25 @@ class Cron:
     def next_after(self, at: datetime) -> datetime:
         return next(self.ticks_after(at))
 
-    def latest(self, due: datetime, now: datetime) -> tuple[datetime, int]:
-        """The latest tick at or before `now`, from `due` (a tick itself, at or before `now`) on, and how many
-        ticks before it were missed: a worker coming back after a pause (or too few workers for the load)
-        enqueues the latest, and the older ones are skipped. Counting walks the last hour at most."""
+    def due(self, due: datetime, now: datetime, late: timedelta) -> tuple[list[datetime], int]:
+        """The ticks to fire now, from `due` (a tick itself, at or before `now`) on, and how many are skipped.
+        Ticks less than `late` old are all fired: a pass that ran late is lag, not absence. Older ones were missed
+        while no worker ran: only the latest of them is fired when none is recent (a worker coming back enqueues
+        the tick it missed once), and the rest are skipped. Counting walks the last hour at most."""
+        recent = now - late
         for start in (max(due, now - _RECENT), due):
-            latest, ticks = None, 0
+            fired: list[datetime] = []
+            missed = 0
             for tick in self.ticks_after(start - _INSTANT):
                 if tick > now:
                     break
-                latest, ticks = tick, ticks + 1
-            if latest is not None:
-                return latest, ticks - 1
-        return due, 0
+                if tick > recent:
+                    fired.append(tick)
+                else:
+                    missed += 1
+                    latest_missed = tick
+            if fired:
+                return fired, missed
+            if missed:
+                return [latest_missed], missed - 1
+        return [due], 0

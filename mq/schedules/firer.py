@@ -6,15 +6,16 @@ schema and max_depth, the tenant's quotas) in a savepoint, and moves each schedu
 commits. The message and the schedule's move are one commit: a worker killed before it stored nothing and moved
 nothing, so the next worker fires the same tick; after it, the schedule is no longer due. A tick refused (by the
 schema, a cap, a quota, a suspended tenant) is recorded in `last_error` and counted, and the schedule moves on
-to its next tick: never retried into a storm. A worker that comes back after ticks were missed fires the latest
-missed one (`Cron.latest`) and skips the older ones.
+to its next tick: never retried into a storm. Ticks due in the last `LATE` seconds are each fired (a run that
+came late is lag); a worker that comes back after a time without workers fires the latest tick it missed and
+skips the older ones (`Cron.due`).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import msgspec
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 #: Schedules fired per transaction; a run repeats batches while some are due.
 BATCH = 500
+#: Ticks due less than this long ago are each fired, however many (a run that came late is lag); older ones were
+#: missed while no worker ran, and only the latest of them is fired when no recent one is.
+LATE = timedelta(seconds=5)
 #: Batches one run fires at most before it lets the other jobs run (the next run goes on).
 _MAX_BATCHES = 20
 
@@ -74,16 +78,18 @@ class ScheduleFirer:
             for row in due:
                 cron = Cron(row["cron"], ZoneInfo(row["timezone"]))  # (ZoneInfo keeps each zone it read)
                 now = row["now"]
-                tick, skipped = cron.latest(row["next_run_at"], now)
+                fire, skipped = cron.due(row["next_run_at"], now, LATE)
                 if skipped:
                     slug, topic = row["slug"], row["topic"]
                     self.metrics.schedule_skipped.labels(slug, self.metrics.topic(slug, topic)).inc(skipped)
-                refusal = await self._fire(conn, row, tick, result)
+                refusal = None
+                for tick in fire:
+                    refusal = await self._fire(conn, row, tick, result)
+                self.metrics.schedule_lag.observe((), [(now - tick).total_seconds() for tick in fire])
                 keys.append((row["tenant_id"], row["name"]))
                 next_runs.append(cron.next_after(now))
-                ticks.append(tick)
+                ticks.append(fire[-1])
                 refusals.append(refusal)
-                self.metrics.schedule_lag.observe((), [(now - tick).total_seconds()])
             await self.repository.advance(conn, keys, next_runs, ticks, refusals)
         for tenant_id, topic, inserted, polls in result.woken:  # committed: now they may be seen
             self.queue.wake_tick(tenant_id, topic, inserted, polls)

@@ -388,6 +388,100 @@ async def test_a_worker_replica_killed_mid_reap(database_url: str, tenant: Tenan
     assert moved == n and twice == 0
 
 
+async def test_worker_replicas_killed_while_schedules_fire(
+    database_url: str, tenant: Tenant, db: asyncpg.Pool[Any]
+) -> None:
+    """Two `skiplock worker` replicas fire 40 schedules every second; each is killed with SIGKILL in turn (the
+    first while firing) and started again. Every tick between the first and the last is enqueued exactly once:
+    none twice, none missing."""
+    import subprocess
+    import sys
+    from datetime import UTC, datetime
+
+    from tests.support.servers import ROOT
+
+    names = [f"drill-{n:02}" for n in range(40)]
+    await db.execute(
+        """INSERT INTO schedules (tenant_id, name, topic, cron, timezone, payload, next_run_at)
+           SELECT $1, n, 'tick-drill', '* * * * * *', 'UTC', '\\x7b7d', date_trunc('second', now()) + interval '2 s'
+           FROM unnest($2::text[]) AS n""",
+        tenant.id,
+        names,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
+    env.update(
+        {
+            "SKIPLOCK_DATABASE_URL": database_url,
+            "SKIPLOCK_SCHEDULE_POLL_SECONDS": "0.2",
+            "SKIPLOCK_EXPIRY_REAPER_INTERVAL_SECONDS": "3600",
+            "SKIPLOCK_GAUGES_INTERVAL_SECONDS": "3600",
+            "SKIPLOCK_LOG_LEVEL": "info",
+        }
+    )
+
+    def start(n: int) -> subprocess.Popen[bytes]:
+        with (scratch_dir() / f"tick-worker-{n}.log").open("wb") as out:
+            return subprocess.Popen([sys.executable, "-m", "workers"], cwd=ROOT, env=env, stdout=out, stderr=out)
+
+    async def firing(proc: subprocess.Popen[bytes]) -> bool:
+        """Whether the replica's connection is inside a firing transaction now."""
+        ports = {c.laddr.port for c in psutil.Process(proc.pid).net_connections(kind="tcp")}
+        rows = await db.fetch(  # the workers' only multi-statement transactions are the firer's (reapers are off)
+            "SELECT client_port FROM pg_stat_activity WHERE xact_start IS NOT NULL AND state <> 'idle'"
+        )
+        return any(r["client_port"] in ports for r in rows)
+
+    replicas = [start(0), start(1)]
+    started = datetime.now(UTC)
+    kills, mid_tick = 0, 0
+    try:
+        await asyncio.sleep(seconds(4, 10))
+        for n in range(2):  # each replica killed in turn, as close to a firing transaction as the poll gets
+            victim = replicas[n]
+            deadline = time.monotonic() + 3
+            while not await firing(victim) and time.monotonic() < deadline:
+                await asyncio.sleep(0.005)
+            mid_tick += await firing(victim)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(10)
+            kills += 1
+            await asyncio.sleep(1.5)
+            replicas[n] = start(10 + n)
+            await asyncio.sleep(seconds(3, 8))
+    finally:
+        for proc in replicas:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(30)
+    ended = datetime.now(UTC)
+    rows = await db.fetch(
+        """SELECT metadata->>'skiplock_schedule' AS name, (metadata->>'skiplock_tick')::timestamptz AS tick
+           FROM messages WHERE tenant_id = $1 AND topic = 'tick-drill'""",
+        tenant.id,
+    )
+    by_name: dict[str, list[datetime]] = {}
+    for r in rows:
+        by_name.setdefault(r["name"], []).append(r["tick"])
+    twice = sum(len(ticks) - len(set(ticks)) for ticks in by_name.values())
+    missing = 0
+    for ticks in by_name.values():
+        got = sorted(set(ticks))
+        expected = int((got[-1] - got[0]).total_seconds()) + 1
+        missing += expected - len(got)
+    figures = {
+        "schedules": len(names),
+        "ticks_enqueued": len(rows),
+        "seconds": round((ended - started).total_seconds(), 1),
+        "kills": kills,
+        "killed_inside_a_firing_transaction": mid_tick,
+        "ticks_twice": twice,
+        "ticks_missing": missing,
+    }
+    report("worker replicas killed while schedules fire", figures)
+    assert sorted(by_name) == names and twice == 0
+    assert missing == 0, figures
+
+
 async def test_sigterm_under_load(server_env: dict[str, str], tenant: Tenant) -> None:
     """SIGTERM while producers, consumers and long polls run: in-flight requests finish, long polls answer empty
     at once, nothing answers 5xx, the process exits 0 within the grace period; started again, every acknowledged

@@ -55,14 +55,20 @@ def test_six_fields_have_seconds_first_and_ticks_are_utc() -> None:
     assert Cron.parse("0 9 * * 1-5", "America/New_York").next_after(start).tzinfo == UTC
 
 
-def test_catching_up_takes_the_latest_missed_tick_and_counts_the_others() -> None:
+def test_late_ticks_are_each_fired_and_of_missed_ones_only_the_latest() -> None:
     minutely = Cron.parse("* * * * *", "UTC")
+    late = timedelta(seconds=5)
     now = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
-    assert minutely.latest(now - timedelta(minutes=10, seconds=30), now) == (datetime(2026, 1, 1, 12, tzinfo=UTC), 10)
-    assert minutely.latest(datetime(2026, 1, 1, 12, tzinfo=UTC), now) == (datetime(2026, 1, 1, 12, tzinfo=UTC), 0)
+    noon = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    assert minutely.due(now - timedelta(minutes=10, seconds=30), now, late) == ([noon], 10)
+    assert minutely.due(noon, now, late) == ([noon], 0)
+    every_second = Cron.parse("* * * * * *", "UTC")
+    fired, skipped = every_second.due(now - timedelta(seconds=3), now, late)  # a run 3 s late: lag
+    assert [t.second for t in fired] == [27, 28, 29, 30] and skipped == 0
+    fired, skipped = every_second.due(now - timedelta(minutes=2), now, late)  # away two minutes
+    assert [t.second for t in fired] == [26, 27, 28, 29, 30] and skipped == 116
     yearly = Cron.parse("0 0 1 1 *", "UTC")  # sparse: found by walking from the due tick
-    due = datetime(2020, 1, 1, tzinfo=UTC)
-    assert yearly.latest(due, now) == (datetime(2026, 1, 1, tzinfo=UTC), 6)
+    assert yearly.due(datetime(2020, 1, 1, tzinfo=UTC), now, late) == ([datetime(2026, 1, 1, tzinfo=UTC)], 6)
 
 
 @pytest.mark.parametrize(
