@@ -93,46 +93,51 @@ class QueueService:
             self.wakeups.published(tenant_id, {item.topic: max(1, len(config.groups))})
         return message_id, inserted
 
-    async def store_tick(self, conn: Any, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool, int]:
-        """Store a schedule's message in the caller's transaction (`conn`, `mq.schedules.firer`): the topic's schema,
-        the tenant's quotas (payload size, enqueue rate, max_messages, max_topics) and the topic's max_depth apply
-        as to any producer, and refuse with their errors. Returns the message's id, whether it is new, and how
-        many waiting polls to wake once the transaction commits (`wake_tick`)."""
-        config = await self.configs.effective(tenant_id, item.topic)
+    async def store_ticks(
+        self, conn: Any, tenant_id: int, items: Sequence[EnqueueItem]
+    ) -> tuple[list[tuple[uuid.UUID, bool]], int]:
+        """Store schedules' messages into one topic, all or none, in the caller's transaction (`conn`,
+        `mq.schedules.firer`); no two of them share a key. The topic's schema, the tenant's quotas (payload size,
+        enqueue rate, max_messages, max_topics) and the topic's max_depth apply as to any producer, and refuse
+        with their errors. Returns each message's id and whether it is new, and how many waiting polls to wake
+        once the transaction commits (`wake_ticks`)."""
+        topic = items[0].topic
+        config = await self.configs.effective(tenant_id, topic)
         if config.schema is not None:
-            self._check_schema(config.schema, item.payload)
-        row = item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped)
+            for item in items:
+                self._check_schema(config.schema, item.payload)
+        rows = [item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped) for item in items]
         quotas = NO_QUOTAS
         if self.quotas is not None:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
         if quotas.max_payload_bytes is not None:
-            _check_payloads([row], quotas.max_payload_bytes)
+            _check_payloads(rows, quotas.max_payload_bytes)
         if quotas.enqueue_rate is not None:
-            granted, wait = await self.buckets.take(
-                redis_keys.enqueue_bucket(tenant_id), quotas.enqueue_rate, 1, whole=True
-            )
+            bucket = redis_keys.enqueue_bucket(tenant_id)
+            granted, wait = await self.buckets.take(bucket, quotas.enqueue_rate, len(rows), whole=True)
             if not granted:
                 raise errors.RateLimited(
                     f"the tenant's enqueue_rate quota is {quotas.enqueue_rate} messages per second",
                     details={"quota": "enqueue_rate", "limit": quotas.enqueue_rate},
                     retry_after=max(1, math.ceil(wait)),
                 )
-        depths = ((item.topic, config.max_depth),) if config.max_depth is not None else ()
+        depths = ((topic, config.max_depth),) if config.max_depth is not None else ()
         caps = Caps(quotas.max_messages, quotas.max_topics, depths)
-        admit = caps.arguments(Counter({item.topic: 1})) if caps else None
-        [message_id] = uuid7_batch(1)
-        stored = await self.repository.insert_batch(tenant_id, [message_id], [row], admit, conn=conn)
-        inserted = True
-        if item.key is not None and stored:
-            message_id, inserted = stored[0]["id"], stored[0]["inserted"]
-        return message_id, inserted, max(1, len(config.groups)) if item.delay_seconds <= 0 else 0
+        admit = caps.arguments(Counter({topic: len(rows)})) if caps else None
+        ids = uuid7_batch(len(rows))
+        stored = await self.repository.insert_batch(tenant_id, ids, rows, admit, conn=conn)
+        by_key = {r["key"]: (r["id"], r["inserted"]) for r in stored if r["key"] is not None}
+        outcomes = [by_key[item.key] if item.key is not None else (ids[n], True) for n, item in enumerate(items)]
+        return outcomes, max(1, len(config.groups))
 
-    def wake_tick(self, tenant_id: int, topic: str, inserted: bool, polls: int) -> None:
-        """After a schedule's transaction committed: its message counted and the topic's waiting polls woken."""
-        self.metrics.count(self.metrics.enqueued if inserted else self.metrics.upserted, tenant_id, topic)
-        self.activity.enqueued(tenant_id, topic)
-        if polls:
-            self.wakeups.published(tenant_id, {topic: polls})
+    def wake_ticks(self, tenant_id: int, topic: str, inserted: int, upserted: int, polls: int) -> None:
+        """After a schedule's transaction committed: its messages counted and the topic's waiting polls woken."""
+        if inserted:
+            self.metrics.count(self.metrics.enqueued, tenant_id, topic, inserted)
+        if upserted:
+            self.metrics.count(self.metrics.upserted, tenant_id, topic, upserted)
+        self.activity.enqueued(tenant_id, topic, inserted + upserted)
+        self.wakeups.published(tenant_id, {topic: polls * (inserted + upserted)})
 
     def _check_schema(self, schema: SchemaRef, payload: bytes) -> None:
         violation = self.schemas.checker(schema.format, schema.schema_json)(payload)

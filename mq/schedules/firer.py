@@ -1,10 +1,12 @@
 """The schedules' firer, run by every worker every `schedule_poll_seconds`: exactly one message per tick.
 
 One transaction takes a batch of due schedules (`FOR UPDATE SKIP LOCKED`: each is fired by one worker, without a
-leader), stores each tick's message through the queue's own admission (`QueueService.store_tick`: the topic's
-schema and max_depth, the tenant's quotas) in a savepoint, and moves each schedule's `next_run_at` on; then
-commits. The message and the schedule's move are one commit: a worker killed before it stored nothing and moved
-nothing, so the next worker fires the same tick; after it, the schedule is no longer due. A tick refused (by the
+leader), stores the ticks' messages through the queue's own admission (`QueueService.store_ticks`: the topic's
+schema and max_depth, the tenant's quotas), one statement per (tenant, topic) in a savepoint (a group refused is
+tried again tick by tick, so a cap admits what fits; keyed ticks go one by one), and moves each schedule's
+`next_run_at` on; then commits. The message and the schedule's move are one commit: a worker killed before it
+stored nothing and moved nothing, so the next worker fires the same tick; after it, the schedule is no longer
+due. A tick refused (by the
 schema, a cap, a quota, a suspended tenant) is recorded in `last_error` and counted, and the schedule moves on
 to its next tick: never retried into a storm. Ticks due in the last `LATE` seconds are each fired (a run that
 came late is lag); a worker that comes back after a time without workers fires the latest tick it missed and
@@ -14,7 +16,7 @@ skips the older ones (`Cron.due`).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -23,7 +25,7 @@ import msgspec
 from mq import errors
 from mq.metrics import Metrics
 from mq.queue.service import QueueService
-from mq.queue.types import rfc3339
+from mq.queue.types import EnqueueItem, rfc3339
 from mq.queue.validation import build_item
 from mq.schedules.cron import Cron
 from mq.schedules.repository import Connection, Record, ScheduleRepository
@@ -44,7 +46,17 @@ class FireResult:
     fired: int = 0
     refused: int = 0
     batches: int = 0
-    woken: list[tuple[int, str, bool, int]] = field(default_factory=list)
+
+
+@dataclass
+class _Tick:
+    """One tick to fire: its schedule (the due row), when, its message, and what came of it (None: stored)."""
+
+    schedule: Record
+    at: datetime
+    item: EnqueueItem | None
+    refusal: str | None = None
+    inserted: bool = True
 
 
 class ScheduleFirer:
@@ -55,6 +67,8 @@ class ScheduleFirer:
         self.queue = queue
         self.metrics = metrics
         self.batch = batch
+        #: (tenant, topic) -> waiting polls to wake per message (one per consumer group), as last stored
+        self._polls: dict[tuple[int, str], int] = {}
 
     async def run_once(self) -> FireResult:
         """Fire what is due, a batch per transaction, until nothing is (or `_MAX_BATCHES`)."""
@@ -74,49 +88,96 @@ class ScheduleFirer:
             due = await self.repository.due(conn, self.batch)
             if not due:
                 return result
-            keys, next_runs, ticks, refusals = [], [], [], []
+            keys, next_runs, last_ticks, last_refusals = [], [], [], []
+            ticks: list[_Tick] = []
             for row in due:
                 cron = Cron(row["cron"], ZoneInfo(row["timezone"]))  # (ZoneInfo keeps each zone it read)
                 now = row["now"]
                 fire, skipped = cron.due(row["next_run_at"], now, LATE)
                 if skipped:
-                    slug, topic = row["slug"], row["topic"]
-                    self.metrics.schedule_skipped.labels(slug, self.metrics.topic(slug, topic)).inc(skipped)
-                refusal = None
-                for tick in fire:
-                    refusal = await self._fire(conn, row, tick, result)
-                self.metrics.schedule_lag.observe((), [(now - tick).total_seconds() for tick in fire])
+                    self.metrics.schedule_skipped.labels(*self._labels(row)).inc(skipped)
+                mine = [self._tick(row, at) for at in fire]
+                ticks.extend(mine)
                 keys.append((row["tenant_id"], row["name"]))
                 next_runs.append(cron.next_after(now))
-                ticks.append(fire[-1])
-                refusals.append(refusal)
-            await self.repository.advance(conn, keys, next_runs, ticks, refusals)
-        for tenant_id, topic, inserted, polls in result.woken:  # committed: now they may be seen
-            self.queue.wake_tick(tenant_id, topic, inserted, polls)
+                last_ticks.append(fire[-1])
+                self.metrics.schedule_lag.observe((), [(now - at).total_seconds() for at in fire])
+            await self._store(conn, ticks)
+            by_schedule = {(t.schedule["tenant_id"], t.schedule["name"]): t.refusal for t in ticks}  # the latest
+            last_refusals = [by_schedule[key] for key in keys]
+            await self.repository.advance(conn, keys, next_runs, last_ticks, last_refusals)
+        stored: dict[tuple[int, str], list[int]] = {}
+        for tick in ticks:
+            row = tick.schedule
+            if tick.refusal is None:
+                result.fired += 1
+                counts = stored.setdefault((row["tenant_id"], row["topic"]), [0, 0])
+                counts[0 if tick.inserted else 1] += 1
+                self.metrics.schedule_ticks.labels(*self._labels(row)).inc()
+            else:
+                result.refused += 1
+                reason = tick.refusal.split(":", 1)[0]
+                self.metrics.schedule_refused.labels(*self._labels(row), reason).inc()
+        for (tenant_id, topic), (inserted, upserted) in stored.items():  # committed: now they may be seen
+            polls = self._polls.get((tenant_id, topic), 1)
+            self.queue.wake_ticks(tenant_id, topic, inserted, upserted, polls)
         return result
 
-    async def _fire(self, conn: Connection[Record], row: Record, tick: datetime, result: FireResult) -> str | None:
-        """Store the tick's message; why it was refused, or None."""
-        tenant_id, slug, topic = row["tenant_id"], row["slug"], row["topic"]
+    def _tick(self, row: Record, at: datetime) -> _Tick:
+        """The tick's message, or the tick refused when its tenant is not active or the message is not valid."""
+        if row["status"] != "active":
+            return _Tick(row, at, None, f"tenant_suspended: the tenant is {row['status']}")
+        metadata = msgspec.json.decode(row["metadata"]) if row["metadata"] is not None else {}
+        metadata.update(skiplock_schedule=row["name"], skiplock_tick=rfc3339(at))
         try:
-            if row["status"] != "active":
-                raise errors.Forbidden(f"the tenant is {row['status']}")
-            metadata = msgspec.json.decode(row["metadata"]) if row["metadata"] is not None else {}
-            metadata.update(skiplock_schedule=row["name"], skiplock_tick=rfc3339(tick))
             item = build_item(
-                self.queue.settings, topic, bytes(row["payload"]), metadata, row["key"], 0, row["priority"]
+                self.queue.settings, row["topic"], bytes(row["payload"]), metadata, row["key"], 0, row["priority"]
             )
-            async with self.repository.savepoint(conn):
-                _, inserted, polls = await self.queue.store_tick(conn, tenant_id, item)
         except errors.SkiplockError as exc:
-            result.refused += 1
-            reason = _CODES.get(type(exc), "invalid")
-            self.metrics.schedule_refused.labels(slug, self.metrics.topic(slug, topic), reason).inc()
-            return f"{reason}: {exc.message}"
-        result.fired += 1
-        result.woken.append((tenant_id, topic, inserted, polls))
-        self.metrics.schedule_ticks.labels(slug, self.metrics.topic(slug, topic)).inc()
-        return None
+            return _Tick(row, at, None, f"{_reason(exc)}: {exc.message}")
+        return _Tick(row, at, item)
+
+    async def _store(self, conn: Connection[Record], ticks: list[_Tick]) -> None:
+        """The ticks' messages, one statement per (tenant, topic) of keyless ones; a refused group (a cap may admit
+        some of it) and keyed messages one by one, each in its own savepoint."""
+        groups: dict[tuple[int, str], list[_Tick]] = {}
+        alone: list[_Tick] = []
+        for tick in ticks:
+            if tick.item is None:
+                continue
+            if tick.item.key is None:
+                groups.setdefault((tick.schedule["tenant_id"], tick.item.topic), []).append(tick)
+            else:
+                alone.append(tick)
+        for group in groups.values():
+            if len(group) == 1 or not await self._try(conn, group):
+                alone.extend(group)
+        for tick in alone:
+            await self._try(conn, [tick])
+
+    async def _try(self, conn: Connection[Record], group: list[_Tick]) -> bool:
+        """Store the group's messages in a savepoint, all or none; a refusal is recorded on each of them only when
+        the group is one tick (a larger one is tried again tick by tick)."""
+        tenant_id = group[0].schedule["tenant_id"]
+        try:
+            async with self.repository.savepoint(conn):
+                outcomes, polls = await self.queue.store_ticks(conn, tenant_id, [t.item for t in group if t.item])
+        except errors.SkiplockError as exc:
+            if len(group) == 1:
+                group[0].refusal = f"{_reason(exc)}: {exc.message}"
+            return False
+        self._polls[(tenant_id, group[0].schedule["topic"])] = polls
+        for tick, (_, inserted) in zip(group, outcomes, strict=True):
+            tick.refusal, tick.inserted = None, inserted
+        return True
+
+    def _labels(self, row: Record) -> tuple[str, str]:
+        slug = row["slug"]
+        return slug, self.metrics.topic(slug, row["topic"])
+
+
+def _reason(exc: errors.SkiplockError) -> str:
+    return _CODES.get(type(exc), "invalid")
 
 
 _CODES: dict[type[errors.SkiplockError], str] = {
@@ -125,5 +186,4 @@ _CODES: dict[type[errors.SkiplockError], str] = {
     errors.QuotaExceeded: "quota_exceeded",
     errors.RateLimited: "rate_limited",
     errors.PayloadTooLarge: "payload_too_large",
-    errors.Forbidden: "tenant_suspended",
 }

@@ -180,6 +180,20 @@ async def test_a_refused_tick_is_recorded_and_the_schedule_moves_on(
     assert (await _put(client, "capped", topic="capped-ticks", cron="0 * * * *")).json()["last_error"] is None
 
 
+async def test_a_topic_cap_admits_the_ticks_that_fit_and_refuses_the_rest(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant, firers: list[ScheduleFirer]
+) -> None:
+    assert (await client.put("/api/topic-configs/few-ticks", json={"max_depth": 3})).status_code == 200
+    for n in range(5):
+        assert (await _put(client, f"few-{n}", topic="few-ticks", cron="0 * * * *")).status_code == 200
+        await _due_now(db, tenant, f"few-{n}")
+    result = await firers[0].run_once()
+    assert (result.fired, result.refused) == (3, 2)
+    assert len(await dequeue(client, "few-ticks", 10)) == 3
+    errors = [(await client.get(f"/api/schedules/few-{n}")).json()["last_error"] for n in range(5)]
+    assert sorted(e.split(":")[0] if e else "" for e in errors) == ["", "", "", "queue_full", "queue_full"]
+
+
 async def test_a_disabled_schedule_does_not_fire(
     client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant, firers: list[ScheduleFirer]
 ) -> None:
