@@ -22,6 +22,7 @@ from mq.queue.types import (
     MAX_DELAY_SECONDS,
     MAX_DEPTH_LIMIT,
     MAX_DEQUEUE_COUNT,
+    MAX_INFLIGHT_LIMIT,
     MAX_KEY_LENGTH,
     MAX_PRIORITY,
     MAX_REPLAY_WINDOW_SECONDS,
@@ -281,6 +282,8 @@ class TopicConfigBody(Strict):
     replayable: bool | None = None
     #: How long the log keeps an entry; null = until trimmed.
     replay_window_seconds: Annotated[int, Meta(ge=1, le=MAX_REPLAY_WINDOW_SECONDS)] | None = None
+    #: At most this many messages processing at once (per consumer group); null = no limit.
+    max_inflight: Annotated[int, Meta(ge=1, le=MAX_INFLIGHT_LIMIT)] | None = None
 
 
 class ReplayBody(Strict):

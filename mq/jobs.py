@@ -162,6 +162,34 @@ class GroupSettler:
         return JobResult(ran=True, rows=total, by_topic=by_topic)
 
 
+class InflightKeeper:
+    """The limited topics' counters (`mq.queue.sql`, "Concurrency limits"): each recounted from its recorded
+    leases, after deleting those past their deadline or whose message is no longer leased by them (a purge, a
+    delete, a TTL expiry of a leased message); the counters of topics no longer limited dropped."""
+
+    name = "inflight_keeper"
+
+    def __init__(self, repository: OperationsRepository) -> None:
+        self.repository = repository
+
+    async def run_once(self, *, wait: bool = False) -> JobResult:
+        started = time.perf_counter()
+        async with self.repository.job_lock(self.name, wait=wait) as conn:
+            if conn is None:
+                return JobResult(ran=False)
+            c = conn.connection
+            freed = 0
+            for tenant_id, topic, limited in await c.fetch(sql.INFLIGHT_COUNTERS):
+                if not limited:
+                    await c.execute(sql.INFLIGHT_DROP, tenant_id, topic)
+                    continue
+                async with c.transaction():
+                    await c.execute(sql.INFLIGHT_LOCK, tenant_id, topic)
+                    freed += await c.fetchval(sql.INFLIGHT_RECOUNT, tenant_id, topic) or 0
+            await conn.record_run(self.name, time.perf_counter() - started, freed)
+        return JobResult(ran=True, rows=freed)
+
+
 class ArchiveReaper:
     """The message log's partitions (`mq.history.partitions`): the next ones made ahead, those below every topic's
     visible floor dropped whole."""
@@ -266,6 +294,7 @@ class Jobs:
         self.gauges = GaugeRefresher(repository)
         self.groups = GroupSettler(repository)
         self.archive = ArchiveReaper(repository, LogPartitions(settings.history_partition_seconds), metrics)
+        self.inflight = InflightKeeper(repository)
         self.schedule = DeleteSchedule(repository, settings.delete_reaper_schedule, publish)
         self.schedule_listeners: list[Callable[[], None]] = []
 

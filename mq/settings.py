@@ -127,6 +127,9 @@ class Settings(BaseSettings):
     """Rows per reaper statement: each batch is its own short transaction."""
     archive_reaper_interval_seconds: float = Field(default=300, gt=0)
     """How often the archive reaper makes the message log's next partitions and drops those nothing can see."""
+    inflight_keeper_interval_seconds: float = Field(default=10, gt=0)
+    """How often the workers recount the limited topics' leases in flight (`max_inflight`): what a purge, a delete
+    or a TTL expiry of a leased message leaves counted is freed within this."""
     schedule_poll_seconds: float = Field(default=0.5, gt=0, le=60)
     """How often each worker looks for due schedules (periodic messages): a tick is enqueued at most this late."""
     history_partition_seconds: int = Field(default=86_400, ge=60)

@@ -58,6 +58,13 @@ class Workers:
             **options,
         )
         self.scheduler.add_job(
+            self.jobs.inflight.run_once,
+            IntervalTrigger(seconds=settings.inflight_keeper_interval_seconds),
+            id="inflight_keeper",
+            next_run_time=now,
+            **options,
+        )
+        self.scheduler.add_job(
             self.jobs.gauges.run_once,
             IntervalTrigger(seconds=settings.gauges_interval_seconds),
             id="gauges",

@@ -149,6 +149,8 @@ class TopicConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     expire_to_dlq: bool | None = None
     replayable: bool | None = None
     replay_window_seconds: int | None = None
+    #: At most this many messages processing at once; None: no limit.
+    max_inflight: int | None = None
 
 
 class TopicConfigView(TopicConfig, frozen=True):

@@ -125,6 +125,8 @@ class TopicConfig(Base):
     expire_to_dlq: Mapped[bool | None] = mapped_column(Boolean)
     replayable: Mapped[bool | None] = mapped_column(Boolean)
     replay_window_seconds: Mapped[int | None] = mapped_column(Integer)
+    #: At most this many messages processing at once (per consumer group); migration 2026_11_25_inflight.
+    max_inflight: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
@@ -309,6 +311,33 @@ class PeriodicSchedule(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (Index("schedules_due_idx", "next_run_at", postgresql_where=text("enabled")),)
+
+
+class InflightCount(Base):
+    """How many messages of a limited topic (or one of its groups: group_id; 0 is the topic) are processing."""
+
+    __tablename__ = "inflight_counts"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, server_default=text("0"))
+    leased: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+
+
+class InflightLease(Base):
+    """A lease in flight of a limited topic (or group), with its deadline: it frees its slot when acked, nacked
+    or past its deadline."""
+
+    __tablename__ = "inflight_leases"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    topic: Mapped[str] = mapped_column(Text, primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, server_default=text("0"))
+    receipt: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    message_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
+    deadline: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("inflight_leases_deadline_idx", "tenant_id", "topic", "group_id", "deadline"),)
 
 
 class WorkerSetting(Base):

@@ -26,7 +26,7 @@ from redis.exceptions import RedisError
 from mq import redis_keys
 from mq.broadcast import Broadcast
 from mq.queue.repository import MessageRepository
-from mq.queue.types import EffectiveConfig, SchemaRef, TopicConfig
+from mq.queue.types import AckFlags, EffectiveConfig, SchemaRef, TopicConfig
 from mq.settings import Settings
 from mq.ttl_cache import TtlCache
 
@@ -77,8 +77,8 @@ class TopicConfigs:
         self._cache: TtlCache[tuple[int, str], tuple[TopicConfig | None, EffectiveConfig]] = TtlCache(
             ttl_seconds, _MAX_ENTRIES
         )
-        # tenant -> whether any of its topics is replayable (its acks then keep a copy in the message log)
-        self._logging: TtlCache[int, bool] = TtlCache(ttl_seconds, _MAX_ENTRIES)
+        # tenant -> which ack statements its acks take (`ack_flags`)
+        self._logging: TtlCache[int, AckFlags] = TtlCache(ttl_seconds, _MAX_ENTRIES)
         if broadcast is not None:
             broadcast.on(CHANNEL, self._on_broadcast)
 
@@ -89,12 +89,13 @@ class TopicConfigs:
     async def effective(self, tenant_id: int, topic: str) -> EffectiveConfig:
         return (await self._entry(tenant_id, topic))[1]
 
-    async def logs_acks(self, tenant_id: int) -> bool:
-        """Whether some topic of the tenant is replayable: its acks take the statement that keeps the log (the
-        others' acks stay as they are). In process only, dropped with any config change of the tenant."""
+    async def ack_flags(self, tenant_id: int) -> AckFlags:
+        """Whether some topic of the tenant is replayable (its acks take the statement that keeps the log) and
+        whether some has a max_inflight (its acks, nacks and extensions count leases); other tenants' statements
+        stay as they are. In process only, dropped with any config change of the tenant."""
         hit = self._logging.get(tenant_id)
         if hit is None:
-            hit = self._logging.put(tenant_id, await self._repository.has_replayable_topics(tenant_id))
+            hit = self._logging.put(tenant_id, await self._repository.ack_flags(tenant_id))
         return hit
 
     async def _entry(self, tenant_id: int, topic: str) -> tuple[TopicConfig | None, EffectiveConfig]:
@@ -189,6 +190,7 @@ class TopicConfigs:
             expire_to_dlq=c.expire_to_dlq if c.expire_to_dlq is not None else s.expire_to_dlq,
             replayable=bool(c.replayable),
             replay_window_seconds=c.replay_window_seconds or None,
+            max_inflight=c.max_inflight or None,
             paused=paused,
             groups=groups,
             schema=schema,

@@ -14,10 +14,24 @@ from mq import errors
 from mq.ids import uuid7
 from mq.queue import sql
 from mq.queue.admission import RETRY_AFTER_SECONDS, AdmitArguments
-from mq.queue.types import DeadLettered, NackOutcome, NewRow, QueueDefaults, TopicConfig
+from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, NackOutcome, NewRow, QueueDefaults, TopicConfig
 
 Record = asyncpg.Record
 
+# The batch ack by the tenant's `AckFlags` (logged, counted)
+_ACK_BATCH = {
+    AckFlags(False, False): sql.MESSAGE_ACK_BATCH,
+    AckFlags(True, False): sql.MESSAGE_ACK_BATCH_LOGGED,
+    AckFlags(False, True): sql.MESSAGE_ACK_BATCH_COUNTED,
+    AckFlags(True, True): sql.MESSAGE_ACK_BATCH_LOGGED_COUNTED,
+}
+# The nack by (it merges metadata, the tenant counts leases)
+_NACK = {
+    (False, False): sql.MESSAGE_NACK,
+    (True, False): sql.MESSAGE_NACK_MERGED,
+    (False, True): sql.MESSAGE_NACK_COUNTED,
+    (True, True): sql.MESSAGE_NACK_MERGED_COUNTED,
+}
 # The insert statements by (the topic has consumer groups, the rows pass admission gates)
 _INSERT_BATCH = {
     (False, False): sql.MESSAGE_INSERT_BATCH,
@@ -140,18 +154,28 @@ class MessageRepository:
             raise
 
     async def dequeue(
-        self, tenant_id: int, topic: str, count: int, visibility_seconds: float, consumer: str | None
+        self,
+        tenant_id: int,
+        topic: str,
+        count: int,
+        visibility_seconds: float,
+        consumer: str | None,
+        *,
+        limited: bool = False,
     ) -> tuple[list[Record], list[DeadLettered]]:
         """Lease up to `count` messages for `consumer` (a user's name, kept as the lease's holder): the delivered
         rows, and the messages taken only to be dead-lettered because their lease lapsed once too often. Those do
-        not use up the count: the statement runs again for what they took, while it keeps finding such messages."""
+        not use up the count: the statement runs again for what they took, while it keeps finding such messages.
+        `limited`: the topic has a max_inflight (its counter row is made on its first dequeue)."""
         delivered: list[Record] = []
         dead: list[DeadLettered] = []
         wanted = count
+        statement = sql.MESSAGE_DEQUEUE_LIMITED if limited else sql.MESSAGE_DEQUEUE
+        started = False
         while wanted > 0:
             secret = secrets.token_hex(16)  # the receipts of this delivery derive from it (see sql.MESSAGE_DEQUEUE)
             rows = await self.pool.fetch(
-                sql.MESSAGE_DEQUEUE,
+                statement,
                 tenant_id,
                 topic,
                 wanted,
@@ -160,6 +184,10 @@ class MessageRepository:
                 self.defaults.dlq_enabled,
                 consumer,
             )
+            if limited and not rows and not started:
+                started = True
+                if await self.start_counting(tenant_id, topic):
+                    continue  # the topic's counter did not exist yet: made now, try again
             taken = [DeadLettered(topic, r["fate"]) for r in rows if r["fate"] is not None]
             if not taken:
                 delivered.extend(rows)
@@ -168,6 +196,17 @@ class MessageRepository:
             dead.extend(taken)
             wanted = len(taken) if len(rows) == wanted else 0
         return delivered, dead
+
+    async def start_counting(self, tenant_id: int, topic: str) -> bool:
+        """Make a limited topic's counter, with the leases in flight now recorded; False when it existed."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            if await conn.fetchval(sql.INFLIGHT_START, tenant_id, topic) is None:
+                return False
+            await conn.execute(sql.INFLIGHT_START_LEASES, tenant_id, topic)
+            return True
+
+    async def stop_counting(self, tenant_id: int, topic: str) -> None:
+        await self.pool.execute(sql.INFLIGHT_DROP, tenant_id, topic)
 
     async def group_dequeue(
         self, tenant_id: int, topic: str, group_id: int, count: int, visibility_seconds: float, consumer: str | None
@@ -225,12 +264,12 @@ class MessageRepository:
         tenant_id: int,
         ids: Sequence[uuid.UUID],
         receipts: Sequence[uuid.UUID | None],
-        *,
-        logged: bool = False,
+        flags: AckFlags = NO_ACK_FLAGS,
     ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
         """The messages that were acknowledged (deleted): id -> (topic, the receipt of the lease that ended).
-        `logged`: those of replayable topics are kept in the message log, in the same statement."""
-        statement = sql.MESSAGE_ACK_BATCH_LOGGED if logged else sql.MESSAGE_ACK_BATCH
+        `flags`: those of replayable topics are kept in the message log, the leases of limited topics counted
+        out, in the same statement."""
+        statement = _ACK_BATCH[flags]
         rows = await self.pool.fetch(statement, tenant_id, _id_list(ids), _id_list(receipts))
         return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
 
@@ -255,12 +294,14 @@ class MessageRepository:
         delay_seconds: float | None,
         backoff: Sequence[int],
         metadata_json: str | None = None,
+        counted: bool = False,
     ) -> tuple[NackOutcome, str] | None:
         """(outcome, the message's topic afterwards); None when no processing message matched. `metadata_json`: an
-        object merged into the message's metadata. A retry that would collide with a pending twin of the same key
+        object merged into the message's metadata. `counted`: the tenant has limited topics (their leases are
+        counted out). A retry that would collide with a pending twin of the same key
         expires that twin if its TTL passed and retries; a live twin supersedes the message, which is deleted
         (outcome `retry`: the key's latest content will be delivered)."""
-        statement = sql.MESSAGE_NACK
+        statement = _NACK[metadata_json is not None, counted]
         arguments: tuple[Any, ...] = (
             tenant_id,
             message_id,
@@ -271,7 +312,7 @@ class MessageRepository:
             list(backoff),
         )
         if metadata_json is not None:
-            statement, arguments = sql.MESSAGE_NACK_MERGED, (*arguments, metadata_json)
+            arguments = (*arguments, metadata_json)
         for _ in range(3):  # a dead twin expired: try again (a new one past its TTL at once is near impossible)
             try:
                 row = await self.pool.fetchrow(statement, *arguments)
@@ -289,11 +330,12 @@ class MessageRepository:
         return self.defaults.expire_to_dlq, self.defaults.dlq_enabled
 
     async def extend(
-        self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None, seconds: float
+        self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None, seconds: float, counted: bool = False
     ) -> datetime | None:
-        value: datetime | None = await self.pool.fetchval(
-            sql.MESSAGE_EXTEND, tenant_id, message_id, receipt, float(seconds)
-        )
+        """The new deadline; None when no processing message matched (or, `counted`, its lease on a limited topic
+        is no longer in flight)."""
+        statement = sql.MESSAGE_EXTEND_COUNTED if counted else sql.MESSAGE_EXTEND
+        value: datetime | None = await self.pool.fetchval(statement, tenant_id, message_id, receipt, float(seconds))
         return value
 
     async def group_nack(
@@ -433,8 +475,10 @@ class MessageRepository:
     async def topic_summaries(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_SUMMARY, tenant_id)
 
-    async def has_replayable_topics(self, tenant_id: int) -> bool:
-        return bool(await self.pool.fetchval(sql.TENANT_HAS_REPLAYABLE, tenant_id))
+    async def ack_flags(self, tenant_id: int) -> AckFlags:
+        row = await self.pool.fetchrow(sql.TENANT_ACK_FLAGS, tenant_id)
+        assert row is not None  # an aggregate answers one row
+        return AckFlags(row["logged"], row["counted"])
 
     async def topic_config(self, tenant_id: int, topic: str) -> Record:
         """The topic's config columns with `configured` (false: it has none, the columns are null) and `paused`."""
@@ -460,6 +504,7 @@ class MessageRepository:
                 config.expire_to_dlq,
                 config.replayable,
                 config.replay_window_seconds,
+                config.max_inflight,
             )
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)

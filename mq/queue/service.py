@@ -26,8 +26,10 @@ from mq.queue.repository import MessageRepository
 from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
 from mq.queue.types import (
     MAX_ERROR_LENGTH,
+    NO_ACK_FLAGS,
     AckFailureCode,
     AckFailureView,
+    AckFlags,
     BatchAckView,
     DeadLettered,
     EffectiveConfig,
@@ -273,10 +275,13 @@ class QueueService:
         group_id = _group_of(config, topic, consumer_group)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
         rate = config.throughput_limit
+        limited = config.max_inflight is not None and group_id is None
         if wait_seconds <= 0:
             if config.paused:
                 return []
-            return self._views((await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id))[0])
+            return self._views(
+                (await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited))[0]
+            )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         gone: asyncio.Future[None] | None = None
@@ -292,7 +297,7 @@ class QueueService:
                     rows, throttled_for = (
                         ([], 0.0)
                         if paused
-                        else await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id)
+                        else await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited)
                     )
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
@@ -337,12 +342,13 @@ class QueueService:
         rate: int | None,
         consumer: str | None,
         group_id: int | None = None,
+        limited: bool = False,
     ) -> tuple[list[Any], float]:
         """Lease up to `count` messages, as many as the topic's throughput limit allows now (a Redis token
         bucket shared by every instance; tokens not used are given back). Returns the rows and, when the limit
         allowed none, the seconds until it will."""
         if rate is None:
-            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer, group_id)
+            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer, group_id, limited)
             return self._delivered(tenant_id, topic, rows), 0.0
         bucket = redis_keys.dequeue_bucket(tenant_id, topic, group_id)
         granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
@@ -350,7 +356,7 @@ class QueueService:
             self.metrics.count(self.metrics.throttled, tenant_id, topic)
         if not granted:
             return [], wait
-        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer, group_id)
+        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer, group_id, limited)
         if len(rows) < granted:
             await self.buckets.give_back(bucket, rate, granted - len(rows))
         return self._delivered(tenant_id, topic, rows), 0.0
@@ -385,12 +391,12 @@ class QueueService:
         owes it). Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
-            logged = consumer_group is None and await self.configs.logs_acks(tenant_id)
-            [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group, logged)
+            flags = await self.configs.ack_flags(tenant_id) if consumer_group is None else NO_ACK_FLAGS
+            [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group, flags)
             if topic is STALE_RECEIPT:
                 raise errors.LeaseLost()
             if isinstance(topic, str):
-                await self._counted(tenant_id, topic, 1, logged=logged)
+                await self._counted(tenant_id, topic, 1, flags)
                 return
         await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
 
@@ -410,12 +416,17 @@ class QueueService:
             failed += part.failed
         return BatchAckView(acked=acked, failed=failed)
 
-    async def _counted(self, tenant_id: int, topic: str, n: int, *, logged: bool) -> None:
-        """`n` acks of a topic in the metrics and the activity; in the log's metric too where the ack kept them."""
+    async def _counted(self, tenant_id: int, topic: str, n: int, flags: AckFlags) -> None:
+        """`n` acks of a topic in the metrics and the activity; in the log's metric too where the ack kept them;
+        a limited topic's waiting polls woken (its acks made room)."""
         self.metrics.count(self.metrics.acked, tenant_id, topic, n)
         self.activity.acked(tenant_id, topic, n)
-        if logged and (await self.configs.effective(tenant_id, topic)).replayable:
-            self.metrics.count(self.metrics.logged, tenant_id, topic, n)
+        if flags.logged or flags.counted:
+            config = await self.configs.effective(tenant_id, topic)
+            if flags.logged and config.replayable:
+                self.metrics.count(self.metrics.logged, tenant_id, topic, n)
+            if flags.counted and config.max_inflight is not None:
+                self.wakeups.published(tenant_id, {topic: n})
 
     async def _ack_batch(
         self, tenant_id: int, acks: Sequence[tuple[str, str | None]], consumer_group: str | None
@@ -433,11 +444,11 @@ class QueueService:
             else:
                 ids.append(mid)
                 receipts.append(rec)
-        logged = consumer_group is None and bool(ids) and await self.configs.logs_acks(tenant_id)
-        claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group, logged) if ids else []
+        flags = await self.configs.ack_flags(tenant_id) if consumer_group is None and ids else NO_ACK_FLAGS
+        claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group, flags) if ids else []
         acked = 0
         for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
-            await self._counted(tenant_id, topic, n, logged=logged)
+            await self._counted(tenant_id, topic, n, flags)
             acked += n
         missed: list[tuple[uuid.UUID, uuid.UUID | None]] = []
         for mid, rec, outcome in zip(ids, receipts, claimed, strict=True):
@@ -480,7 +491,10 @@ class QueueService:
             raise errors.MessageNotFound()
         backoff = self.settings.retry_backoff_seconds
         if consumer_group is None:
-            done = await self.repository.nack(tenant_id, mid, rec, error, delay_seconds, backoff, metadata_json)
+            counted = (await self.configs.ack_flags(tenant_id)).counted
+            done = await self.repository.nack(
+                tenant_id, mid, rec, error, delay_seconds, backoff, metadata_json, counted
+            )
         else:
             done = await self.repository.group_nack(
                 tenant_id, consumer_group, mid, rec, error, delay_seconds, backoff, metadata_json
@@ -498,6 +512,10 @@ class QueueService:
             self.activity.dead_lettered(tenant_id, topic)
         if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
             self.wakeups.published(tenant_id, {now_in: 1})
+        if consumer_group is None and (now_in != topic or delay_seconds or outcome == "failed"):
+            config = await self.configs.effective(tenant_id, topic)
+            if config.max_inflight is not None:  # its slot is free: a waiting poll may take another message
+                self.wakeups.published(tenant_id, {topic: 1})
         return outcome
 
     async def extend(
@@ -506,7 +524,14 @@ class QueueService:
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
             if consumer_group is None:
-                deadline = await self.repository.extend(tenant_id, mid, rec, seconds)
+                counted = (await self.configs.ack_flags(tenant_id)).counted
+                deadline = await self.repository.extend(tenant_id, mid, rec, seconds, counted)
+                if deadline is None and counted:
+                    probe = await self.repository.lease_probe(tenant_id, mid)
+                    if probe is not None and probe["status"] == "processing" and probe["owed"] is None:
+                        raise errors.LeaseLost(
+                            "the lease passed its deadline and its slot of the topic's max_inflight was freed"
+                        )
             else:
                 deadline = await self.repository.group_extend(tenant_id, consumer_group, mid, rec, seconds)
             if deadline is not None:

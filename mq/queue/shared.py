@@ -20,7 +20,7 @@ from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
 from mq.queue.fairness import TenantGate
 from mq.queue.repository import MessageRepository
-from mq.queue.types import DeadLettered, NewRow
+from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, NewRow
 from mq.settings import Settings
 
 Request = TypeVar("Request")
@@ -43,8 +43,8 @@ class _Ack(NamedTuple):
     receipts: Sequence[uuid.UUID | None]
     #: the consumer group whose deliveries are acknowledged; None: the messages themselves
     group: str | None = None
-    #: the tenant has replayable topics: the statement that keeps their acked messages in the log
-    logged: bool = False
+    #: which ack statement the tenant's acks take (replayable topics, limited topics)
+    flags: AckFlags = NO_ACK_FLAGS
 
 
 class _Dequeue(NamedTuple):
@@ -57,6 +57,8 @@ class _Dequeue(NamedTuple):
     consumer: str | None
     #: a consumer group's id (its deliveries are leased), or None
     group_id: int | None = None
+    #: the topic has a max_inflight: its counted dequeue (`sql.MESSAGE_DEQUEUE_LIMITED`)
+    limited: bool = False
 
 
 def split(results: Sequence[Outcome], sizes: Sequence[int]) -> list[list[Outcome]]:
@@ -145,12 +147,12 @@ class SharedStatements:
         ids: Sequence[uuid.UUID],
         receipts: Sequence[uuid.UUID | None],
         group: str | None = None,
-        logged: bool = False,
+        flags: AckFlags = NO_ACK_FLAGS,
     ) -> list[AckOutcome]:
         """Delete processing messages, or a consumer group's deliveries of them (`group`, its name); per id, the
-        topic of the message this request acknowledged, `STALE_RECEIPT`, or None. `logged`: keep the acked messages
-        of replayable topics in their log."""
-        request = _Ack(tenant_id, ids, receipts, group, logged)
+        topic of the message this request acknowledged, `STALE_RECEIPT`, or None. `flags`: keep the acked messages
+        of replayable topics in their log, count out the leases of limited topics."""
+        request = _Ack(tenant_id, ids, receipts, group, flags)
         if len(ids) < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._acks.submit(request)
@@ -165,16 +167,18 @@ class SharedStatements:
         visibility: int,
         consumer: str | None = None,
         group_id: int | None = None,
+        limited: bool = False,
     ) -> list[Any]:
         """Lease up to `limit` messages of a topic for `consumer` (the user's name the leases record); with
-        `group_id`, that consumer group's deliveries of them."""
-        request = _Dequeue(tenant_id, topic, limit, visibility, consumer, group_id)
+        `group_id`, that consumer group's deliveries of them; `limited`: as many as its max_inflight leaves room
+        for."""
+        request = _Dequeue(tenant_id, topic, limit, visibility, consumer, group_id, limited)
         if limit < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._dequeues.submit(request)
         if limit > _SHARED_MAX_ROWS and self._gate.contended(tenant_id):
             # The contract lets a dequeue answer fewer than asked; the consumer asks again for the rest.
-            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility, consumer, group_id)
+            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility, consumer, group_id, limited)
         async with self._gate.slot(tenant_id):
             return await _alone(self._dequeue_many, request)
 
@@ -247,38 +251,44 @@ class SharedStatements:
         their limits; the leased rows are dealt out in queue order, first come first served. (A topic's consumers
         are usually one service's user: keying by it costs no sharing, and each lease names its holder.)"""
 
-        async def lease(key: tuple[int, str, int, str | None, int | None], chosen: list[_Dequeue]) -> list[list[Any]]:
-            tenant_id, topic, visibility, consumer, group_id = key
+        async def lease(
+            key: tuple[int, str, int, str | None, int | None, bool], chosen: list[_Dequeue]
+        ) -> list[list[Any]]:
+            tenant_id, topic, visibility, consumer, group_id, limited = key
             wanted = sum(d.limit for d in chosen)
             if group_id is not None:
                 delivered, dead = await self.repository.group_dequeue(
                     tenant_id, topic, group_id, wanted, visibility, consumer
                 )
             else:
-                delivered, dead = await self.repository.dequeue(tenant_id, topic, wanted, visibility, consumer)
+                delivered, dead = await self.repository.dequeue(
+                    tenant_id, topic, wanted, visibility, consumer, limited=limited
+                )
             if dead:
                 self._dead_lettered(tenant_id, dead)
             rows = in_queue_order(delivered)
             return split(rows, [d.limit for d in chosen])
 
-        return await _per_group(dequeues, lambda d: (d.tenant_id, d.topic, d.visibility, d.consumer, d.group_id), lease)
+        return await _per_group(
+            dequeues, lambda d: (d.tenant_id, d.topic, d.visibility, d.consumer, d.group_id, d.limited), lease
+        )
 
     async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[AckOutcome] | BaseException]:
         """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it
         deleted, `STALE_RECEIPT` or None (see `credit`)."""
 
-        async def delete(key: tuple[int, str | None, bool], chosen: list[_Ack]) -> list[list[AckOutcome]]:
-            tenant_id, group, logged = key
+        async def delete(key: tuple[int, str | None, AckFlags], chosen: list[_Ack]) -> list[list[AckOutcome]]:
+            tenant_id, group, flags = key
             ids = [m for a in chosen for m in a.ids]
             receipts = [r for a in chosen for r in a.receipts]
             if group is None:
-                deleted = await self.repository.ack_batch(tenant_id, ids, receipts, logged=logged)
+                deleted = await self.repository.ack_batch(tenant_id, ids, receipts, flags)
             else:
                 deleted = await self.repository.group_ack(tenant_id, group, ids, receipts)
             outcomes = credit(ids, receipts, deleted)
             return split(outcomes, [len(ack.ids) for ack in chosen])
 
-        return await _per_group(acks, lambda a: (a.tenant_id, a.group, a.logged), delete)
+        return await _per_group(acks, lambda a: (a.tenant_id, a.group, a.flags), delete)
 
 
 async def _per_group(

@@ -388,23 +388,20 @@ def _attempt_ended(outcome: str, error: str, ended_at: str, row: str = "m") -> s
 # $2 topic, $3 count, $4 visibility timeout s, $5 the statement's secret (32 hex digits), $6 default dlq_enabled,
 # $7 the consumer (the leasing user's name)
 LEASE_EXPIRED_ERROR = "lease expired: the visibility timeout passed without an ack or nack"
-MESSAGE_DEQUEUE = f"""
-WITH picked AS (
-    SELECT id, status = 'processing' AS lapsed,
+_PICK = """SELECT id, status = 'processing' AS lapsed,
            CASE WHEN status = 'processing' AND retry_count + 1 >= max_retries THEN
                CASE WHEN original_topic IS NULL AND right(topic, 4) <> '.dlq'
                          AND coalesce((SELECT tc.dlq_enabled FROM topic_configs AS tc
                                        WHERE tc.tenant_id = $1 AND tc.topic = $2), $6::bool)
                     THEN 'dlq' ELSE 'failed' END
-           END AS fate
-    FROM messages
+           END AS fate"""
+_PICK_FROM = """    FROM messages
     WHERE tenant_id = $1 AND topic = $2 AND status IN ('pending', 'processing') AND available_at <= now()
-      AND (expires_at IS NULL OR expires_at > now()) AND owed IS NULL
-    ORDER BY priority DESC, available_at
+      AND (expires_at IS NULL OR expires_at > now()) AND owed IS NULL"""
+_PICK_ORDER = """    ORDER BY priority DESC, available_at
     LIMIT $3
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE messages AS m
+    FOR UPDATE SKIP LOCKED"""
+_LEASE = f"""UPDATE messages AS m
 SET status = CASE p.fate WHEN 'dlq' THEN 'pending' WHEN 'failed' THEN 'failed' ELSE 'processing' END,
     available_at = CASE WHEN p.fate IS NULL THEN now() + make_interval(secs => $4) ELSE now() END,
     receipt = CASE WHEN p.fate IS NULL THEN md5($5 || m.id::text)::uuid END,
@@ -429,6 +426,112 @@ FROM picked AS p WHERE m.id = p.id
 RETURNING {_LEASED_COLUMNS},
     CASE WHEN m.first_dequeued_at = now() AND p.fate IS NULL THEN extract(epoch FROM now() - m.created_at)::float8
     END AS waited, p.fate, p.lapsed"""
+
+
+def _dequeue(*, limited: bool) -> str:
+    """The dequeue; `limited`: of a topic with `max_inflight` (see "Concurrency limits" below)."""
+    if not limited:
+        return f"""
+WITH picked AS (
+    {_PICK}
+{_PICK_FROM}
+{_PICK_ORDER}
+)
+{_LEASE}"""
+    # A limited topic (see "Concurrency limits" below): its counter row first, the lock its dequeues take in
+    # turn; the leases past their deadline free their slots; then as many messages as there is room for, each
+    # lease recorded with its deadline and counted in.
+    return f"""
+WITH slot AS MATERIALIZED (
+    SELECT c.leased, coalesce(tc.max_inflight, 2147483647) AS max_inflight
+    FROM inflight_counts AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2
+    WHERE c.tenant_id = $1 AND c.topic = $2 AND c.group_id = 0
+    FOR UPDATE OF c
+), expired AS MATERIALIZED (
+    DELETE FROM inflight_leases AS l
+    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = 0 AND l.deadline <= now() AND EXISTS (SELECT FROM slot)
+    RETURNING 1
+), picked AS (
+    {_PICK}
+{_PICK_FROM}
+    ORDER BY priority DESC, available_at
+    LIMIT least($3, coalesce(
+        (SELECT greatest(0, s.max_inflight - s.leased + (SELECT count(*) FROM expired)) FROM slot AS s), 0))
+    FOR UPDATE SKIP LOCKED
+), leased AS (
+{_LEASE}
+), recorded AS (
+    INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
+    SELECT $1, $2, 0, l.receipt::uuid, l.id::uuid, now() + make_interval(secs => $4) FROM leased AS l
+    WHERE l.fate IS NULL
+), counted AS (
+    UPDATE inflight_counts SET leased = leased - (SELECT count(*) FROM expired)
+        + (SELECT count(*) FROM leased AS l WHERE l.fate IS NULL)
+    WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
+)
+SELECT * FROM leased"""
+
+
+MESSAGE_DEQUEUE = _dequeue(limited=False)
+MESSAGE_DEQUEUE_LIMITED = _dequeue(limited=True)
+
+# --- Concurrency limits ----------------------------------------------------------------------------------------
+# A topic with `max_inflight` has a counter row (`inflight_counts`, group 0) and a record of each lease in flight
+# with its deadline (`inflight_leases`, by receipt). Its dequeue (`MESSAGE_DEQUEUE_LIMITED`) locks the counter row
+# first, so the topic's dequeues take turns on every instance (no two can both see room for the last slot);
+# deletes the recorded leases past their deadline (a lapsed lease frees its slot at its deadline, found by
+# `inflight_leases_deadline_idx`, never by scanning the queue); leases at most `max_inflight - leased` messages;
+# and records and counts in what it leased. An ack, a nack (and `MESSAGE_EXTEND_COUNTED`, which moves a lease's
+# deadline) of a tenant with limited topics deletes the recorded lease by its receipt and counts it out, after
+# locking the counter (the same order as the dequeue: counter, then leases). A lease no longer recorded counts
+# nothing. Topics without a limit have neither row, and their tenants' statements are the ones above, unchanged.
+# `InflightKeeper` (mq.jobs) corrects what other paths leave behind (a purge, a delete, a TTL expiry of a leased
+# message): it deletes recorded leases whose message is no longer leased by that receipt and recounts.
+# A limited topic's first dequeue makes its counter, recording the leases in flight then (one pass over the
+# topic's live messages). $2 topic
+INFLIGHT_START = """
+INSERT INTO inflight_counts (tenant_id, topic, group_id, leased) VALUES ($1, $2, 0, 0)
+ON CONFLICT DO NOTHING RETURNING 1"""
+INFLIGHT_START_LEASES = """
+WITH recorded AS (
+    INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
+    SELECT $1, $2, 0, m.receipt, m.id, m.available_at FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status = 'processing' AND m.available_at > now()
+      AND m.owed IS NULL AND m.receipt IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+UPDATE inflight_counts SET leased = leased + (SELECT count(*) FROM recorded)
+WHERE tenant_id = $1 AND topic = $2 AND group_id = 0"""
+# A topic's limit removed: its counter and recorded leases go (a new limit starts afresh, recording what is in
+# flight then).
+INFLIGHT_DROP = """
+WITH leases AS (DELETE FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = 0)
+DELETE FROM inflight_counts WHERE tenant_id = $1 AND topic = $2 AND group_id = 0"""
+# The keeper (`mq.jobs.InflightKeeper`): every counter, and whether its topic is still limited.
+INFLIGHT_COUNTERS = """
+SELECT c.tenant_id, c.topic, tc.max_inflight IS NOT NULL AS limited
+FROM inflight_counts AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = c.tenant_id AND tc.topic = c.topic
+WHERE c.group_id = 0"""
+# Then, per counter, in a transaction: its lock (so that the recount below sees every ack, nack and dequeue that
+# committed before it)...
+INFLIGHT_LOCK = "SELECT 1 FROM inflight_counts WHERE tenant_id = $1 AND topic = $2 AND group_id = 0 FOR UPDATE"
+# ... and the recount: recorded leases past their deadline, or whose message is no longer leased by that receipt
+# (purged, deleted, expired by its TTL while leased), are deleted; the counter becomes what is left. Answers how
+# many were deleted.
+INFLIGHT_RECOUNT = """
+WITH stale AS (
+    DELETE FROM inflight_leases AS l
+    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = 0
+      AND (l.deadline <= now() OR NOT EXISTS (
+          SELECT FROM messages AS m WHERE m.id = l.message_id AND m.status = 'processing' AND m.receipt = l.receipt))
+    RETURNING 1
+)
+UPDATE inflight_counts SET leased = (
+    SELECT count(*) FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
+) - (SELECT count(*) FROM stale)
+WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
+RETURNING (SELECT count(*) FROM stale)"""
 
 # Seconds until the next live message of a topic becomes available (a delay or a lease ending): how long a long
 # poll that found nothing may sleep before it looks again, on the database's clock. Runs only on the empty
@@ -474,10 +577,26 @@ DELETE FROM messages AS m USING found AS f
 WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
 RETURNING m.id, m.topic, m.receipt"""
 
+
 # The same for a tenant with replayable topics: the acked messages of those topics are kept in the message log by
 # the same statement, so an acked message is in the log exactly once and a refused ack adds nothing. A narrow row
 # (no lease columns) into the current `acked_at` partition, through its one index. $2 ids, $3 receipts
-MESSAGE_ACK_BATCH_LOGGED = f"""
+# A tenant with limited topics (`max_inflight`) counts its acked messages out of their topics' counters in the
+# same statement (`counted`; a topic without a limit has no counter row: nothing to update).
+def _ack_batch(*, logged: bool, counted: bool) -> str:
+    log = (
+        """, logged AS (
+    INSERT INTO message_log (tenant_id, topic, acked_at, id, key, payload, metadata, priority, retry_count, created_at)
+    SELECT $1, g.topic, now(), g.id, g.key, g.payload, g.metadata, g.priority, g.retry_count, g.created_at
+    FROM gone AS g JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = g.topic
+    WHERE tc.replayable
+)"""
+        if logged
+        else ""
+    )
+    count = f""", {_COUNT_OUT.format(rows="gone")}""" if counted else ""
+    columns = ", m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at" if logged else ""
+    return f"""
 WITH found AS MATERIALIZED (
     SELECT m.id, m.status, m.receipt
     FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
@@ -486,15 +605,37 @@ WITH found AS MATERIALIZED (
 ), gone AS (
     DELETE FROM messages AS m USING found AS f
     WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
-    RETURNING m.id, m.topic, m.receipt, m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at
-), logged AS (
-    INSERT INTO message_log (tenant_id, topic, acked_at, id, key, payload, metadata, priority, retry_count, created_at)
-    SELECT $1, g.topic, now(), g.id, g.key, g.payload, g.metadata, g.priority, g.retry_count, g.created_at
-    FROM gone AS g JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = g.topic
-    WHERE tc.replayable
-)
+    RETURNING m.id, m.topic, m.receipt{columns}
+){log}{count}
 SELECT id, topic, receipt FROM gone"""
-TENANT_HAS_REPLAYABLE = "SELECT EXISTS (SELECT 1 FROM topic_configs WHERE tenant_id = $1 AND replayable)"
+
+
+# Leases of limited topics that ended (acked, nacked: `rows` has `topic` and `receipt`), freed: their counters are
+# locked first, in topic order (as a dequeue takes its counter before the leases, and two acks of several topics
+# take theirs in one order), then their recorded leases deleted and counted out. A lease already past its
+# deadline was freed by a dequeue: it is no longer recorded, and counts nothing.
+_COUNT_OUT = """freed_slots AS MATERIALIZED (
+    SELECT c.topic FROM inflight_counts AS c
+    WHERE c.tenant_id = $1 AND c.group_id = 0 AND c.topic IN (SELECT topic FROM {rows})
+    ORDER BY c.topic FOR UPDATE
+), freed AS (
+    DELETE FROM inflight_leases AS l USING {rows} AS r
+    WHERE l.tenant_id = $1 AND l.topic = r.topic AND l.group_id = 0 AND l.receipt = r.receipt::uuid
+      AND (SELECT count(*) FROM freed_slots) >= 0
+    RETURNING l.topic
+), counted AS (
+    UPDATE inflight_counts AS c SET leased = c.leased - o.n
+    FROM (SELECT topic, count(*) AS n FROM freed GROUP BY topic) AS o
+    WHERE c.tenant_id = $1 AND c.topic = o.topic AND c.group_id = 0
+)"""
+MESSAGE_ACK_BATCH_LOGGED = _ack_batch(logged=True, counted=False)
+MESSAGE_ACK_BATCH_COUNTED = _ack_batch(logged=False, counted=True)
+MESSAGE_ACK_BATCH_LOGGED_COUNTED = _ack_batch(logged=True, counted=True)
+# Whether some topic of the tenant is replayable, and whether some has a max_inflight: which ack statements its
+# acks take (the others' stay as they are).
+TENANT_ACK_FLAGS = """
+SELECT coalesce(bool_or(replayable), false) AS logged, coalesce(bool_or(max_inflight IS NOT NULL), false) AS counted
+FROM topic_configs WHERE tenant_id = $1"""
 
 # Why an ack, nack or extend of one message matched nothing: missing (404) or leased by someone else (409).
 MESSAGE_LEASE_PROBE = "SELECT status, receipt, owed FROM messages WHERE tenant_id = $1 AND id = $2"
@@ -661,9 +802,24 @@ _NACK_ATTEMPT = _attempt_ended(
 )
 
 
-def _nack(merged: bool) -> str:
-    """`merged`: $8 is a JSON object merged into the message's metadata (saved state on a deferral)."""
+def _nack(merged: bool, counted: bool = False) -> str:
+    """`merged`: $8 is a JSON object merged into the message's metadata (saved state on a deferral). `counted`:
+    of a tenant with limited topics, the message is counted out of its topic's counter (it leaves processing)."""
     metadata = "\n    metadata = coalesce(m.metadata, '{}') || $8::jsonb," if merged else ""
+    statement = _nack_statement(metadata)
+    if not counted:
+        return statement
+    nack = statement.replace(
+        "SELECT m.id, m.retry_count + 1 AS attempts,",
+        "SELECT m.id, m.topic AS was, m.receipt, m.retry_count + 1 AS attempts,",
+    ).replace("RETURNING cur.outcome, m.topic", "RETURNING cur.outcome, m.topic, cur.was, cur.receipt")
+    return f"""
+WITH nacked AS ({nack}
+), ended AS (SELECT was AS topic, receipt FROM nacked), {_COUNT_OUT.format(rows="ended")}
+SELECT outcome, topic FROM nacked"""
+
+
+def _nack_statement(metadata: str) -> str:
     return f"""
 WITH cur AS (
     SELECT m.id, m.retry_count + 1 AS attempts,
@@ -696,6 +852,8 @@ RETURNING cur.outcome, m.topic"""
 
 MESSAGE_NACK = _nack(merged=False)
 MESSAGE_NACK_MERGED = _nack(merged=True)
+MESSAGE_NACK_COUNTED = _nack(merged=False, counted=True)
+MESSAGE_NACK_MERGED_COUNTED = _nack(merged=True, counted=True)
 
 # A nacked message whose retry would collide with a newer pending twin of the same key is superseded by the twin:
 # the twin carries the key's latest content and will be delivered. $2 id, $3 receipt
@@ -723,6 +881,30 @@ UPDATE messages SET available_at = now() + make_interval(secs => $4), updated_at
 WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
   AND owed IS NULL
 RETURNING available_at"""
+# The same for a tenant with limited topics: a limited topic's recorded lease moves with it, under its counter's
+# lock; a lease no longer recorded (past its deadline, its slot freed) is not extended (lease_lost), or the topic
+# could have more leases in flight than its limit.
+MESSAGE_EXTEND_COUNTED = """
+WITH target AS MATERIALIZED (
+    SELECT id, topic, receipt FROM messages
+    WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
+      AND owed IS NULL
+    FOR UPDATE
+), slot AS MATERIALIZED (
+    SELECT 1 FROM inflight_counts AS c
+    WHERE c.tenant_id = $1 AND c.topic = (SELECT topic FROM target) AND c.group_id = 0
+    FOR UPDATE
+), lease AS MATERIALIZED (
+    UPDATE inflight_leases AS l SET deadline = now() + make_interval(secs => $4)
+    FROM target AS t
+    WHERE l.tenant_id = $1 AND l.topic = t.topic AND l.group_id = 0 AND l.receipt = t.receipt
+      AND (SELECT count(*) FROM slot) >= 0
+    RETURNING 1
+)
+UPDATE messages AS m SET available_at = now() + make_interval(secs => $4), updated_at = now()
+FROM target AS t
+WHERE m.id = t.id AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
+RETURNING m.available_at"""
 
 # A dead letter back in its original topic starts afresh, as if enqueued now: retry_count 0, max_retries and the
 # TTL from the topic's config or the global defaults $3 and $4.
@@ -950,7 +1132,7 @@ SELECT coalesce(c.topic, k.topic) AS topic, coalesce(c.pending, 0) AS pending,
        coalesce(r.enqueue_rate, 0)::float8 AS enqueue_rate, coalesce(r.ack_rate, 0)::float8 AS ack_rate,
        tc.topic IS NOT NULL AS configured, tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit,
        tc.visibility_timeout_seconds, tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.replayable,
-       tc.replay_window_seconds
+       tc.replay_window_seconds, tc.max_inflight
 FROM counts AS c
 FULL JOIN known AS k ON k.topic = c.topic
 LEFT JOIN rates AS r ON r.topic = coalesce(c.topic, k.topic)
@@ -962,7 +1144,7 @@ ORDER BY 1"""
 TOPIC_CONFIG_GET = """
 SELECT tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit, tc.visibility_timeout_seconds,
        tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.replayable, tc.replay_window_seconds,
-       tc.topic IS NOT NULL AS configured,
+       tc.max_inflight, tc.topic IS NOT NULL AS configured,
        EXISTS (SELECT 1 FROM topic_pauses AS p WHERE p.tenant_id = $1 AND p.topic = $2) AS paused,
        ARRAY(SELECT g.name FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = $2 ORDER BY g.id)
            AS group_names,
@@ -976,13 +1158,13 @@ LEFT JOIN LATERAL (
 ) AS s ON true"""
 
 _CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-    retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds"""
+    retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds, max_inflight"""
 
 # Create or replace a topic's config (every field; NULL = the global default). A topic new to the tenant passes
 # max_topics first ($10, NULL: none; see `_admission`). The topic's max_depth gate is dropped: the next capped
 # enqueue recounts (a cap set after a time without one must not trust a bound nobody kept).
 # $2 topic, $3 max_retries, $4 ttl s, $5 max_depth, $6 throughput_limit, $7 visibility s, $8 backoff, $9 dlq,
-# $11 expire_to_dlq, $12 replayable, $13 replay_window_seconds
+# $11 expire_to_dlq, $12 replayable, $13 replay_window_seconds, $14 max_inflight
 TOPIC_CONFIG_PUT = f"""
 WITH admitted AS MATERIALIZED (
     SELECT skiplock_admit($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
@@ -990,14 +1172,14 @@ WITH admitted AS MATERIALIZED (
     DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2 AND (SELECT ok FROM admitted)
 )
 INSERT INTO topic_configs AS tc (tenant_id, topic, {_CONFIG_COLUMNS})
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13 WHERE (SELECT ok FROM admitted)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13, $14 WHERE (SELECT ok FROM admitted)
 ON CONFLICT (tenant_id, topic) DO UPDATE SET
     max_retries = EXCLUDED.max_retries, message_ttl_seconds = EXCLUDED.message_ttl_seconds,
     max_depth = EXCLUDED.max_depth, throughput_limit = EXCLUDED.throughput_limit,
     visibility_timeout_seconds = EXCLUDED.visibility_timeout_seconds,
     retry_backoff_seconds = EXCLUDED.retry_backoff_seconds, dlq_enabled = EXCLUDED.dlq_enabled,
     expire_to_dlq = EXCLUDED.expire_to_dlq, replayable = EXCLUDED.replayable,
-    replay_window_seconds = EXCLUDED.replay_window_seconds, updated_at = now()
+    replay_window_seconds = EXCLUDED.replay_window_seconds, max_inflight = EXCLUDED.max_inflight, updated_at = now()
 RETURNING {_CONFIG_COLUMNS}"""
 
 TOPIC_CONFIG_DELETE = """
@@ -1006,7 +1188,7 @@ DELETE FROM topic_configs WHERE tenant_id = $1 AND topic = $2 RETURNING topic"""
 
 TOPIC_CONFIG_LIST = """
 SELECT topic, max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
-       retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds
+       retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds, max_inflight
 FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
 
 # Long-poll wake-ups across instances: one NOTIFY per distinct (tenant, topic) in a flush, outside the enqueue's

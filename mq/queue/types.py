@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
 from asyncpg.pgproto import pgproto
@@ -30,6 +30,8 @@ MAX_RETRIES_LIMIT = 1000
 MAX_TTL_SECONDS = 31_536_000
 #: The longest a message log keeps an entry: ten years.
 MAX_REPLAY_WINDOW_SECONDS = 315_360_000
+#: A topic's max_inflight at most.
+MAX_INFLIGHT_LIMIT = 1_000_000
 MAX_DEPTH_LIMIT = 2_000_000_000
 MAX_THROUGHPUT_LIMIT = 1_000_000
 MAX_BACKOFF_SECONDS = 86_400
@@ -251,6 +253,19 @@ class TopicConfig(msgspec.Struct, frozen=True):
     replayable: bool | None = None
     #: How long the log keeps an entry (None: until trimmed).
     replay_window_seconds: int | None = None
+    #: At most this many messages processing with an unexpired lease at once (per consumer group); None: no limit.
+    max_inflight: int | None = None
+
+
+class AckFlags(NamedTuple):
+    """Which ack statements a tenant's acks take: `logged` (some topic is replayable: acked messages go to the
+    message log) and `counted` (some topic has max_inflight: its leases are counted out)."""
+
+    logged: bool = False
+    counted: bool = False
+
+
+NO_ACK_FLAGS = AckFlags()
 
 
 class SchemaRef(msgspec.Struct, frozen=True, array_like=True):
@@ -274,6 +289,7 @@ class EffectiveConfig(msgspec.Struct, frozen=True):
     expire_to_dlq: bool
     replayable: bool = False
     replay_window_seconds: int | None = None
+    max_inflight: int | None = None
     #: Dequeues answer empty (enqueues are accepted) until the topic is resumed.
     paused: bool = False
     #: The topic's consumer groups, (name, id) in creation order: with any, it is consumed through them only, and

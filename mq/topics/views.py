@@ -80,6 +80,7 @@ class ConfigValuesView(msgspec.Struct):
     expire_to_dlq: bool
     replayable: bool
     replay_window_seconds: int | None
+    max_inflight: int | None
 
     @classmethod
     def of(cls, config: EffectiveConfig) -> ConfigValuesView:

@@ -55,6 +55,7 @@ async def test_put_get_list_and_delete_a_config(client: httpx.AsyncClient) -> No
         "expire_to_dlq": True,
         "replayable": True,
         "replay_window_seconds": 86400,
+        "max_inflight": 10,
     }
     assert await put_config(client, "orders", **full) == full
     assert (await client.get("/api/topic-configs/orders")).json() == full

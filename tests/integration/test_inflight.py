@@ -1,0 +1,153 @@
+"""Concurrency limits (contract, "Concurrency limits and saved state"): `max_inflight` holds exactly under racing
+consumers on two instances, a dequeue answers fewer (never an error), a waiting long poll is answered when an ack
+makes room, a lapsed lease frees its slot at its deadline, and what a purge leaves counted the keeper frees."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import asyncpg
+import httpx
+
+from mq.db.repository import OperationsRepository
+from mq.jobs import InflightKeeper
+from tests.integration.helpers import assert_error, b64, dequeue
+from tests.support.servers import ADMIN, Server
+from tests.support.tenants import Tenant
+
+
+async def _limit(client: httpx.AsyncClient, topic: str, n: int | None, **config: Any) -> None:
+    r = await client.put(f"/api/topic-configs/{topic}", json={"max_inflight": n, **config})
+    assert r.status_code == 200, r.text
+
+
+async def _fill(client: httpx.AsyncClient, topic: str, n: int) -> None:
+    body = {"topic": topic, "messages": [{"payload": b64(f"m{i}")} for i in range(n)]}
+    assert (await client.post("/api/messages/batch", json=body)).status_code == 201
+
+
+async def _ack(client: httpx.AsyncClient, m: dict[str, Any]) -> None:
+    assert (await client.post(f"/api/messages/{m['id']}/ack", json={"receipt": m["receipt"]})).status_code == 204
+
+
+async def test_a_dequeue_answers_what_the_limit_leaves_room_for(client: httpx.AsyncClient) -> None:
+    await _limit(client, "limited", 2)
+    await _fill(client, "limited", 6)
+    first = await dequeue(client, "limited", 5)
+    assert len(first) == 2
+    assert await dequeue(client, "limited", 5) == []  # fewer, never an error
+    await _ack(client, first[0])
+    [third] = await dequeue(client, "limited", 5)
+    r = await client.post(f"/api/messages/{first[1]['id']}/nack", json={"receipt": first[1]["receipt"]})
+    assert r.json() == {"outcome": "retry"}
+    again = await dequeue(client, "limited", 5)
+    assert len(again) == 1  # the nack freed a slot
+    r = await client.post(
+        f"/api/messages/{third['id']}/visibility", json={"receipt": third["receipt"], "visibility_timeout_seconds": 60}
+    )
+    assert r.status_code == 200, r.text
+    assert await dequeue(client, "limited", 5) == []
+    await _limit(client, "limited", None)  # the limit removed: no limit
+    assert len(await dequeue(client, "limited", 5)) == 3
+
+
+async def test_a_lapsed_lease_frees_its_slot_at_its_deadline_and_cannot_be_extended(client: httpx.AsyncClient) -> None:
+    await _limit(client, "lapsing-limit", 1)
+    await _fill(client, "lapsing-limit", 3)
+    [m] = await dequeue(client, "lapsing-limit", 3, visibility_timeout_seconds=1)
+    assert await dequeue(client, "lapsing-limit", 3) == []
+    await asyncio.sleep(1.2)
+    assert len(await dequeue(client, "lapsing-limit", 3)) == 1  # the lapsed lease's slot is free again
+    late = {"receipt": m["receipt"], "visibility_timeout_seconds": 30}
+    assert_error(await client.post(f"/api/messages/{m['id']}/visibility", json=late), 409, "lease_lost")
+
+
+async def test_a_waiting_long_poll_is_answered_when_an_ack_makes_room(client: httpx.AsyncClient) -> None:
+    await _limit(client, "polled-limit", 1)
+    await _fill(client, "polled-limit", 2)
+    [m] = await dequeue(client, "polled-limit")
+    started = time.monotonic()
+    poll = asyncio.create_task(
+        client.post("/api/messages/dequeue", json={"topic": "polled-limit", "wait_seconds": 10}, timeout=30)
+    )
+    await asyncio.sleep(0.5)
+    assert not poll.done()
+    await _ack(client, m)
+    answered = await poll
+    assert len(answered.json()["messages"]) == 1 and time.monotonic() - started < 3
+
+
+async def test_the_limit_holds_exactly_under_racing_consumers_on_two_instances(
+    client: httpx.AsyncClient, server: Server, second_server: Server, tenant: Tenant, db: asyncpg.Pool[Any]
+) -> None:
+    limit, total = 5, 240
+    await _limit(client, "raced-limit", limit)
+    await _fill(client, "raced-limit", total)
+    acked: list[str] = []
+    most = 0
+    done = asyncio.Event()
+
+    async def watch() -> None:
+        nonlocal most
+        while not done.is_set():
+            held = await db.fetchval(
+                "SELECT count(*) FROM messages WHERE tenant_id = $1 AND topic = 'raced-limit' "
+                "AND status = 'processing' AND available_at > now()",
+                tenant.id,
+            )
+            most = max(most, held)
+            await asyncio.sleep(0.002)
+
+    async def consumer(base_url: str) -> None:
+        async with httpx.AsyncClient(base_url=base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}, timeout=30) as c:
+            idle = 0
+            while len(acked) < total and idle < 200:
+                got = await dequeue(c, "raced-limit", 3)
+                if not got:
+                    idle += 1
+                    await asyncio.sleep(0.005)
+                    continue
+                idle = 0
+                await asyncio.sleep(0.01)  # work
+                body = {"acks": [{"id": m["id"], "receipt": m["receipt"]} for m in got]}
+                assert (await c.post("/api/messages/ack", json=body)).json()["acked"] == len(got)
+                acked.extend(m["id"] for m in got)
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.gather(*(consumer(b) for b in [server.base_url, second_server.base_url] * 4))
+    done.set()
+    await watcher
+    assert len(acked) == total and len(set(acked)) == total
+    assert 0 < most <= limit, most
+    assert (
+        await db.fetchval(
+            "SELECT leased FROM inflight_counts WHERE tenant_id = $1 AND topic = 'raced-limit'", tenant.id
+        )
+        == 0
+    )
+
+
+async def test_the_keeper_frees_what_a_purge_left_counted(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    await _limit(client, "purged-limit", 2)
+    await _fill(client, "purged-limit", 4)
+    assert len(await dequeue(client, "purged-limit", 4)) == 2
+    r = await client.post("/api/topics/purged-limit/purge", json={"statuses": ["processing"]})
+    assert r.status_code == 200, r.text
+    assert await dequeue(client, "purged-limit", 4) == []  # still counted
+    result = await InflightKeeper(OperationsRepository(db)).run_once(wait=True)
+    assert result.rows >= 2
+    assert len(await dequeue(client, "purged-limit", 4)) == 2
+
+
+async def test_a_limit_and_consumer_groups_are_not_combined_yet(client: httpx.AsyncClient) -> None:
+    await _limit(client, "limit-first", 3)
+    r = await client.post("/api/topics/limit-first/consumer-groups", json={"consumer_group": "g"})
+    assert_error(r, 400, "invalid_request")
+    r = await client.post("/api/topics/groups-first/consumer-groups", json={"consumer_group": "g"})
+    assert r.status_code == 201, r.text
+    r = await client.put("/api/topic-configs/groups-first", json={"max_inflight": 3})
+    assert "consumer groups" in assert_error(r, 400, "invalid_request")["error"]
