@@ -22,6 +22,7 @@ export const keys = {
     /** A topic's schema: the version in force (null), or one version. */
     one: (topic: string, version: number | null) => [t(), "topic-schemas", topic, version] as const,
   },
+  schedules: { all: () => [t(), "schedules"] as const },
   tenantSeries: (range: string) => [t(), "series", range] as const,
   audit: (filter: object) => [t(), "audit", filter] as const,
   bulkJobs: { all: () => [t(), "bulk-jobs"] as const, one: (id: string) => [t(), "bulk-jobs", id] as const },
