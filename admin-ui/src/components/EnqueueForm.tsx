@@ -1,13 +1,14 @@
-// Enqueue one message: payload as JSON or text, key, metadata rows, delay, priority. On a topic with a schema, an
-// example payload from it, and a payload the schema refuses shown at the payload: where (a JSON pointer) and why.
+// Enqueue one message: payload as JSON or text (components/PayloadEditor.tsx: on a topic with a schema, an example
+// payload from it), key, metadata rows, delay, priority. A payload the schema refuses is shown at the payload:
+// where (a JSON pointer) and why.
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { enqueue } from "../api/messages";
 import { topicSchemaQuery } from "../api/schemas";
 import { fieldErrors } from "../lib/fieldErrors";
 import { toBase64 } from "../lib/format";
-import { exampleFromSchema } from "../lib/schemaExample";
-import { describeViolation, formatLabel, schemaViolation } from "../lib/schemas";
+import { describeViolation, schemaViolation } from "../lib/schemas";
+import { PayloadEditor } from "./PayloadEditor";
 import { ErrorNote, Field } from "./ui";
 
 export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => void }) {
@@ -16,7 +17,6 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
   const [formatError, setFormatError] = useState<string | null>(null);
   const [kind, setKind] = useState<"json" | "text">("json");
   const [payload, setPayload] = useState("{}");
-  const [exampleError, setExampleError] = useState<string | null>(null);
   const schema = useQuery(topicSchemaQuery(topic)).data;
   const send = useMutation({
     mutationFn: enqueue,
@@ -50,60 +50,20 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
   };
   const fieldError = (name: string) => fieldErrors(send.error)[name] ?? null;
   const violation = schemaViolation(send.error);
-  const fillExample = () => {
-    if (!schema) return;
-    const example = exampleFromSchema(schema.format, schema.schema_json);
-    setExampleError(example.ok ? null : `No example: ${example.error}.`);
-    if (!example.ok) return;
-    setPayload(JSON.stringify(example.value, null, 2));
-    setKind("json");
-    setFormatError(null);
-  };
   return (
     <form className="card" onSubmit={submit} aria-label={`Enqueue into ${topic}`}>
       <h2>Enqueue into {topic}</h2>
-      <fieldset className="row">
-        <legend>Payload is</legend>
-        <label className="inline">
-          <input type="radio" name="kind" checked={kind === "json"} onChange={() => setKind("json")} /> JSON
-        </label>
-        <label className="inline">
-          <input type="radio" name="kind" checked={kind === "text"} onChange={() => setKind("text")} /> text
-        </label>
-      </fieldset>
-      {schema && (
-        <div className="row wrap">
-          <span className="muted">
-            Payloads are checked against the topic's schema: version {schema.version},{" "}
-            {formatLabel(schema.format)}.
-          </span>
-          <button type="button" onClick={fillExample}>
-            Example from schema
-          </button>
-          {exampleError && (
-            <span className="field-error" role="alert">
-              {exampleError}
-            </span>
-          )}
-        </div>
-      )}
-      <Field
-        label="Payload"
+      <PayloadEditor
+        kind={kind}
+        onKind={setKind}
+        text={payload}
+        onText={(text) => {
+          setPayload(text);
+          setFormatError(null);
+        }}
+        schema={schema}
         error={formatError ?? (violation ? describeViolation(violation) : fieldError("payload"))}
-      >
-        {(id, d) => (
-          <textarea
-            id={id}
-            name="payload"
-            rows={schema ? Math.min(20, Math.max(6, payload.split("\n").length)) : 4}
-            aria-describedby={d}
-            className={schema ? "mono" : undefined}
-            spellCheck={false}
-            value={payload}
-            onChange={(e) => setPayload(e.target.value)}
-          />
-        )}
-      </Field>
+      />
       <div className="row wrap">
         <Field label="Key" hint="A pending message with the same key is replaced" error={fieldError("key")}>
           {(id, d) => <input id={id} name="key" aria-describedby={d} />}
