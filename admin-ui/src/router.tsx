@@ -1,10 +1,16 @@
 // The console's routes. Each route's loader warms the cache with what its page shows (api/preload.ts); pages read
 // the same query options. The shell handles sign-in and the tenant.
 import type { QueryClient } from "@tanstack/react-query";
-import { createRootRouteWithContext, createRoute, createRouter } from "@tanstack/react-router";
+import {
+  createRootRouteWithContext,
+  createRoute,
+  createRouter,
+  lazyRouteComponent,
+} from "@tanstack/react-router";
 import { auditQuery } from "./api/audit";
 import { jobsQuery } from "./api/maintenance";
 import { preload } from "./api/preload";
+import { schedulesQuery } from "./api/schedules";
 import { topicSchemaQuery } from "./api/schemas";
 import { tenantsQuery } from "./api/tenants";
 import {
@@ -156,6 +162,25 @@ const audit = createRoute({
   loaderDeps: ({ search }) => search,
   loader: ({ context, deps }) => preload(context.queryClient, "tenant", (q) => [q.pages(auditQuery(deps))]),
 });
+export interface SchedulesSearch {
+  /** The list's filter: schedules whose name or topic contains it. */
+  q?: string;
+  /** The schedule whose form is open (tenant admins); `create`: the form of a new one. */
+  edit?: string;
+  create?: boolean;
+}
+const schedules = createRoute({
+  getParentRoute: () => root,
+  path: "/schedules",
+  // Its own chunk: the cron preview (croner) and descriptions (cronstrue) load with the page, not with the console.
+  component: lazyRouteComponent(() => import("./pages/Schedules"), "SchedulesPage"),
+  validateSearch: (s: Record<string, unknown>): SchedulesSearch => ({
+    q: text(s.q),
+    edit: text(s.edit),
+    create: s.create === true || s.create === "true" ? true : undefined,
+  }),
+  loader: ({ context }) => preload(context.queryClient, "tenant", (q) => [q.query(schedulesQuery())]),
+});
 const tenants = createRoute({
   getParentRoute: () => root,
   path: "/tenants",
@@ -187,7 +212,17 @@ const maintenance = createRoute({
   ),
 });
 
-const routeTree = root.addChildren([login, overview, topic, topicConfig, audit, tenants, users, maintenance]);
+const routeTree = root.addChildren([
+  login,
+  overview,
+  topic,
+  topicConfig,
+  schedules,
+  audit,
+  tenants,
+  users,
+  maintenance,
+]);
 
 export function createAppRouter(queryClient: QueryClient) {
   return createRouter({ routeTree, context: { queryClient }, defaultPreload: "intent" });

@@ -94,6 +94,7 @@ function Frame() {
         </Link>
         <nav aria-label="Main">
           {scoped && <Link to="/">Topics</Link>}
+          {scoped && <Link to="/schedules">Schedules</Link>}
           {scoped && isAdmin(me) && <Link to="/users">Users</Link>}
           {isAdmin(me) && <Link to="/audit">Audit</Link>}
           {platform && <Link to="/tenants">Tenants</Link>}
