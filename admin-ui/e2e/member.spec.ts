@@ -15,7 +15,10 @@ test("sees only the topics it may read, and reads them without a single action o
   await expect(table.getByRole("rowheader", { name: "orders.dlq" })).toBeVisible();
   await expect(table.getByRole("rowheader", { name: "billing" })).toBeHidden();
   await expect(table.getByRole("rowheader", { name: "payments" })).toBeHidden();
-  await expect(page.getByRole("navigation", { name: "Main" }).getByRole("link")).toHaveText(["Topics"]);
+  await expect(page.getByRole("navigation", { name: "Main" }).getByRole("link")).toHaveText([
+    "Topics",
+    "Schedules",
+  ]);
   await expect(page.getByLabel("Tenant")).toBeHidden();
   await expectAccessible(page);
 

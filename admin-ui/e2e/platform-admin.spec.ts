@@ -21,6 +21,7 @@ test("home asks for a tenant; the switcher scopes the topics to it", async ({ pa
   await expect(page.getByRole("rowheader", { name: "orders", exact: true })).toBeVisible();
   await expect(page.getByRole("navigation", { name: "Main" }).getByRole("link")).toHaveText([
     "Topics",
+    "Schedules",
     "Users",
     "Audit",
     "Tenants",

@@ -15,6 +15,7 @@ test("overview: every topic with its depths, sortable, filterable, charted", asy
   await expect(table.getByRole("rowheader", { name: "payments" })).toBeVisible();
   await expect(page.getByRole("navigation", { name: "Main" }).getByRole("link")).toHaveText([
     "Topics",
+    "Schedules",
     "Users",
     "Audit",
   ]);
