@@ -6,7 +6,8 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3), SKIPLOCK_BENCH_PAYLOAD_BYTES
-(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,schedules,history,client,spark,longpoll).
+(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,schedules,inflight,history,client,spark,
+longpoll).
 Raw and API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
@@ -63,7 +64,7 @@ ADMIN = ("bench-admin", "bench-admin-password")
 # to long-polling consumers, end-to-end latency against a raw-SQL LISTEN/NOTIFY loop, bench/longpoll.py).
 PARTS = set(
     os.environ.get(
-        "SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,schemas,schedules,history,client,spark,longpoll"
+        "SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,schemas,schedules,inflight,history,client,spark,longpoll"
     ).split(",")
 )
 TENANT = "bench"
@@ -592,6 +593,10 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.schedules import measure_schedules  # noqa: PLC0415 - it imports this module
 
             rows += await measure_schedules(pool, api.base_url, tenant_id, api.process.pid, database_url)
+        if "inflight" in PARTS:
+            from bench.inflight import measure_inflight  # noqa: PLC0415 - it imports this module
+
+            rows += await measure_inflight(pool, api.base_url, tenant_id, api.process.pid)
         if "schemas" in PARTS:
             from bench.schemas import measure_schemas  # noqa: PLC0415 - it imports this module
 

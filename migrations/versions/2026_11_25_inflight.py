@@ -27,7 +27,9 @@ def upgrade() -> None:
         leased     integer NOT NULL DEFAULT 0,
         CONSTRAINT inflight_counts_pkey PRIMARY KEY (tenant_id, topic, group_id)
     )""")
-    # One row per lease in flight of a limited topic, keyed by its receipt (each delivery has its own).
+    # One row per lease in flight of a limited topic: its deadline and receipt (each delivery has its own). One
+    # index, the key: the dequeue finds the leases past their deadline by it, an ack or a nack its lease by its
+    # deadline (the message's available_at) and receipt.
     op.execute("""
     CREATE TABLE inflight_leases (
         tenant_id   bigint NOT NULL,
@@ -36,14 +38,26 @@ def upgrade() -> None:
         receipt     uuid NOT NULL,
         message_id  uuid NOT NULL,
         deadline    timestamptz NOT NULL,
-        CONSTRAINT inflight_leases_pkey PRIMARY KEY (tenant_id, topic, group_id, receipt)
+        CONSTRAINT inflight_leases_pkey PRIMARY KEY (tenant_id, topic, group_id, deadline, receipt)
     )""")
-    op.execute("CREATE INDEX inflight_leases_deadline_idx ON inflight_leases (tenant_id, topic, group_id, deadline)")
+    # Leases that ended (acked, nacked), by how many, for the topic's next dequeue to count out: an ack never waits
+    # for the counter row, which the topic's dequeues hold in turn.
+    op.execute("""
+    CREATE TABLE inflight_ended (
+        tenant_id  bigint NOT NULL,
+        topic      text NOT NULL,
+        group_id   bigint NOT NULL DEFAULT 0,
+        n          integer NOT NULL
+    )""")
+    op.execute("CREATE INDEX inflight_ended_topic_idx ON inflight_ended (tenant_id, topic, group_id)")
+    op.execute("""ALTER TABLE inflight_ended SET (autovacuum_vacuum_scale_factor = 0,
+                  autovacuum_vacuum_threshold = 1000)""")
     op.execute("""ALTER TABLE inflight_leases SET (autovacuum_vacuum_scale_factor = 0,
                   autovacuum_vacuum_threshold = 1000, fillfactor = 70)""")
 
 
 def downgrade() -> None:
+    op.execute("DROP TABLE inflight_ended")
     op.execute("DROP TABLE inflight_leases")
     op.execute("DROP TABLE inflight_counts")
     op.execute("ALTER TABLE topic_configs DROP COLUMN max_inflight")

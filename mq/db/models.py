@@ -333,11 +333,26 @@ class InflightLease(Base):
     tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     topic: Mapped[str] = mapped_column(Text, primary_key=True)
     group_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, server_default=text("0"))
+    deadline: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
     receipt: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     message_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
-    deadline: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
-    __table_args__ = (Index("inflight_leases_deadline_idx", "tenant_id", "topic", "group_id", "deadline"),)
+
+class InflightEnded(Base):
+    """Leases of a limited topic that ended (acked, nacked), for its next dequeue to count out. No key: rows are
+    appended by acks and taken by the topic's dequeue."""
+
+    __tablename__ = "inflight_ended"
+    __mapper_args__ = {
+        "primary_key": ["tenant_id", "topic", "group_id", "n"]
+    }  # (the ORM wants one; the table has none)
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger)
+    topic: Mapped[str] = mapped_column(Text)
+    group_id: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    n: Mapped[int] = mapped_column(Integer)
+
+    __table_args__ = (Index("inflight_ended_topic_idx", "tenant_id", "topic", "group_id"),)
 
 
 class WorkerSetting(Base):

@@ -451,12 +451,18 @@ WITH slot AS MATERIALIZED (
     DELETE FROM inflight_leases AS l
     WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = 0 AND l.deadline <= now() AND EXISTS (SELECT FROM slot)
     RETURNING 1
+), drained AS MATERIALIZED (
+    DELETE FROM inflight_ended AS e
+    WHERE e.tenant_id = $1 AND e.topic = $2 AND e.group_id = 0 AND EXISTS (SELECT FROM slot)
+    RETURNING e.n
+), freed AS MATERIALIZED (
+    SELECT (SELECT count(*) FROM expired) + (SELECT coalesce(sum(n), 0) FROM drained) AS n
 ), picked AS (
     {_PICK}
 {_PICK_FROM}
     ORDER BY priority DESC, available_at
     LIMIT least($3, coalesce(
-        (SELECT greatest(0, s.max_inflight - s.leased + (SELECT count(*) FROM expired)) FROM slot AS s), 0))
+        (SELECT greatest(0, s.max_inflight - s.leased + (SELECT n FROM freed)) FROM slot AS s), 0))
     FOR UPDATE SKIP LOCKED
 ), leased AS (
 {_LEASE}
@@ -465,7 +471,7 @@ WITH slot AS MATERIALIZED (
     SELECT $1, $2, 0, l.receipt::uuid, l.id::uuid, now() + make_interval(secs => $4) FROM leased AS l
     WHERE l.fate IS NULL
 ), counted AS (
-    UPDATE inflight_counts SET leased = leased - (SELECT count(*) FROM expired)
+    UPDATE inflight_counts SET leased = leased - (SELECT n FROM freed)
         + (SELECT count(*) FROM leased AS l WHERE l.fate IS NULL)
     WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
 )
@@ -480,11 +486,12 @@ MESSAGE_DEQUEUE_LIMITED = _dequeue(limited=True)
 # with its deadline (`inflight_leases`, by receipt). Its dequeue (`MESSAGE_DEQUEUE_LIMITED`) locks the counter row
 # first, so the topic's dequeues take turns on every instance (no two can both see room for the last slot);
 # deletes the recorded leases past their deadline (a lapsed lease frees its slot at its deadline, found by
-# `inflight_leases_deadline_idx`, never by scanning the queue); leases at most `max_inflight - leased` messages;
-# and records and counts in what it leased. An ack, a nack (and `MESSAGE_EXTEND_COUNTED`, which moves a lease's
-# deadline) of a tenant with limited topics deletes the recorded lease by its receipt and counts it out, after
-# locking the counter (the same order as the dequeue: counter, then leases). A lease no longer recorded counts
-# nothing. Topics without a limit have neither row, and their tenants' statements are the ones above, unchanged.
+# their key, never by scanning the queue); leases at most `max_inflight - leased` messages;
+# and records and counts in what it leased. An ack or a nack of a tenant with limited topics deletes the recorded
+# lease by its key (deadline, receipt) and notes it in `inflight_ended`, which the next dequeue counts out under
+# the counter's lock: acks never wait for the counter. `MESSAGE_EXTEND_COUNTED` moves a recorded lease's
+# deadline; a lease no longer recorded counts nothing. Topics without a limit have none of these rows, and their
+# tenants' statements are the ones above, unchanged.
 # `InflightKeeper` (mq.jobs) corrects what other paths leave behind (a purge, a delete, a TTL expiry of a leased
 # message): it deletes recorded leases whose message is no longer leased by that receipt and recounts.
 # A limited topic's first dequeue makes its counter, recording the leases in flight then (one pass over the
@@ -506,7 +513,8 @@ WHERE tenant_id = $1 AND topic = $2 AND group_id = 0"""
 # A topic's limit removed: its counter and recorded leases go (a new limit starts afresh, recording what is in
 # flight then).
 INFLIGHT_DROP = """
-WITH leases AS (DELETE FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = 0)
+WITH leases AS (DELETE FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = 0),
+ended AS (DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2 AND group_id = 0)
 DELETE FROM inflight_counts WHERE tenant_id = $1 AND topic = $2 AND group_id = 0"""
 # The keeper (`mq.jobs.InflightKeeper`): every counter, and whether its topic is still limited.
 INFLIGHT_COUNTERS = """
@@ -526,6 +534,8 @@ WITH stale AS (
       AND (l.deadline <= now() OR NOT EXISTS (
           SELECT FROM messages AS m WHERE m.id = l.message_id AND m.status = 'processing' AND m.receipt = l.receipt))
     RETURNING 1
+), drained AS (
+    DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
 )
 UPDATE inflight_counts SET leased = (
     SELECT count(*) FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
@@ -596,6 +606,7 @@ def _ack_batch(*, logged: bool, counted: bool) -> str:
     )
     count = f""", {_COUNT_OUT.format(rows="gone")}""" if counted else ""
     columns = ", m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at" if logged else ""
+    columns += ", m.available_at AS deadline" if counted else ""
     return f"""
 WITH found AS MATERIALIZED (
     SELECT m.id, m.status, m.receipt
@@ -610,23 +621,18 @@ WITH found AS MATERIALIZED (
 SELECT id, topic, receipt FROM gone"""
 
 
-# Leases of limited topics that ended (acked, nacked: `rows` has `topic` and `receipt`), freed: their counters are
-# locked first, in topic order (as a dequeue takes its counter before the leases, and two acks of several topics
-# take theirs in one order), then their recorded leases deleted and counted out. A lease already past its
-# deadline was freed by a dequeue: it is no longer recorded, and counts nothing.
-_COUNT_OUT = """freed_slots AS MATERIALIZED (
-    SELECT c.topic FROM inflight_counts AS c
-    WHERE c.tenant_id = $1 AND c.group_id = 0 AND c.topic IN (SELECT topic FROM {rows})
-    ORDER BY c.topic FOR UPDATE
-), freed AS (
+# Leases of limited topics that ended (acked, nacked: `rows` has `topic`, `deadline` and `receipt`): their records
+# deleted (by the key: each is one probe) and how many noted in `inflight_ended`, which the topic's next dequeue
+# counts out under its counter's lock. An ack never waits for the counter. A lease already past its deadline was
+# freed by a dequeue: it is no longer recorded, and counts nothing.
+_COUNT_OUT = """freed AS (
     DELETE FROM inflight_leases AS l USING {rows} AS r
-    WHERE l.tenant_id = $1 AND l.topic = r.topic AND l.group_id = 0 AND l.receipt = r.receipt::uuid
-      AND (SELECT count(*) FROM freed_slots) >= 0
+    WHERE l.tenant_id = $1 AND l.topic = r.topic AND l.group_id = 0 AND l.deadline = r.deadline
+      AND l.receipt = r.receipt::uuid
     RETURNING l.topic
-), counted AS (
-    UPDATE inflight_counts AS c SET leased = c.leased - o.n
-    FROM (SELECT topic, count(*) AS n FROM freed GROUP BY topic) AS o
-    WHERE c.tenant_id = $1 AND c.topic = o.topic AND c.group_id = 0
+), ended AS (
+    INSERT INTO inflight_ended (tenant_id, topic, group_id, n)
+    SELECT $1, topic, 0, count(*) FROM freed GROUP BY topic
 )"""
 MESSAGE_ACK_BATCH_LOGGED = _ack_batch(logged=True, counted=False)
 MESSAGE_ACK_BATCH_COUNTED = _ack_batch(logged=False, counted=True)
@@ -811,11 +817,11 @@ def _nack(merged: bool, counted: bool = False) -> str:
         return statement
     nack = statement.replace(
         "SELECT m.id, m.retry_count + 1 AS attempts,",
-        "SELECT m.id, m.topic AS was, m.receipt, m.retry_count + 1 AS attempts,",
-    ).replace("RETURNING cur.outcome, m.topic", "RETURNING cur.outcome, m.topic, cur.was, cur.receipt")
+        "SELECT m.id, m.topic AS was, m.receipt, m.available_at AS deadline, m.retry_count + 1 AS attempts,",
+    ).replace("RETURNING cur.outcome, m.topic", "RETURNING cur.outcome, m.topic, cur.was, cur.receipt, cur.deadline")
     return f"""
 WITH nacked AS ({nack}
-), ended AS (SELECT was AS topic, receipt FROM nacked), {_COUNT_OUT.format(rows="ended")}
+), leases AS (SELECT was AS topic, receipt, deadline FROM nacked), {_COUNT_OUT.format(rows="leases")}
 SELECT outcome, topic FROM nacked"""
 
 
@@ -881,24 +887,23 @@ UPDATE messages SET available_at = now() + make_interval(secs => $4), updated_at
 WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
   AND owed IS NULL
 RETURNING available_at"""
-# The same for a tenant with limited topics: a limited topic's recorded lease moves with it, under its counter's
-# lock; a lease no longer recorded (past its deadline, its slot freed) is not extended (lease_lost), or the topic
-# could have more leases in flight than its limit.
+# The same for a tenant with limited topics: a limited topic's recorded lease moves with it (its row lock orders
+# it with a dequeue freeing it at its deadline); a lease no longer recorded (its slot freed) is not extended
+# (lease_lost), or the topic could have more leases in flight than its limit.
 MESSAGE_EXTEND_COUNTED = """
 WITH target AS MATERIALIZED (
-    SELECT id, topic, receipt FROM messages
+    SELECT id, topic, receipt, available_at FROM messages
     WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
       AND owed IS NULL
     FOR UPDATE
 ), slot AS MATERIALIZED (
     SELECT 1 FROM inflight_counts AS c
     WHERE c.tenant_id = $1 AND c.topic = (SELECT topic FROM target) AND c.group_id = 0
-    FOR UPDATE
 ), lease AS MATERIALIZED (
     UPDATE inflight_leases AS l SET deadline = now() + make_interval(secs => $4)
     FROM target AS t
-    WHERE l.tenant_id = $1 AND l.topic = t.topic AND l.group_id = 0 AND l.receipt = t.receipt
-      AND (SELECT count(*) FROM slot) >= 0
+    WHERE l.tenant_id = $1 AND l.topic = t.topic AND l.group_id = 0 AND l.deadline = t.available_at
+      AND l.receipt = t.receipt AND (SELECT count(*) FROM slot) >= 0
     RETURNING 1
 )
 UPDATE messages AS m SET available_at = now() + make_interval(secs => $4), updated_at = now()
