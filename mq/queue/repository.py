@@ -320,7 +320,8 @@ class MessageRepository:
                 async with self.pool.acquire() as conn, conn.transaction():
                     if await conn.fetchval(sql.MESSAGE_EXPIRE_TWINS, tenant_id, message_id, *self._expiry_defaults):
                         continue
-                    topic = await conn.fetchval(sql.MESSAGE_DELETE_SUPERSEDED, tenant_id, message_id, receipt)
+                    superseded = sql.MESSAGE_DELETE_SUPERSEDED_COUNTED if counted else sql.MESSAGE_DELETE_SUPERSEDED
+                    topic = await conn.fetchval(superseded, tenant_id, message_id, receipt)
                     return None if topic is None else ("retry", topic)
             return None if row is None else (row["outcome"], row["topic"])
         raise errors.Unavailable("the message's key kept changing; retry the nack")

@@ -867,6 +867,14 @@ MESSAGE_DELETE_SUPERSEDED = """
 DELETE FROM messages
 WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
 RETURNING topic"""
+# The same for a tenant with limited topics: the lease's slot is freed too.
+MESSAGE_DELETE_SUPERSEDED_COUNTED = f"""
+WITH gone AS (
+    DELETE FROM messages
+    WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
+    RETURNING topic, receipt, available_at AS deadline
+), {_COUNT_OUT.format(rows="gone")}
+SELECT topic FROM gone"""
 
 # Before a nack's retry or a requeue would collide with a pending twin of the same key: expire that twin if its
 # TTL passed (a dead twin supersedes nothing and blocks nothing). $2 the message's id, $3 default expire_to_dlq,

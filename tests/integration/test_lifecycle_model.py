@@ -66,6 +66,8 @@ class Lifecycle(RuleBasedStateMachine):
     server: Server
     database_url: str
     tenant_slug: str
+    #: The topic's max_inflight (`LimitedLifecycle`), or None.
+    limit: int | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -74,8 +76,12 @@ class Lifecycle(RuleBasedStateMachine):
         self.http = httpx.Client(
             base_url=self.server.base_url, auth=ADMIN, headers={"X-Tenant": self.tenant_slug}, timeout=30
         )
-        r = self.http.put(f"/api/topic-configs/{self.topic}", json={"max_retries": MAX_RETRIES, "replayable": True})
+        config = {"max_retries": MAX_RETRIES, "replayable": True, "max_inflight": self.limit}
+        r = self.http.put(f"/api/topic-configs/{self.topic}", json=config)
         assert r.status_code == 200, r.text
+        #: With a limit: the messages whose lease holds a slot, as the server records them (a lapsed lease's is
+        #: freed by the topic's next dequeue; a message deleted without an ack keeps its slot)
+        self.held: set[str] = set()
         self.messages: dict[str, Message] = {}
         # the message log: each successful ack, in order (id, payload, key), and each entry's metadata
         self.logged: list[tuple[str, bytes, str | None]] = []
@@ -146,6 +152,9 @@ class Lifecycle(RuleBasedStateMachine):
         r = self.http.post("/api/messages/dequeue", json={"topic": topic, "count": count})
         assert r.status_code == 200, r.text
         got = {m["id"]: m for m in r.json()["messages"]}
+        if self.limit is not None and not dlq:
+            self._check_leased(got, self._limited_dequeue(count))
+            return
         expected = []
         for m in sorted((m for m in self.messages.values() if m.topic == topic), key=lambda m: (m.tick, m.id)):
             if len(expected) == count:
@@ -161,6 +170,37 @@ class Lifecycle(RuleBasedStateMachine):
                     continue
                 m.retry_count += 1
             expected.append(m)
+        self._check_leased(got, expected)
+
+    def _limited_dequeue(self, count: int) -> list[Message]:
+        """What the server's limited dequeue leases (`MessageRepository.dequeue`): the lapsed leases' slots freed
+        first, then statements of at most the room left; a lapsed message dead-lettered takes its place in a
+        statement without a slot, and the next statement asks for as many as were dead-lettered, only when the
+        last one got all it asked for."""
+        self.held = {i for i in self.held if not (i in self.messages and self.messages[i].lapsed)}
+        assert self.limit is not None
+        room, wanted, leased = self.limit - len(self.held), count, []
+        while True:
+            ask = min(wanted, room)
+            ordered = sorted((m for m in self.messages.values() if m.topic == self.topic), key=lambda m: (m.tick, m.id))
+            rows = [m for m in ordered if m.takeable][:ask]
+            fated = [m for m in rows if m.status == "processing" and m.retry_count + 1 >= m.max_retries]
+            for m in rows:
+                if m in fated:
+                    self._to_dlq(m)
+                    continue
+                if m.status == "processing":
+                    m.retry_count += 1
+                m.status, m.lapsed = "processing", False
+                leased.append(m)
+                room -= 1
+            if not fated or len(rows) != wanted:
+                break
+            wanted = len(fated)
+        self.held |= {m.id for m in leased}
+        return leased
+
+    def _check_leased(self, got: dict[str, Any], expected: list[Message]) -> None:
         assert sorted(got) == sorted(m.id for m in expected), (got.keys(), [m.id for m in expected])
         for m in expected:
             view = got[m.id]
@@ -191,6 +231,7 @@ class Lifecycle(RuleBasedStateMachine):
         expected = self._lease_outcome(m, receipt)
         assert r.status_code == (204 if expected == 200 else expected), r.text
         if expected == 200:
+            self.held.discard(m.id)
             del self.messages[m.id]
             if not m.in_dlq:  # the DLQ is a topic of its own, not replayable
                 self.logged.append((m.id, m.payload, m.key))
@@ -214,6 +255,7 @@ class Lifecycle(RuleBasedStateMachine):
         if expected != 200:
             return
         outcome = r.json()["outcome"]
+        self.held.discard(m.id)  # its slot is free (superseded by a twin too)
         m.receipt, m.lapsed = None, False
         if saved is not None:
             m.metadata = {**(m.metadata or {}), **saved}
@@ -243,6 +285,8 @@ class Lifecycle(RuleBasedStateMachine):
             f"/api/messages/{m.id}/visibility", json={"receipt": receipt, "visibility_timeout_seconds": 300}
         )
         expected = self._lease_outcome(m, receipt)
+        if expected == 200 and self.limit is not None and m.topic == self.topic and m.id not in self.held:
+            expected = 409  # its slot was freed (a dequeue after its lease lapsed): lease_lost
         assert r.status_code == expected, r.text
         if expected == 200:
             m.lapsed = False
@@ -253,8 +297,15 @@ class Lifecycle(RuleBasedStateMachine):
         m = data.draw(self._pick(processing=True).filter(lambda m: not m.lapsed))
         n = next(self.lapses)
         self._sql(
-            "UPDATE messages SET available_at = '2000-01-01T00:00:00Z'::timestamptz + make_interval(secs => $2)"
-            " WHERE id = $1::uuid",
+            """WITH lapsed AS (
+                   SELECT id, available_at, receipt FROM messages WHERE id = $1::uuid
+               ), ledger AS (  -- a limited topic's recorded lease lapses with it
+                   UPDATE inflight_leases AS l
+                   SET deadline = '2000-01-01T00:00:00Z'::timestamptz + make_interval(secs => $2)
+                   FROM lapsed AS x WHERE l.receipt = x.receipt AND l.deadline = x.available_at
+               )
+               UPDATE messages SET available_at = '2000-01-01T00:00:00Z'::timestamptz + make_interval(secs => $2)
+               WHERE id = $1::uuid""",
             m.id,
             float(n),
         )
@@ -363,10 +414,20 @@ class Lifecycle(RuleBasedStateMachine):
         assert [e["metadata"] for e in log] == self.logged_metadata
 
 
-def test_the_message_lifecycle_matches_its_model(server: Server, database_url: str, tenant: Any) -> None:
-    Lifecycle.server, Lifecycle.database_url, Lifecycle.tenant_slug = server, database_url, tenant.slug
+class LimitedLifecycle(Lifecycle):
+    """The same lifecycle on a topic with `max_inflight` 2: what each dequeue leases follows the slots the model
+    holds, and a lease whose slot was freed cannot be extended."""
+
+    limit = 2
+
+
+@pytest.mark.parametrize("machine", [Lifecycle, LimitedLifecycle], ids=["unlimited", "max_inflight"])
+def test_the_message_lifecycle_matches_its_model(
+    server: Server, database_url: str, tenant: Any, machine: type[Lifecycle]
+) -> None:
+    machine.server, machine.database_url, machine.tenant_slug = server, database_url, tenant.slug
     run_state_machine_as_test(
-        Lifecycle,
+        machine,
         settings=settings(
             max_examples=int(os.environ.get("SKIPLOCK_MODEL_EXAMPLES", "12")),
             stateful_step_count=30,
