@@ -98,6 +98,8 @@ def _avro(schema: Any) -> Checker:
             datum = _DECODE(payload)
         except msgspec.DecodeError as exc:
             return Violation("", f"the payload is not JSON: {exc}")
+        if avro_validate(datum, parsed, raise_errors=False):  # (with raise_errors, 18 µs instead of 5.7)
+            return None
         try:
             avro_validate(datum, parsed, raise_errors=True)
         except AvroValidationError as exc:
