@@ -14,10 +14,9 @@ from typing import Any
 
 import asyncpg
 import msgspec
-import psutil
 
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, CLIENTS, PAYLOAD, PAYLOAD_B64, SECONDS, TENANT, Side, compare
+from bench.run import PAYLOAD, PAYLOAD_B64, SECONDS, Side, compare, connected, cpu_seconds
 from mq.ids import uuid7_batch
 
 GROUPS = ("billing", "shipping", "audit")
@@ -29,16 +28,8 @@ Op = Callable[[HttpConnection], Awaitable[int]]
 async def measure_groups(
     pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int
 ) -> list[dict[str, Any]]:
-    server = psutil.Process(server_pid)
-
-    def cpu() -> float:
-        times = server.cpu_times()
-        return float(times.user + times.system)
-
-    host, port = base_url.removeprefix("http://").split(":")
-    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
-    for c in http:
-        await c.connect()
+    cpu = cpu_seconds(server_pid)
+    http = await connected(base_url)
     for name in GROUPS:
         status, _ = await http[0].request("POST", f"/api/topics/{GROUPED}/consumer-groups", {"consumer_group": name})
         assert status in (201, 409), status

@@ -10,11 +10,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
-import psutil
 
 from bench.groups import fill
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, CLIENTS, SECONDS, TENANT, Side, compare
+from bench.run import SECONDS, Side, compare, connected, cpu_seconds
 
 PLAIN, LIMITED = "bench-plain", "bench-limited-inflight"
 LIMIT = 1000
@@ -23,16 +22,8 @@ LIMIT = 1000
 async def measure_inflight(
     pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int
 ) -> list[dict[str, Any]]:
-    server = psutil.Process(server_pid)
-
-    def cpu() -> float:
-        times = server.cpu_times()
-        return float(times.user + times.system)
-
-    host, port = base_url.removeprefix("http://").split(":")
-    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
-    for c in http:
-        await c.connect()
+    cpu = cpu_seconds(server_pid)
+    http = await connected(base_url)
     status, answer = await http[0].request("PUT", f"/api/topic-configs/{LIMITED}", {"max_inflight": LIMIT})
     assert status == 200, (status, answer)
 

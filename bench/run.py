@@ -152,6 +152,15 @@ def cpu_seconds(pid: int) -> Callable[[], float]:
     return read
 
 
+async def connected(base_url: str, tenant: str = TENANT, n: int = CLIENTS) -> list[HttpConnection]:
+    """`n` connections to the API, each as the admin addressing `tenant`."""
+    host, port = base_url.removeprefix("http://").split(":")
+    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": tenant}) for _ in range(n)]
+    for c in http:
+        await c.connect()
+    return http
+
+
 def batch_body(n: int, topic: str = "bench-batch") -> bytes:
     return msgspec.json.encode({"topic": topic, "messages": [{"payload": PAYLOAD_B64}] * n})
 
@@ -359,10 +368,7 @@ async def compare(key: str, target: float, base: Side, measured: Side, baseline:
 async def measure(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int) -> list[dict[str, Any]]:
     """Every workload in ROUNDS interleaved raw/API rounds: both sides see the same machine weather."""
     await pool.execute(RAW_SCHEMA)
-    host, port = base_url.removeprefix("http://").split(":")
-    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
-    for c in http:
-        await c.connect()
+    http = await connected(base_url)
     sql = [await pool.acquire() for _ in range(CLIENTS)]
     rows = []
     try:
@@ -440,16 +446,8 @@ async def measure_topic_configs(
     """What a topic config costs: the same requests on a topic with a max_depth (never reached) or a
     throughput_limit (far above the achievable rate) and on an unconfigured topic, in interleaved rounds; with the
     server's CPU time per request on each side."""
-    server = psutil.Process(server_pid)
-
-    def cpu() -> float:
-        times = server.cpu_times()
-        return float(times.user + times.system)
-
-    host, port = base_url.removeprefix("http://").split(":")
-    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
-    for c in http:
-        await c.connect()
+    cpu = cpu_seconds(server_pid)
+    http = await connected(base_url)
     for topic, config in (
         ("bench-capped", {"max_depth": 1_000_000_000}),
         ("bench-limited", {"throughput_limit": 1_000_000}),

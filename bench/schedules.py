@@ -21,11 +21,10 @@ from typing import Any
 
 import asyncpg
 import msgspec
-import psutil
 
 from bench.groups import fill
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, CLIENTS, PAYLOAD_B64, ROOT, SECONDS, TENANT, Side, compare
+from bench.run import PAYLOAD_B64, ROOT, SECONDS, Side, compare, connected, cpu_seconds
 from tests.support.servers import scratch_dir
 
 SCHEDULES = int(os.environ.get("SKIPLOCK_BENCH_SCHEDULES", "100000"))
@@ -40,18 +39,10 @@ Op = Callable[[HttpConnection], Awaitable[int]]
 async def measure_schedules(
     pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int, database_url: str
 ) -> list[dict[str, Any]]:
-    server = psutil.Process(server_pid)
-
-    def cpu() -> float:
-        times = server.cpu_times()
-        return float(times.user + times.system)
-
+    cpu = cpu_seconds(server_pid)
     await _create(pool)
     worker = _start_worker(database_url)
-    host, port = base_url.removeprefix("http://").split(":")
-    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
-    for c in http:
-        await c.connect()
+    http = await connected(base_url)
     rows: list[dict[str, Any]] = []
     try:
         ticks = await _ticks_per_second(pool)

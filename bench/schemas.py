@@ -16,10 +16,9 @@ from typing import Any
 
 import asyncpg
 import msgspec
-import psutil
 
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, CLIENTS, TENANT, Side, compare
+from bench.run import Side, compare, connected, cpu_seconds
 
 PLAIN = "bench-unchecked"
 TOPICS = {"json_schema": "bench-json-schema", "avro": "bench-avro"}
@@ -89,16 +88,8 @@ Op = Callable[[HttpConnection], Awaitable[int]]
 async def measure_schemas(
     pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int
 ) -> list[dict[str, Any]]:
-    server = psutil.Process(server_pid)
-
-    def cpu() -> float:
-        times = server.cpu_times()
-        return float(times.user + times.system)
-
-    host, port = base_url.removeprefix("http://").split(":")
-    http = [HttpConnection(host, int(port), ADMIN, {"X-Tenant": TENANT}) for _ in range(CLIENTS)]
-    for c in http:
-        await c.connect()
+    cpu = cpu_seconds(server_pid)
+    http = await connected(base_url)
     for schema_format, schema in (("json_schema", ORDER_JSON_SCHEMA), ("avro", ORDER_AVRO)):
         body = {"schema_json": json.dumps(schema), "format": schema_format}
         status, answer = await http[0].request("PUT", f"/api/topic-schemas/{TOPICS[schema_format]}", body)
