@@ -6,7 +6,8 @@
 - a tick that happens twice (the clock goes back from 03:00 to 02:00) happens once, at its first occurrence, when
   the cron names the hour; crons whose hour field is `*` tick in both hours (every 30 minutes stays every 30
   minutes).
-Ticks are computed in local time and stored in UTC (`next_run_at`).
+The same holds for 6-field crons (seconds first): their minutes follow these rules, their seconds fall within each
+minute. Ticks are computed in local time and stored in UTC (`next_run_at`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mq import errors
 #: week does not walk 600,000 ticks); a sparser schedule walks from its due tick.
 _RECENT = timedelta(hours=1)
 _INSTANT = timedelta(microseconds=1)
+_MINUTE = timedelta(minutes=1)
 MAX_CRON_LENGTH = 200
 
 
@@ -54,9 +56,23 @@ class Cron:
         return cron
 
     def ticks_after(self, at: datetime) -> Iterator[datetime]:
-        """The ticks strictly after `at`, in UTC."""
-        for tick in CronSim(self.expression, at.astimezone(self.zone)):
-            yield tick.astimezone(UTC)
+        """The ticks strictly after `at`, in UTC. A 6-field cron's minutes are read as the 5-field cron of its
+        last five fields (cronsim applies its daylight-saving rules to those only), and its seconds field gives
+        the ticks within each of those minutes (read by cronsim too, in UTC: a minute has no clock change)."""
+        fields = self.expression.split()
+        if len(fields) == 5:
+            for tick in CronSim(self.expression, at.astimezone(self.zone)):
+                yield tick.astimezone(UTC)
+            return
+        seconds, minutes = f"{fields[0]} * * * * *", " ".join(fields[1:])
+        start = at.astimezone(UTC).replace(second=0, microsecond=0) - _INSTANT
+        for local in CronSim(minutes, start.astimezone(self.zone)):
+            minute = local.astimezone(UTC)
+            for tick in CronSim(seconds, minute - _INSTANT):
+                if tick >= minute + _MINUTE:
+                    break
+                if tick > at:
+                    yield tick
 
     def next_after(self, at: datetime) -> datetime:
         return next(self.ticks_after(at))

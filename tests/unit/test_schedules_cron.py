@@ -45,6 +45,27 @@ def test_a_named_hour_that_happens_twice_ticks_once_and_a_wildcard_hour_in_both(
     ]
 
 
+def test_six_field_crons_follow_the_same_daylight_saving_rules() -> None:
+    daily = Cron.parse("15 30 2 * * *", BERLIN)
+    assert ticks(daily, datetime(2026, 3, 27, 12, tzinfo=UTC), 3) == [
+        "2026-03-28T02:30:15+01:00",
+        "2026-03-29T03:00:15+02:00",  # the night 02:30 does not exist: just after the jump, once
+        "2026-03-30T02:30:15+02:00",
+    ]
+    assert ticks(daily, datetime(2026, 10, 23, 12, tzinfo=UTC), 3) == [
+        "2026-10-24T02:30:15+02:00",
+        "2026-10-25T02:30:15+02:00",  # once, the night 02:30 happens twice
+        "2026-10-26T02:30:15+01:00",
+    ]
+    every_20s = Cron.parse("*/20 0 2 * * *", BERLIN)
+    assert ticks(every_20s, datetime(2026, 10, 24, 23, 59, 50, tzinfo=UTC), 4) == [
+        "2026-10-25T02:00:00+02:00",
+        "2026-10-25T02:00:20+02:00",
+        "2026-10-25T02:00:40+02:00",
+        "2026-10-26T02:00:00+01:00",
+    ]
+
+
 def test_six_fields_have_seconds_first_and_ticks_are_utc() -> None:
     cron = Cron.parse("15 */2 * * * *", "UTC")
     start = datetime(2026, 1, 1, tzinfo=UTC)
