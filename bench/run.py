@@ -6,8 +6,8 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3), SKIPLOCK_BENCH_PAYLOAD_BYTES
-(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll; and
-schedules, run on its own: see bench/RESULTS.md).
+(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,schedules;
+schedules runs last, about 10 minutes, on an API of its own without hosted workers: see bench/schedules.py).
 Raw and API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
@@ -64,7 +64,7 @@ ADMIN = ("bench-admin", "bench-admin-password")
 # to long-polling consumers, end-to-end latency against a raw-SQL LISTEN/NOTIFY loop, bench/longpoll.py).
 PARTS = set(
     os.environ.get(
-        "SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll"
+        "SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,schedules"
     ).split(",")
 )
 TENANT = "bench"
@@ -327,19 +327,28 @@ class Side:
     cpu: Callable[[], float] | None = None
 
 
-async def compare(key: str, target: float, base: Side, measured: Side, baseline: str | None = None) -> dict[str, Any]:
-    """ROUNDS interleaved rounds of `base` and `measured`; the ratio is the median of measured/base per round.
+async def compare(
+    key: str,
+    target: float,
+    base: Side,
+    measured: Side,
+    baseline: str | None = None,
+    rounds: int = ROUNDS,
+    seconds: float = SECONDS,
+) -> dict[str, Any]:
+    """`rounds` interleaved rounds of `base` and `measured`, `seconds` each; the ratio is the median of
+    measured/base per round.
     Odd rounds run `measured` first: whatever the first side leaves behind (autovacuum of its rows, a checkpoint
     of its WAL) does not always fall on the same side."""
     results: tuple[list[Result], list[Result]] = ([], [])
     cpu_us = [0.0, 0.0]
     ratios = []
-    for round_number in range(ROUNDS):
+    for round_number in range(rounds):
         order = ((0, base), (1, measured)) if round_number % 2 == 0 else ((1, measured), (0, base))
         for n, side in order:
             await side.setup()
             before = side.cpu() if side.cpu else 0.0
-            results[n].append(await run_clients(key, side.clients, side.op))
+            results[n].append(await run_clients(key, side.clients, side.op, seconds))
             cpu_us[n] += ((side.cpu() - before) * 1e6) if side.cpu else 0.0
         ratios.append(results[1][-1].rate / results[0][-1].rate if results[0][-1].rate else 0.0)
     row: dict[str, Any] = {
@@ -537,8 +546,12 @@ def merged(results: list[Result]) -> Result:
 # --- orchestration -------------------------------------------------------------------------------------------
 
 
-def start_api(database_url: str, redis_url: str, data_dir: Path, module: str = "skiplock") -> Server:
-    """`python -m skiplock` (or the auth-less `bench.noauth`) on the benchmark's database."""
+def start_api(
+    database_url: str, redis_url: str, data_dir: Path, module: str = "skiplock", run_workers: bool | None = None
+) -> Server:
+    """`python -m skiplock` (or the auth-less `bench.noauth`) on the benchmark's database; `run_workers`: whether
+    it runs the workers' jobs too (None: SKIPLOCK_BENCH_API_WORKERS, true by default)."""
+    hosted = os.environ.get("SKIPLOCK_BENCH_API_WORKERS", "true") if run_workers is None else str(run_workers)
     env = {
         "SKIPLOCK_DATABASE_URL": database_url,
         "SKIPLOCK_REDIS_URL": redis_url,
@@ -549,7 +562,7 @@ def start_api(database_url: str, redis_url: str, data_dir: Path, module: str = "
         "SKIPLOCK_WORKERS": os.environ.get("SKIPLOCK_BENCH_WORKERS", "1"),
         # The API runs the workers' jobs too, as `make run` does; SKIPLOCK_BENCH_API_WORKERS=false runs it alone,
         # as a deployment does (part `schedules` fires from a worker process of its own)
-        "SKIPLOCK_RUN_WORKERS": os.environ.get("SKIPLOCK_BENCH_API_WORKERS", "true"),
+        "SKIPLOCK_RUN_WORKERS": hosted.lower(),
     }
     return start_server(env, data_dir=data_dir, command=("-m", module))
 
@@ -590,10 +603,6 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.groups import measure_groups  # noqa: PLC0415 - it imports this module
 
             rows += await measure_groups(pool, api.base_url, tenant_id, api.process.pid)
-        if "schedules" in PARTS:
-            from bench.schedules import measure_schedules  # noqa: PLC0415 - it imports this module
-
-            rows += await measure_schedules(pool, api.base_url, tenant_id, api.process.pid, database_url)
         if "inflight" in PARTS:
             from bench.inflight import measure_inflight  # noqa: PLC0415 - it imports this module
 
@@ -618,6 +627,12 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.longpoll import measure_longpoll  # noqa: PLC0415 - it imports this module
 
             rows.append(await measure_longpoll(pool, database_url, api.base_url, api.process.pid))
+        if "schedules" in PARTS:  # last, on an API without hosted workers: a worker process of its own fires
+            from bench.schedules import measure_schedules  # noqa: PLC0415 - it imports this module
+
+            stop_server(api)
+            api = start_api(database_url, redis_url, scratch / "data", run_workers=False)
+            rows += await measure_schedules(pool, api.base_url, tenant_id, api.process.pid, database_url)
     finally:
         await pool.close()
         stop_server(api)

@@ -163,9 +163,10 @@ class GroupSettler:
 
 
 class InflightKeeper:
-    """The limited topics' counters (`mq.queue.sql`, "Concurrency limits"): each recounted from its recorded
-    leases, after deleting those past their deadline or whose message is no longer leased by them (a purge, a
-    delete, a TTL expiry of a leased message); the counters of topics no longer limited dropped."""
+    """The limited topics' counters (`mq.queue.sql`, "Concurrency limits"), their own and their consumer groups':
+    each recounted from its recorded leases, after deleting those past their deadline or whose message (delivery)
+    is no longer leased by them (a purge, a delete, a TTL expiry of a leased message); the counters of topics no
+    longer limited, or of groups deleted, dropped."""
 
     name = "inflight_keeper"
 
@@ -179,13 +180,13 @@ class InflightKeeper:
                 return JobResult(ran=False)
             c = conn.connection
             freed = 0
-            for tenant_id, topic, limited in await c.fetch(sql.INFLIGHT_COUNTERS):
+            for tenant_id, topic, group_id, limited in await c.fetch(sql.INFLIGHT_COUNTERS):
                 if not limited:
-                    await c.execute(sql.INFLIGHT_DROP, tenant_id, topic)
+                    await c.execute(sql.INFLIGHT_DROP_GROUP, tenant_id, topic, group_id)
                     continue
                 async with c.transaction():
-                    await c.execute(sql.INFLIGHT_LOCK, tenant_id, topic)
-                    freed += await c.fetchval(sql.INFLIGHT_RECOUNT, tenant_id, topic) or 0
+                    await c.execute(sql.INFLIGHT_LOCK, tenant_id, topic, group_id)
+                    freed += await c.fetchval(sql.INFLIGHT_RECOUNT, tenant_id, topic, group_id) or 0
             await conn.record_run(self.name, time.perf_counter() - started, freed)
         return JobResult(ran=True, rows=freed)
 

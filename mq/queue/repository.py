@@ -102,6 +102,24 @@ class MessageRepository:
             _raise_refusal(exc)
             raise
 
+    async def insert_plain(
+        self, ids: Sequence[uuid.UUID], rows: Sequence[tuple[int, NewRow]], conn: asyncpg.Connection[Record]
+    ) -> None:
+        """(tenant, row) of keyless rows of topics without groups, stored without caps, in `conn`'s transaction
+        (`sql.MESSAGE_INSERT_PLAIN`)."""
+        await conn.execute(
+            sql.MESSAGE_INSERT_PLAIN,
+            [t for t, _ in rows],
+            ids,
+            [r.topic for _, r in rows],
+            [r.payload for _, r in rows],
+            [r.metadata_json for _, r in rows],
+            [r.priority for _, r in rows],
+            [r.max_retries for _, r in rows],
+            [float(r.delay_seconds) for _, r in rows],
+            [r.ttl_seconds for _, r in rows],
+        )
+
     async def insert_uniform(
         self,
         tenant_id: int,
@@ -186,7 +204,7 @@ class MessageRepository:
             )
             if limited and not rows and not started:
                 started = True
-                if await self.start_counting(tenant_id, topic):
+                if await self.start_counting(tenant_id, topic, 0):
                     continue  # the topic's counter did not exist yet: made now, try again
             taken = [DeadLettered(topic, r["fate"]) for r in rows if r["fate"] is not None]
             if not taken:
@@ -197,27 +215,41 @@ class MessageRepository:
             wanted = len(taken) if len(rows) == wanted else 0
         return delivered, dead
 
-    async def start_counting(self, tenant_id: int, topic: str) -> bool:
-        """Make a limited topic's counter, with the leases in flight now recorded; False when it existed."""
+    async def start_counting(self, tenant_id: int, topic: str, group_id: int) -> bool:
+        """Make a limited topic's counter (`group_id` 0), or one of its consumer groups', with the leases in flight
+        now recorded; False when it existed."""
         async with self.pool.acquire() as conn, conn.transaction():
-            if await conn.fetchval(sql.INFLIGHT_START, tenant_id, topic) is None:
+            if await conn.fetchval(sql.INFLIGHT_START, tenant_id, topic, group_id) is None:
                 return False
-            await conn.execute(sql.INFLIGHT_START_LEASES, tenant_id, topic)
+            if group_id:
+                await conn.execute(sql.GROUP_INFLIGHT_START_LEASES, tenant_id, topic, group_id)
+            else:
+                await conn.execute(sql.INFLIGHT_START_LEASES, tenant_id, topic)
             return True
 
     async def stop_counting(self, tenant_id: int, topic: str) -> None:
         await self.pool.execute(sql.INFLIGHT_DROP, tenant_id, topic)
 
     async def group_dequeue(
-        self, tenant_id: int, topic: str, group_id: int, count: int, visibility_seconds: float, consumer: str | None
+        self,
+        tenant_id: int,
+        topic: str,
+        group_id: int,
+        count: int,
+        visibility_seconds: float,
+        consumer: str | None,
+        *,
+        limited: bool = False,
     ) -> tuple[list[Record], list[DeadLettered]]:
         """Lease up to `count` of a consumer group's deliveries of the topic for `consumer`: the delivered rows, and
         the deliveries dead-lettered instead because their lease lapsed once too often (they use up the count: the
-        contract lets a dequeue answer fewer)."""
-        secret = secrets.token_hex(16)
-        rows = await self.pool.fetch(
-            sql.GROUP_DEQUEUE, tenant_id, topic, group_id, count, float(visibility_seconds), secret, consumer
-        )
+        contract lets a dequeue answer fewer). `limited`: the topic has a max_inflight, per group (the group's
+        counter row is made on its first dequeue)."""
+        statement = sql.GROUP_DEQUEUE_LIMITED if limited else sql.GROUP_DEQUEUE
+        arguments = (tenant_id, topic, group_id, count, float(visibility_seconds))
+        rows = await self.pool.fetch(statement, *arguments, secrets.token_hex(16), consumer)
+        if limited and not rows and await self.start_counting(tenant_id, topic, group_id):
+            rows = await self.pool.fetch(statement, *arguments, secrets.token_hex(16), consumer)
         spent = [r["id"] for r in rows if r["fate"] is not None]
         if not spent:
             return rows, []
@@ -238,11 +270,18 @@ class MessageRepository:
         return [r for r in rows if r["fate"] is None], dead
 
     async def group_ack(
-        self, tenant_id: int, group: str, ids: Sequence[uuid.UUID], receipts: Sequence[uuid.UUID | None]
+        self,
+        tenant_id: int,
+        group: str,
+        ids: Sequence[uuid.UUID],
+        receipts: Sequence[uuid.UUID | None],
+        *,
+        counted: bool = False,
     ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
         """The deliveries of the consumer group `group` that were acknowledged: message id -> (topic, the receipt of
-        the lease that ended)."""
-        rows = await self.pool.fetch(sql.GROUP_ACK, tenant_id, group, _id_list(ids), _id_list(receipts))
+        the lease that ended). `counted`: the tenant has limited topics (their groups' leases are counted out)."""
+        statement = sql.GROUP_ACK_COUNTED if counted else sql.GROUP_ACK
+        rows = await self.pool.fetch(statement, tenant_id, group, _id_list(ids), _id_list(receipts))
         return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
 
     async def group_statuses(self, tenant_id: int, group: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
@@ -349,11 +388,13 @@ class MessageRepository:
         delay_seconds: float | None,
         backoff: Sequence[int],
         metadata_json: str | None = None,
+        counted: bool = False,
     ) -> tuple[NackOutcome, str] | None:
         """A consumer group's nack: (outcome, the group's topic); None when no delivery of the group matched.
-        `metadata_json` is merged into the group's saved state (its delivery's), not the message's."""
+        `metadata_json` is merged into the group's saved state (its delivery's), not the message's. `counted`: the
+        tenant has limited topics (the lease is counted out of its group's counter)."""
         row = await self.pool.fetchrow(
-            sql.GROUP_NACK,
+            sql.GROUP_NACK_COUNTED if counted else sql.GROUP_NACK,
             tenant_id,
             group,
             message_id,
@@ -368,10 +409,19 @@ class MessageRepository:
         return None if row is None or row["outcome"] is None else (row["outcome"], row["topic"])
 
     async def group_extend(
-        self, tenant_id: int, group: str, message_id: uuid.UUID, receipt: uuid.UUID | None, seconds: float
+        self,
+        tenant_id: int,
+        group: str,
+        message_id: uuid.UUID,
+        receipt: uuid.UUID | None,
+        seconds: float,
+        counted: bool = False,
     ) -> datetime | None:
+        """The new deadline of the group's lease; None when none matched (or, `counted`, its lease on a limited
+        topic is no longer in flight)."""
+        statement = sql.GROUP_EXTEND_COUNTED if counted else sql.GROUP_EXTEND
         value: datetime | None = await self.pool.fetchval(
-            sql.GROUP_EXTEND, tenant_id, group, message_id, receipt, float(seconds)
+            statement, tenant_id, group, message_id, receipt, float(seconds)
         )
         return value
 

@@ -30,6 +30,7 @@ from mq.queue.types import (
     AckFailureCode,
     AckFailureView,
     AckFlags,
+    AdmittedTicks,
     BatchAckView,
     DeadLettered,
     EffectiveConfig,
@@ -95,14 +96,11 @@ class QueueService:
             self.wakeups.published(tenant_id, {item.topic: max(1, len(config.groups))})
         return message_id, inserted
 
-    async def store_ticks(
-        self, conn: Any, tenant_id: int, items: Sequence[EnqueueItem]
-    ) -> tuple[list[tuple[uuid.UUID, bool]], int]:
-        """Store schedules' messages into one topic, all or none, in the caller's transaction (`conn`,
-        `mq.schedules.firer`); no two of them share a key. The topic's schema, the tenant's quotas (payload size,
-        enqueue rate, max_messages, max_topics) and the topic's max_depth apply as to any producer, and refuse
-        with their errors. Returns each message's id and whether it is new, and how many waiting polls to wake
-        once the transaction commits (`wake_ticks`)."""
+    async def admit_ticks(self, tenant_id: int, items: Sequence[EnqueueItem]) -> AdmittedTicks:
+        """Schedules' messages into one topic (`mq.schedules.firer`), checked as any producer's are before their
+        statement: the topic's schema, the tenant's payload size and enqueue rate; refusals raise their errors.
+        The caps the statement itself checks (the tenant's max_messages and max_topics, the topic's max_depth)
+        come back as `admit`. No two of the items share a key."""
         topic = items[0].topic
         config = await self.configs.effective(tenant_id, topic)
         if config.schema is not None:
@@ -126,11 +124,22 @@ class QueueService:
         depths = ((topic, config.max_depth),) if config.max_depth is not None else ()
         caps = Caps(quotas.max_messages, quotas.max_topics, depths)
         admit = caps.arguments(Counter({topic: len(rows)})) if caps else None
-        ids = uuid7_batch(len(rows))
-        stored = await self.repository.insert_batch(tenant_id, ids, rows, admit, conn=conn)
+        return AdmittedTicks(tenant_id, rows, admit, max(1, len(config.groups)))
+
+    async def store_ticks(self, conn: Any, ticks: AdmittedTicks) -> list[tuple[uuid.UUID, bool]]:
+        """Store admitted ticks in the caller's transaction (`conn`), all or none: the caps in `admit` may refuse
+        them (raising their errors). Returns each message's id and whether it is new (False: a keyed tick updated
+        its pending twin)."""
+        ids = uuid7_batch(len(ticks.rows))
+        stored = await self.repository.insert_batch(ticks.tenant_id, ids, ticks.rows, ticks.admit, conn=conn)
         by_key = {r["key"]: (r["id"], r["inserted"]) for r in stored if r["key"] is not None}
-        outcomes = [by_key[item.key] if item.key is not None else (ids[n], True) for n, item in enumerate(items)]
-        return outcomes, max(1, len(config.groups))
+        return [by_key[row.key] if row.key is not None else (ids[n], True) for n, row in enumerate(ticks.rows)]
+
+    async def store_plain_ticks(self, conn: Any, batches: Sequence[AdmittedTicks]) -> None:
+        """Store ticks that nothing can refuse (`AdmittedTicks.plain`) of many tenants and topics in one statement,
+        in the caller's transaction."""
+        rows = [(b.tenant_id, row) for b in batches for row in b.rows]
+        await self.repository.insert_plain(uuid7_batch(len(rows)), rows, conn)
 
     def wake_ticks(self, tenant_id: int, topic: str, inserted: int, upserted: int, polls: int) -> None:
         """After a schedule's transaction committed: its messages counted and the topic's waiting polls woken."""
@@ -275,7 +284,7 @@ class QueueService:
         group_id = _group_of(config, topic, consumer_group)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
         rate = config.throughput_limit
-        limited = config.max_inflight is not None and group_id is None
+        limited = config.max_inflight is not None
         if wait_seconds <= 0:
             if config.paused:
                 return []
@@ -391,7 +400,7 @@ class QueueService:
         owes it). Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
-            flags = await self.configs.ack_flags(tenant_id) if consumer_group is None else NO_ACK_FLAGS
+            flags = await self._ack_flags(tenant_id, consumer_group)
             [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group, flags)
             if topic is STALE_RECEIPT:
                 raise errors.LeaseLost()
@@ -415,6 +424,13 @@ class QueueService:
             acked += part.acked
             failed += part.failed
         return BatchAckView(acked=acked, failed=failed)
+
+    async def _ack_flags(self, tenant_id: int, consumer_group: str | None) -> AckFlags:
+        """Which ack statement the tenant's acks take. A group's ack keeps nothing in the message log itself (the
+        message is kept by the ack of the last group that owed it, in `skiplock_group_ack`), and counts out the
+        leases of limited topics as any ack."""
+        flags = await self.configs.ack_flags(tenant_id)
+        return flags if consumer_group is None else AckFlags(False, flags.counted)
 
     async def _counted(self, tenant_id: int, topic: str, n: int, flags: AckFlags) -> None:
         """`n` acks of a topic in the metrics and the activity; in the log's metric too where the ack kept them;
@@ -444,7 +460,7 @@ class QueueService:
             else:
                 ids.append(mid)
                 receipts.append(rec)
-        flags = await self.configs.ack_flags(tenant_id) if consumer_group is None and ids else NO_ACK_FLAGS
+        flags = await self._ack_flags(tenant_id, consumer_group) if ids else NO_ACK_FLAGS
         claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group, flags) if ids else []
         acked = 0
         for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
@@ -490,14 +506,14 @@ class QueueService:
         if mid is None:
             raise errors.MessageNotFound()
         backoff = self.settings.retry_backoff_seconds
+        counted = (await self.configs.ack_flags(tenant_id)).counted
         if consumer_group is None:
-            counted = (await self.configs.ack_flags(tenant_id)).counted
             done = await self.repository.nack(
                 tenant_id, mid, rec, error, delay_seconds, backoff, metadata_json, counted
             )
         else:
             done = await self.repository.group_nack(
-                tenant_id, consumer_group, mid, rec, error, delay_seconds, backoff, metadata_json
+                tenant_id, consumer_group, mid, rec, error, delay_seconds, backoff, metadata_json, counted
             )
         if done is None:
             await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
@@ -512,7 +528,7 @@ class QueueService:
             self.activity.dead_lettered(tenant_id, topic)
         if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
             self.wakeups.published(tenant_id, {now_in: 1})
-        if consumer_group is None and (now_in != topic or delay_seconds or outcome == "failed"):
+        if counted and (now_in != topic or delay_seconds or outcome == "failed"):
             config = await self.configs.effective(tenant_id, topic)
             if config.max_inflight is not None:  # its slot is free: a waiting poll may take another message
                 self.wakeups.published(tenant_id, {topic: 1})
@@ -533,7 +549,14 @@ class QueueService:
                             "the lease passed its deadline and its slot of the topic's max_inflight was freed"
                         )
             else:
-                deadline = await self.repository.group_extend(tenant_id, consumer_group, mid, rec, seconds)
+                counted = (await self.configs.ack_flags(tenant_id)).counted
+                deadline = await self.repository.group_extend(tenant_id, consumer_group, mid, rec, seconds, counted)
+                if deadline is None and counted:
+                    statuses = await self.repository.group_statuses(tenant_id, consumer_group, [mid])
+                    if statuses.get(mid) == "processing":
+                        raise errors.LeaseLost(
+                            "the lease passed its deadline and its slot of the topic's max_inflight was freed"
+                        )
             if deadline is not None:
                 return deadline.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)

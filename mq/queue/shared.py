@@ -258,7 +258,7 @@ class SharedStatements:
             wanted = sum(d.limit for d in chosen)
             if group_id is not None:
                 delivered, dead = await self.repository.group_dequeue(
-                    tenant_id, topic, group_id, wanted, visibility, consumer
+                    tenant_id, topic, group_id, wanted, visibility, consumer, limited=limited
                 )
             else:
                 delivered, dead = await self.repository.dequeue(
@@ -284,7 +284,7 @@ class SharedStatements:
             if group is None:
                 deleted = await self.repository.ack_batch(tenant_id, ids, receipts, flags)
             else:
-                deleted = await self.repository.group_ack(tenant_id, group, ids, receipts)
+                deleted = await self.repository.group_ack(tenant_id, group, ids, receipts, counted=flags.counted)
             outcomes = credit(ids, receipts, deleted)
             return split(outcomes, [len(ack.ids) for ack in chosen])
 

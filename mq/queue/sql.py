@@ -293,6 +293,16 @@ FROM unnest({ids}, $8::bytea[], $9::text[]) AS u(id, payload, metadata)
 MESSAGE_INSERT_UNIFORM = _insert_uniform(admitted=False)
 MESSAGE_INSERT_UNIFORM_ADMITTED = _insert_uniform(admitted=True)
 
+# Messages of many tenants and topics that nothing refuses and that mint nothing (keyless, uncapped, topics without
+# consumer groups): the schedules' ticks of one firer's batch, one statement instead of one per (tenant, topic).
+# $1 tenants, $2 ids, $3 topics, $4 payloads, $5 metadata, $6 priorities, $7 max_retries, $8 delays, $9 ttls
+MESSAGE_INSERT_PLAIN = """INSERT INTO messages (id, tenant_id, topic, payload, metadata, priority, max_retries,
+                      available_at, expires_at)
+SELECT u.id, u.tenant_id, u.topic, u.payload, u.metadata::jsonb, u.priority, u.max_retries,
+       now() + make_interval(secs => u.delay), CASE WHEN u.ttl > 0 THEN now() + make_interval(secs => u.ttl) END
+FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::bytea[], $5::text[], $6::int2[], $7::int4[], $8::float8[],
+            $9::int4[]) AS u(tenant_id, id, topic, payload, metadata, priority, max_retries, delay, ttl)"""
+
 # --- Consumer groups -------------------------------------------------------------------------------------------
 # A topic with groups is consumed through them only. Each group owes each message once: a delivery row per
 # (message, group), minted by the statement that stores the message from the groups its topic has then (the
@@ -442,27 +452,11 @@ WITH picked AS (
     # turn; the leases past their deadline free their slots; then as many messages as there is room for, each
     # lease recorded with its deadline and counted in.
     return f"""
-WITH slot AS MATERIALIZED (
-    SELECT c.leased, coalesce(tc.max_inflight, 2147483647) AS max_inflight
-    FROM inflight_counts AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2
-    WHERE c.tenant_id = $1 AND c.topic = $2 AND c.group_id = 0
-    FOR UPDATE OF c
-), expired AS MATERIALIZED (
-    DELETE FROM inflight_leases AS l
-    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = 0 AND l.deadline <= now() AND EXISTS (SELECT FROM slot)
-    RETURNING 1
-), drained AS MATERIALIZED (
-    DELETE FROM inflight_ended AS e
-    WHERE e.tenant_id = $1 AND e.topic = $2 AND e.group_id = 0 AND EXISTS (SELECT FROM slot)
-    RETURNING e.n
-), freed AS MATERIALIZED (
-    SELECT (SELECT count(*) FROM expired) + (SELECT coalesce(sum(n), 0) FROM drained) AS n
-), picked AS (
+WITH {_LIMITED_SLOT.format(group="0")}, picked AS (
     {_PICK}
 {_PICK_FROM}
     ORDER BY priority DESC, available_at
-    LIMIT least($3, coalesce(
-        (SELECT greatest(0, s.max_inflight - s.leased + (SELECT n FROM freed)) FROM slot AS s), 0))
+    LIMIT least($3, {_ROOM})
     FOR UPDATE SKIP LOCKED
 ), leased AS (
 {_LEASE}
@@ -476,6 +470,30 @@ WITH slot AS MATERIALIZED (
     WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
 )
 SELECT * FROM leased"""
+
+
+# A limited dequeue's first steps (a topic's: group 0; a consumer group's: its id): the counter row locked, the
+# recorded leases past their deadline deleted, the ended ones drained; `freed` counts both, and `_ROOM` is how
+# many leases the dequeue may add.
+_LIMITED_SLOT = """slot AS MATERIALIZED (
+    SELECT c.leased, coalesce(tc.max_inflight, 2147483647) AS max_inflight
+    FROM inflight_counts AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2
+    WHERE c.tenant_id = $1 AND c.topic = $2 AND c.group_id = {group}
+    FOR UPDATE OF c
+), expired AS MATERIALIZED (
+    DELETE FROM inflight_leases AS l
+    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = {group} AND l.deadline <= now()
+      AND EXISTS (SELECT FROM slot)
+    RETURNING 1
+), drained AS MATERIALIZED (
+    DELETE FROM inflight_ended AS e
+    WHERE e.tenant_id = $1 AND e.topic = $2 AND e.group_id = {group} AND EXISTS (SELECT FROM slot)
+    RETURNING e.n
+), freed AS MATERIALIZED (
+    SELECT (SELECT count(*) FROM expired) + (SELECT coalesce(sum(n), 0) FROM drained) AS n
+)"""
+_ROOM = """coalesce(
+        (SELECT greatest(0, s.max_inflight - s.leased + (SELECT n FROM freed)) FROM slot AS s), 0)"""
 
 
 MESSAGE_DEQUEUE = _dequeue(limited=False)
@@ -494,10 +512,10 @@ MESSAGE_DEQUEUE_LIMITED = _dequeue(limited=True)
 # tenants' statements are the ones above, unchanged.
 # `InflightKeeper` (mq.jobs) corrects what other paths leave behind (a purge, a delete, a TTL expiry of a leased
 # message): it deletes recorded leases whose message is no longer leased by that receipt and recounts.
-# A limited topic's first dequeue makes its counter, recording the leases in flight then (one pass over the
-# topic's live messages). $2 topic
+# A limited topic's first dequeue makes its counter (a group's first dequeue, the group's), recording the leases in
+# flight then (one pass over the topic's live messages, or the group's deliveries). $2 topic, $3 group id (0: none)
 INFLIGHT_START = """
-INSERT INTO inflight_counts (tenant_id, topic, group_id, leased) VALUES ($1, $2, 0, 0)
+INSERT INTO inflight_counts (tenant_id, topic, group_id, leased) VALUES ($1, $2, $3, 0)
 ON CONFLICT DO NOTHING RETURNING 1"""
 INFLIGHT_START_LEASES = """
 WITH recorded AS (
@@ -510,38 +528,57 @@ WITH recorded AS (
 )
 UPDATE inflight_counts SET leased = leased + (SELECT count(*) FROM recorded)
 WHERE tenant_id = $1 AND topic = $2 AND group_id = 0"""
-# A topic's limit removed: its counter and recorded leases go (a new limit starts afresh, recording what is in
-# flight then).
+GROUP_INFLIGHT_START_LEASES = """
+WITH recorded AS (
+    INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
+    SELECT $1, $2, $3, d.receipt, d.message_id, d.available_at FROM deliveries AS d
+    WHERE d.group_id = $3 AND d.status = 'processing' AND d.available_at > now() AND d.receipt IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+UPDATE inflight_counts SET leased = leased + (SELECT count(*) FROM recorded)
+WHERE tenant_id = $1 AND topic = $2 AND group_id = $3"""
+# A topic's limit removed: its counters (its own and its groups') and recorded leases go (a new limit starts
+# afresh, recording what is in flight then).
 INFLIGHT_DROP = """
-WITH leases AS (DELETE FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = 0),
-ended AS (DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2 AND group_id = 0)
-DELETE FROM inflight_counts WHERE tenant_id = $1 AND topic = $2 AND group_id = 0"""
-# The keeper (`mq.jobs.InflightKeeper`): every counter, and whether its topic is still limited.
+WITH leases AS (DELETE FROM inflight_leases WHERE tenant_id = $1 AND topic = $2),
+ended AS (DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2)
+DELETE FROM inflight_counts WHERE tenant_id = $1 AND topic = $2"""
+# The keeper (`mq.jobs.InflightKeeper`): every counter, and whether its topic is still limited (and its group, if
+# it is a group's, still exists).
 INFLIGHT_COUNTERS = """
-SELECT c.tenant_id, c.topic, tc.max_inflight IS NOT NULL AS limited
-FROM inflight_counts AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = c.tenant_id AND tc.topic = c.topic
-WHERE c.group_id = 0"""
+SELECT c.tenant_id, c.topic, c.group_id,
+       tc.max_inflight IS NOT NULL AND (c.group_id = 0 OR EXISTS (
+           SELECT FROM consumer_groups AS g WHERE g.id = c.group_id AND g.tenant_id = c.tenant_id)) AS limited
+FROM inflight_counts AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = c.tenant_id AND tc.topic = c.topic"""
 # Then, per counter, in a transaction: its lock (so that the recount below sees every ack, nack and dequeue that
 # committed before it)...
-INFLIGHT_LOCK = "SELECT 1 FROM inflight_counts WHERE tenant_id = $1 AND topic = $2 AND group_id = 0 FOR UPDATE"
-# ... and the recount: recorded leases past their deadline, or whose message is no longer leased by that receipt
-# (purged, deleted, expired by its TTL while leased), are deleted; the counter becomes what is left. Answers how
-# many were deleted.
+INFLIGHT_LOCK = "SELECT 1 FROM inflight_counts WHERE tenant_id = $1 AND topic = $2 AND group_id = $3 FOR UPDATE"
+# ... and the recount: recorded leases past their deadline, or whose message (group: delivery) is no longer leased
+# by that receipt (purged, deleted, expired by its TTL while leased), are deleted; the counter becomes what is
+# left. Answers how many were deleted. A counter no longer wanted (`limited` false) is dropped with its leases.
 INFLIGHT_RECOUNT = """
 WITH stale AS (
     DELETE FROM inflight_leases AS l
-    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = 0
-      AND (l.deadline <= now() OR NOT EXISTS (
-          SELECT FROM messages AS m WHERE m.id = l.message_id AND m.status = 'processing' AND m.receipt = l.receipt))
+    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = $3
+      AND (l.deadline <= now() OR NOT CASE WHEN $3 = 0
+          THEN EXISTS (SELECT FROM messages AS m
+                       WHERE m.id = l.message_id AND m.status = 'processing' AND m.receipt = l.receipt)
+          ELSE EXISTS (SELECT FROM deliveries AS d WHERE d.group_id = $3 AND d.message_id = l.message_id
+                         AND d.status = 'processing' AND d.receipt = l.receipt) END)
     RETURNING 1
 ), drained AS (
-    DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
+    DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2 AND group_id = $3
 )
 UPDATE inflight_counts SET leased = (
-    SELECT count(*) FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
+    SELECT count(*) FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = $3
 ) - (SELECT count(*) FROM stale)
-WHERE tenant_id = $1 AND topic = $2 AND group_id = 0
+WHERE tenant_id = $1 AND topic = $2 AND group_id = $3
 RETURNING (SELECT count(*) FROM stale)"""
+INFLIGHT_DROP_GROUP = """
+WITH leases AS (DELETE FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = $3),
+ended AS (DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2 AND group_id = $3)
+DELETE FROM inflight_counts WHERE tenant_id = $1 AND topic = $2 AND group_id = $3"""
 
 # Seconds until the next live message of a topic becomes available (a delay or a lease ending): how long a long
 # poll that found nothing may sleep before it looks again, on the database's clock. Runs only on the empty
@@ -706,6 +743,26 @@ SELECT p.message_id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, 'spent', true
 FROM picked AS p WHERE p.spent"""
 
+# The same for a group of a limited topic: at most `max_inflight` of the group's deliveries leased at once, counted
+# as a topic's leases are (see "Concurrency limits"), on the group's own counter row (group_id: the group's id).
+GROUP_DEQUEUE_LIMITED = (
+    GROUP_DEQUEUE.replace("\nWITH picked AS (\n", f"\nWITH {_LIMITED_SLOT.format(group='$3')}, picked AS (\n", 1)
+    .replace("    LIMIT $4\n", f"    LIMIT least($4, {_ROOM})\n", 1)
+    .replace(
+        "    RETURNING m.id, m.payload, m.metadata, m.updated_at\n)\n",
+        """    RETURNING m.id, m.payload, m.metadata, m.updated_at
+), recorded AS (
+    INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
+    SELECT $1, $2, $3, l.receipt, l.message_id, l.available_at FROM leased AS l
+), counted AS (
+    UPDATE inflight_counts SET leased = leased - (SELECT n FROM freed) + (SELECT count(*) FROM leased)
+    WHERE tenant_id = $1 AND topic = $2 AND group_id = $3
+)
+""",
+        1,
+    )
+)
+
 # Strays: an instance whose cached topic config (`mq.queue.configs`) did not know a group yet, in the moments after
 # it was created on another instance, stores a message as for a topic without groups (no deliveries, `owed` NULL)
 # or without the new group's delivery. Once the caches' staleness has passed ($2 seconds after the group's
@@ -769,6 +826,33 @@ DELETED_GROUPS = "SELECT id FROM deleted_groups ORDER BY id LIMIT 100"
 # then each delivery by its primary key. $2 group name, $3 ids, $4 receipts
 GROUP_ACK = f"SELECT id, receipt, topic FROM skiplock_group_ack($1, $2, {_uuid_list('$3')}, {_uuid_list('$4')})"
 
+# A limited group's leases that ended (`gone`: topic, group_id, receipt, deadline), counted out as a topic's are
+# (`_COUNT_OUT`).
+_GROUP_COUNT_OUT = """freed AS (
+    DELETE FROM inflight_leases AS l USING gone AS r
+    WHERE l.tenant_id = $1 AND l.topic = r.topic AND l.group_id = r.group_id AND l.deadline = r.deadline
+      AND l.receipt = r.receipt
+    RETURNING l.topic, l.group_id
+), ended AS (
+    INSERT INTO inflight_ended (tenant_id, topic, group_id, n)
+    SELECT $1, topic, group_id, count(*) FROM freed GROUP BY topic, group_id
+)"""
+# The same for a tenant with limited topics: the acked deliveries' recorded leases are counted out of their groups'
+# counters, as a message's are (`_COUNT_OUT`). `leases` reads the deliveries as the statement began, before the
+# function deletes them; only those it deleted by the same receipt count.
+GROUP_ACK_COUNTED = f"""
+WITH leases AS MATERIALIZED (
+    SELECT d.message_id, d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({_uuid_list("$3")}) AND d.status = 'processing'
+), acked AS MATERIALIZED (
+    SELECT * FROM skiplock_group_ack($1, $2, {_uuid_list("$3")}, {_uuid_list("$4")})
+), gone AS (
+    SELECT l.topic, l.group_id, l.receipt, l.deadline
+    FROM leases AS l JOIN acked AS a ON a.id = l.message_id AND a.receipt = l.receipt
+), {_GROUP_COUNT_OUT}
+SELECT id, receipt, topic FROM acked"""
+
 # Why a group's ack matched nothing: each listed message's delivery status for the group, and whether the tenant
 # has a group of that name at all. $2 group name, $3 ids
 GROUP_LEASE_PROBE_MANY = f"""
@@ -789,12 +873,52 @@ SELECT outcome, topic FROM skiplock_group_nack(
     $1, (SELECT name FROM consumer_groups WHERE id = $2 AND tenant_id = $1), $3, NULL, $4, NULL, $5, $6, $7,
     NULL::jsonb)"""
 
+# The same for a tenant with limited topics: the nacked delivery's recorded lease is counted out of its group's
+# counter (read as the statement began, before the function changes it).
+GROUP_NACK_COUNTED = f"""
+WITH leases AS MATERIALIZED (
+    SELECT d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = $3 AND d.status = 'processing'
+      AND ($4::uuid IS NULL OR d.receipt = $4)
+), nacked AS MATERIALIZED (
+    {GROUP_NACK}
+), gone AS (
+    SELECT * FROM leases WHERE EXISTS (SELECT FROM nacked WHERE outcome IS NOT NULL)
+), {_GROUP_COUNT_OUT}
+SELECT outcome, topic FROM nacked"""
+
 # A group's visibility extension (its lease, as MESSAGE_EXTEND for a message). $2 group, $3 id, $4 receipt, $5 s
 GROUP_EXTEND = """
 UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $5)
 FROM consumer_groups AS g
 WHERE g.tenant_id = $1 AND g.name = $2 AND d.group_id = g.id AND d.message_id = $3 AND d.status = 'processing'
   AND ($4::uuid IS NULL OR d.receipt = $4)
+RETURNING d.available_at"""
+
+# The same for a tenant with limited topics: a limited group's recorded lease moves with it, as a message's does
+# (MESSAGE_EXTEND_COUNTED); a lease no longer recorded is not extended (lease_lost).
+GROUP_EXTEND_COUNTED = """
+WITH target AS MATERIALIZED (
+    SELECT d.group_id, d.message_id, d.receipt, d.available_at, g.topic
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = $3 AND d.status = 'processing'
+      AND ($4::uuid IS NULL OR d.receipt = $4)
+    FOR UPDATE OF d
+), slot AS MATERIALIZED (
+    SELECT 1 FROM inflight_counts AS c JOIN target AS t ON c.topic = t.topic AND c.group_id = t.group_id
+    WHERE c.tenant_id = $1
+), lease AS MATERIALIZED (
+    UPDATE inflight_leases AS l SET deadline = now() + make_interval(secs => $5)
+    FROM target AS t
+    WHERE l.tenant_id = $1 AND l.topic = t.topic AND l.group_id = t.group_id AND l.deadline = t.available_at
+      AND l.receipt = t.receipt AND (SELECT count(*) FROM slot) >= 0
+    RETURNING 1
+)
+UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $5)
+FROM target AS t
+WHERE d.group_id = t.group_id AND d.message_id = t.message_id
+  AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
 RETURNING d.available_at"""
 
 # Nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending, retry_count 0,

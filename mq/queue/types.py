@@ -10,6 +10,8 @@ from typing import Any, Literal, NamedTuple, get_args
 import msgspec
 from asyncpg.pgproto import pgproto
 
+from mq.queue.admission import AdmitArguments
+
 #: Deepest nesting of a message's `metadata` (objects and arrays).
 MAX_METADATA_DEPTH = 64
 MessageStatus = Literal["pending", "processing", "failed", "expired"]
@@ -86,6 +88,22 @@ class NewRow(msgspec.Struct, frozen=True, gc=False):
     grouped: bool = False
     #: The one consumer group the message is for (a replay's, `mq.history`); None: every group of its topic.
     consumer_group: str | None = None
+
+
+class AdmittedTicks(NamedTuple):
+    """Schedules' messages of one tenant and topic, past the checks made before their statement
+    (`QueueService.admit_ticks`): the rows, the caps their statement must still pass (None: none), and how many
+    waiting polls each message wakes (one per consumer group of the topic)."""
+
+    tenant_id: int
+    rows: list[NewRow]
+    admit: AdmitArguments | None
+    polls: int
+
+    @property
+    def plain(self) -> bool:
+        """Nothing can refuse them and they mint nothing: keyless, uncapped, on a topic without groups."""
+        return self.admit is None and not any(r.grouped or r.key is not None for r in self.rows)
 
 
 class MessageView(msgspec.Struct, omit_defaults=False, gc=False):

@@ -1,21 +1,23 @@
 """The schedules' firer, run by every worker every `schedule_poll_seconds`: exactly one message per tick.
 
 One transaction takes a batch of due schedules (`FOR UPDATE SKIP LOCKED`: each is fired by one worker, without a
-leader), stores the ticks' messages through the queue's own admission (`QueueService.store_ticks`: the topic's
-schema and max_depth, the tenant's quotas), one statement per (tenant, topic) in a savepoint (a group refused is
-tried again tick by tick, so a cap admits what fits; keyed ticks go one by one), and moves each schedule's
-`next_run_at` on; then commits. The message and the schedule's move are one commit: a worker killed before it
-stored nothing and moved nothing, so the next worker fires the same tick; after it, the schedule is no longer
-due. A tick refused (by the
-schema, a cap, a quota, a suspended tenant) is recorded in `last_error` and counted, and the schedule moves on
-to its next tick: never retried into a storm. Ticks due in the last `LATE` seconds are each fired (a run that
-came late is lag); a worker that comes back after a time without workers fires the latest tick it missed and
+leader), stores the ticks' messages through the queue's own admission (`QueueService.admit_ticks`: the topic's
+schema and max_depth, the tenant's quotas): the ticks nothing can refuse in one statement for the batch, the
+others one statement per (tenant, topic) in a savepoint (a group refused is tried again tick by tick, so a cap
+admits what fits; keyed ticks go one by one), and moves each schedule's `next_run_at` on; then commits. The
+message and the schedule's move are one commit: a worker killed before it stored nothing and moved nothing, so
+the next worker fires the same tick; after it, the schedule is no longer due. A tick refused (by the schema, a
+cap, a quota, a suspended tenant) is recorded in `last_error` and counted, and the schedule moves on to its next
+tick: never retried into a storm. Ticks due in the last `LATE` seconds are each fired (a run that came late is
+lag); a worker that comes back after a time without workers fires the latest tick it missed and
 skips the older ones (`Cron.due`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -25,7 +27,7 @@ import msgspec
 from mq import errors
 from mq.metrics import Metrics
 from mq.queue.service import QueueService
-from mq.queue.types import EnqueueItem, rfc3339
+from mq.queue.types import AdmittedTicks, EnqueueItem, rfc3339
 from mq.queue.validation import build_item
 from mq.schedules.cron import Cron
 from mq.schedules.repository import Connection, Record, ScheduleRepository
@@ -90,37 +92,39 @@ class ScheduleFirer:
                 return result
             keys, next_runs, last_ticks, last_refusals = [], [], [], []
             ticks: list[_Tick] = []
+            lags: list[float] = []
             for row in due:
-                cron = Cron(row["cron"], ZoneInfo(row["timezone"]))  # (ZoneInfo keeps each zone it read)
                 now = row["now"]
-                fire, skipped = cron.due(row["next_run_at"], now, LATE)
+                fire, skipped, next_run = _plan(row["cron"], row["timezone"], row["next_run_at"], now)
                 if skipped:
                     self.metrics.schedule_skipped.labels(*self._labels(row)).inc(skipped)
-                mine = [self._tick(row, at) for at in fire]
-                ticks.extend(mine)
+                ticks.extend([self._tick(row, at) for at in fire])
                 keys.append((row["tenant_id"], row["name"]))
-                next_runs.append(cron.next_after(now))
+                next_runs.append(next_run)
                 last_ticks.append(fire[-1])
-                self.metrics.schedule_lag.observe((), [(now - at).total_seconds() for at in fire])
+                lags.extend([(now - at).total_seconds() for at in fire])
+            self.metrics.schedule_lag.observe((), lags)
             await self._store(conn, ticks)
             by_schedule = {(t.schedule["tenant_id"], t.schedule["name"]): t.refusal for t in ticks}  # the latest
             last_refusals = [by_schedule[key] for key in keys]
             await self.repository.advance(conn, keys, next_runs, last_ticks, last_refusals)
-        stored: dict[tuple[int, str], list[int]] = {}
+        stored: dict[tuple[int, str, str], list[int]] = {}
+        refused: Counter[tuple[str, str, str]] = Counter()
         for tick in ticks:
             row = tick.schedule
             if tick.refusal is None:
-                result.fired += 1
-                counts = stored.setdefault((row["tenant_id"], row["topic"]), [0, 0])
+                counts = stored.setdefault((row["tenant_id"], row["topic"], row["slug"]), [0, 0])
                 counts[0 if tick.inserted else 1] += 1
-                self.metrics.schedule_ticks.labels(*self._labels(row)).inc()
             else:
-                result.refused += 1
-                reason = tick.refusal.split(":", 1)[0]
-                self.metrics.schedule_refused.labels(*self._labels(row), reason).inc()
-        for (tenant_id, topic), (inserted, upserted) in stored.items():  # committed: now they may be seen
+                refused[(row["slug"], row["topic"], tick.refusal.split(":", 1)[0])] += 1
+        for (tenant_id, topic, slug), (inserted, upserted) in stored.items():  # committed: now they may be seen
+            result.fired += inserted + upserted
+            self.metrics.schedule_ticks.labels(slug, self.metrics.topic(slug, topic)).inc(inserted + upserted)
             polls = self._polls.get((tenant_id, topic), 1)
             self.queue.wake_ticks(tenant_id, topic, inserted, upserted, polls)
+        for (slug, topic, reason), n in refused.items():
+            result.refused += n
+            self.metrics.schedule_refused.labels(slug, self.metrics.topic(slug, topic), reason).inc(n)
         return result
 
     def _tick(self, row: Record, at: datetime) -> _Tick:
@@ -138,8 +142,9 @@ class ScheduleFirer:
         return _Tick(row, at, item)
 
     async def _store(self, conn: Connection[Record], ticks: list[_Tick]) -> None:
-        """The ticks' messages, one statement per (tenant, topic) of keyless ones; a refused group (a cap may admit
-        some of it) and keyed messages one by one, each in its own savepoint."""
+        """The ticks' messages: keyless ones checked per (tenant, topic), a group refused (a cap may admit some of
+        it) and keyed ones tick by tick. Those nothing can refuse (`AdmittedTicks.plain`) go in one statement for
+        the whole batch; the others in a statement each, in its own savepoint."""
         groups: dict[tuple[int, str], list[_Tick]] = {}
         alone: list[_Tick] = []
         for tick in ticks:
@@ -149,24 +154,38 @@ class ScheduleFirer:
                 groups.setdefault((tick.schedule["tenant_id"], tick.item.topic), []).append(tick)
             else:
                 alone.append(tick)
+        plain: list[tuple[list[_Tick], AdmittedTicks]] = []
         for group in groups.values():
-            if len(group) == 1 or not await self._try(conn, group):
+            if len(group) == 1 or not await self._try(conn, group, plain):
                 alone.extend(group)
         for tick in alone:
-            await self._try(conn, [tick])
+            await self._try(conn, [tick], plain)
+        if plain:
+            await self.queue.store_plain_ticks(conn, [admitted for _, admitted in plain])
+            for group, admitted in plain:
+                self._polls[(admitted.tenant_id, group[0].schedule["topic"])] = admitted.polls
+                for tick in group:
+                    tick.refusal, tick.inserted = None, True
 
-    async def _try(self, conn: Connection[Record], group: list[_Tick]) -> bool:
-        """Store the group's messages in a savepoint, all or none; a refusal is recorded on each of them only when
-        the group is one tick (a larger one is tried again tick by tick)."""
+    async def _try(
+        self, conn: Connection[Record], group: list[_Tick], plain: list[tuple[list[_Tick], AdmittedTicks]]
+    ) -> bool:
+        """Admit the group's messages, all or none, and store them in a savepoint, or add them to `plain` (stored
+        by the caller). A refusal is recorded on each of them only when the group is one tick (a larger one is
+        tried again tick by tick)."""
         tenant_id = group[0].schedule["tenant_id"]
         try:
+            admitted = await self.queue.admit_ticks(tenant_id, [t.item for t in group if t.item])
+            if admitted.plain:
+                plain.append((group, admitted))
+                return True
             async with self.repository.savepoint(conn):
-                outcomes, polls = await self.queue.store_ticks(conn, tenant_id, [t.item for t in group if t.item])
+                outcomes = await self.queue.store_ticks(conn, admitted)
         except errors.SkiplockError as exc:
             if len(group) == 1:
                 group[0].refusal = f"{_reason(exc)}: {exc.message}"
             return False
-        self._polls[(tenant_id, group[0].schedule["topic"])] = polls
+        self._polls[(tenant_id, group[0].schedule["topic"])] = admitted.polls
         for tick, (_, inserted) in zip(group, outcomes, strict=True):
             tick.refusal, tick.inserted = None, inserted
         return True
@@ -174,6 +193,16 @@ class ScheduleFirer:
     def _labels(self, row: Record) -> tuple[str, str]:
         slug = row["slug"]
         return slug, self.metrics.topic(slug, row["topic"])
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(expression: str, timezone: str, due: datetime, now: datetime) -> tuple[tuple[datetime, ...], int, datetime]:
+    """A due schedule's ticks to fire, how many are skipped, and its next tick (`Cron.due`). A batch's rows share
+    `now` (the transaction's), and schedules that share a cron and a due tick (the minute's boundary) share the
+    answer: computed once per batch."""
+    cron = Cron(expression, ZoneInfo(timezone))  # (ZoneInfo keeps each zone it read)
+    fire, skipped = cron.due(due, now, LATE)
+    return tuple(fire), skipped, cron.next_after(now)
 
 
 def _reason(exc: errors.SkiplockError) -> str:

@@ -57,11 +57,6 @@ _PAGE_ROUNDS = 4
 _JOB_BATCH = 500
 #: What ends a bulk job as failed (a refusal, or the database away), rather than the process.
 _JOB_FAILURES: tuple[type[Exception], ...] = (errors.SkiplockError, *DATABASE_ERRORS)
-#: max_inflight per consumer group is not built yet: refused rather than not enforced.
-_GROUPS_NOT_LIMITED = (
-    "max_inflight: a topic with consumer groups cannot have a concurrency limit yet (per-group limits are not "
-    "available in this version); remove the limit or the groups"
-)
 #: A running job not heard of for this long died with its instance.
 _JOB_IDLE_SECONDS = 60.0
 #: Deliveries a deleted group's release deletes per statement.
@@ -151,8 +146,6 @@ class TopicAdmin:
         """Create or replace a topic's config; every instance uses it from its next operation on. A topic new to
         the tenant must fit its max_topics quota. Dead-letter topics take their topic's config."""
         check_topic(topic, for_enqueue=True)
-        if config.max_inflight is not None and (await self.queue.configs.effective(tenant_id, topic)).grouped:
-            raise errors.InvalidRequest(_GROUPS_NOT_LIMITED)
         quotas = await self.queue.quotas.of(tenant_id) if self.queue.quotas is not None else NO_QUOTAS
         row = await self.messages.put_topic_config(tenant_id, topic, config, quotas.max_topics)
         if config.max_inflight is None:
@@ -208,8 +201,6 @@ class TopicAdmin:
         """A new consumer group of the topic: it receives every message enqueued from now on, and with `earliest`
         every one already pending or processing. From the first group on, the topic is consumed through groups."""
         _check_group_topic(topic)
-        if (await self.queue.configs.effective(tenant_id, topic)).max_inflight is not None:
-            raise errors.InvalidRequest(_GROUPS_NOT_LIMITED)
         row = await self.repository.create_group(tenant_id, topic, name, start)
         if row is None:
             raise errors.GroupExists(f"topic {topic!r} already has a consumer group {name!r}")

@@ -59,6 +59,8 @@ class GroupLifecycle(RuleBasedStateMachine):
     server: Server
     database_url: str
     tenant_slug: str
+    #: The topic's max_inflight, per group (`LimitedGroupLifecycle`), or None.
+    limit: int | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -67,9 +69,11 @@ class GroupLifecycle(RuleBasedStateMachine):
         self.http = httpx.Client(
             base_url=self.server.base_url, auth=ADMIN, headers={"X-Tenant": self.tenant_slug}, timeout=30
         )
-        r = self.http.put(f"/api/topic-configs/{self.topic}", json={"max_retries": MAX_RETRIES})
+        config = {"max_retries": MAX_RETRIES, "max_inflight": self.limit}
+        r = self.http.put(f"/api/topic-configs/{self.topic}", json=config)
         assert r.status_code == 200, r.text
         self.groups: list[str] = []  # in creation order
+        self.held: dict[str, set[str]] = {}  # per group, the leases holding one of its slots (a limited topic)
         self.names = (f"g{n}" for n in itertools.count())
         self.messages: dict[str, Message] = {}
         self.dead: Counter[tuple[str, bytes]] = Counter()  # the DLQ's copies: (group, payload)
@@ -97,6 +101,7 @@ class GroupLifecycle(RuleBasedStateMachine):
         r = self.http.post(f"/api/topics/{self.topic}/consumer-groups", json={"consumer_group": name, "start": start})
         assert r.status_code == 201, r.text
         self.groups.append(name)
+        self.held[name] = set()
         if start == "earliest":  # every message stored now, in its queue position
             for m in self.messages.values():
                 m.deliveries[name] = Delivery(tick=m.tick)
@@ -104,6 +109,7 @@ class GroupLifecycle(RuleBasedStateMachine):
     def _done(self, m: Message, group: str) -> None:
         """The group is done with the message: its delivery goes, and the message once no group owes it."""
         del m.deliveries[group]
+        self.held.get(group, set()).discard(m.id)
         if not m.deliveries:
             del self.messages[m.id]
 
@@ -159,6 +165,9 @@ class GroupLifecycle(RuleBasedStateMachine):
             ((m, m.deliveries[group]) for m in self.messages.values() if group in m.deliveries),
             key=lambda md: (md[1].tick, md[0].id),
         )
+        if self.limit is not None:  # the lapsed leases' slots are freed first; spent ones use up room too
+            self.held[group] = {i for i in self.held[group] if not self.messages[i].deliveries[group].lapsed}
+            count = min(count, self.limit - len(self.held[group]))
         picked = [(m, d) for m, d in available if d.seen == "pending"][:count]  # spent ones use up the count
         expected = []
         for m, d in picked:
@@ -175,6 +184,7 @@ class GroupLifecycle(RuleBasedStateMachine):
             if d.receipt:
                 d.old_receipts.append(d.receipt)
             d.status, d.receipt, d.lapsed = "processing", view["receipt"], False
+            self.held[group].add(m.id)
 
     @precondition(lambda self: self._any_leased())
     @rule(data=st.data(), which=st.sampled_from(["current", "stale", "none"]), other=st.booleans())
@@ -206,6 +216,7 @@ class GroupLifecycle(RuleBasedStateMachine):
             assert outcome == "retry"
             d.status, d.receipt, d.lapsed = "pending", None, False
             d.retry_count, d.tick = d.retry_count + 1, next(self.clock)
+            self.held[group].discard(m.id)
         else:
             assert outcome == "dlq"
             self._dead_letter(m, group)
@@ -218,6 +229,8 @@ class GroupLifecycle(RuleBasedStateMachine):
         body = {"receipt": receipt, "visibility_timeout_seconds": 300, "consumer_group": group}
         r = self.http.post(f"/api/messages/{m.id}/visibility", json=body)
         expected = self._lease_outcome(d, receipt)
+        if expected == 200 and self.limit is not None and m.id not in self.held[group]:
+            expected = 409  # its slot was freed (a dequeue after its lease lapsed): lease_lost
         assert r.status_code == expected, r.text
         if expected == 200:
             d.lapsed = False
@@ -228,10 +241,19 @@ class GroupLifecycle(RuleBasedStateMachine):
         group, m, d = self._pick_leased(data)
         n = next(self.lapses)
         self._sql(
-            """UPDATE deliveries SET available_at = '2000-01-01T00:00:00Z'::timestamptz + make_interval(secs => $3)
-               WHERE message_id = $1::uuid AND group_id = (
-                   SELECT g.id FROM consumer_groups AS g JOIN tenants AS t ON t.id = g.tenant_id
-                   WHERE t.slug = $4 AND g.topic = $5 AND g.name = $2)""",
+            """WITH lapsed AS (
+                   SELECT d.group_id, d.available_at, d.receipt FROM deliveries AS d
+                   WHERE d.message_id = $1::uuid AND d.group_id = (
+                       SELECT g.id FROM consumer_groups AS g JOIN tenants AS t ON t.id = g.tenant_id
+                       WHERE t.slug = $4 AND g.topic = $5 AND g.name = $2)
+               ), ledger AS (  -- a limited group's recorded lease lapses with it
+                   UPDATE inflight_leases AS l
+                   SET deadline = '2000-01-01T00:00:00Z'::timestamptz + make_interval(secs => $3)
+                   FROM lapsed AS x
+                   WHERE l.group_id = x.group_id AND l.receipt = x.receipt AND l.deadline = x.available_at
+               )
+               UPDATE deliveries SET available_at = '2000-01-01T00:00:00Z'::timestamptz + make_interval(secs => $3)
+               WHERE message_id = $1::uuid AND group_id = (SELECT group_id FROM lapsed)""",
             m.id,
             group,
             float(n),
@@ -252,6 +274,7 @@ class GroupLifecycle(RuleBasedStateMachine):
         r = self.http.delete(f"/api/topics/{self.topic}/consumer-groups/{group}")
         assert r.status_code == 204, r.text
         self.groups.remove(group)
+        del self.held[group]
         for m in list(self.messages.values()):
             if group in m.deliveries:
                 self._done(m, group)
@@ -290,14 +313,20 @@ class GroupLifecycle(RuleBasedStateMachine):
         assert dead == +self.dead
 
 
-def test_consumer_groups_match_their_model(server: Server, database_url: str, tenant: Any) -> None:
-    GroupLifecycle.server, GroupLifecycle.database_url, GroupLifecycle.tenant_slug = (
-        server,
-        database_url,
-        tenant.slug,
-    )
+class LimitedGroupLifecycle(GroupLifecycle):
+    """The same on a topic with `max_inflight` 2: each group's dequeues lease what its own slots leave room for,
+    and a lease whose slot was freed cannot be extended."""
+
+    limit = 2
+
+
+@pytest.mark.parametrize("machine", [GroupLifecycle, LimitedGroupLifecycle], ids=["unlimited", "max_inflight"])
+def test_consumer_groups_match_their_model(
+    server: Server, database_url: str, tenant: Any, machine: type[GroupLifecycle]
+) -> None:
+    machine.server, machine.database_url, machine.tenant_slug = server, database_url, tenant.slug
     run_state_machine_as_test(
-        GroupLifecycle,
+        machine,
         settings=settings(
             max_examples=int(os.environ.get("SKIPLOCK_MODEL_EXAMPLES", "12")),
             stateful_step_count=30,

@@ -1,6 +1,7 @@
 """Concurrency limits (contract, "Concurrency limits and saved state"): `max_inflight` holds exactly under racing
-consumers on two instances, a dequeue answers fewer (never an error), a waiting long poll is answered when an ack
-makes room, a lapsed lease frees its slot at its deadline, and what a purge leaves counted the keeper frees."""
+consumers on two instances (per consumer group on a grouped topic), a dequeue answers fewer (never an error), a
+waiting long poll is answered when an ack makes room, a lapsed lease frees its slot at its deadline, and what a
+purge leaves counted the keeper frees."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 
 from mq.db.repository import OperationsRepository
 from mq.jobs import InflightKeeper
@@ -79,39 +81,50 @@ async def test_a_waiting_long_poll_is_answered_when_an_ack_makes_room(client: ht
     assert len(answered.json()["messages"]) == 1 and time.monotonic() - started < 3
 
 
+@pytest.mark.parametrize("group", [None, "g"], ids=["topic", "consumer-group"])
 async def test_the_limit_holds_exactly_under_racing_consumers_on_two_instances(
-    client: httpx.AsyncClient, server: Server, second_server: Server, tenant: Tenant, db: asyncpg.Pool[Any]
+    client: httpx.AsyncClient,
+    server: Server,
+    second_server: Server,
+    tenant: Tenant,
+    db: asyncpg.Pool[Any],
+    group: str | None,
 ) -> None:
     limit, total = 5, 240
-    await _limit(client, "raced-limit", limit)
-    await _fill(client, "raced-limit", total)
+    topic = f"raced-limit-{group or 'topic'}"
+    if group is not None:
+        await _group(client, topic, group)
+    await _limit(client, topic, limit)
+    await _fill(client, topic, total)
     acked: list[str] = []
     most = 0
     done = asyncio.Event()
+    held_now = (
+        "SELECT count(*) FROM messages WHERE tenant_id = $1 AND topic = $2 AND status = 'processing' "
+        "AND available_at > now()"
+        if group is None
+        else "SELECT count(*) FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id "
+        "WHERE g.tenant_id = $1 AND g.topic = $2 AND d.status = 'processing' AND d.available_at > now()"
+    )
 
     async def watch() -> None:
         nonlocal most
         while not done.is_set():
-            held = await db.fetchval(
-                "SELECT count(*) FROM messages WHERE tenant_id = $1 AND topic = 'raced-limit' "
-                "AND status = 'processing' AND available_at > now()",
-                tenant.id,
-            )
-            most = max(most, held)
+            most = max(most, await db.fetchval(held_now, tenant.id, topic))
             await asyncio.sleep(0.002)
 
     async def consumer(base_url: str) -> None:
         async with httpx.AsyncClient(base_url=base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}, timeout=30) as c:
             idle = 0
             while len(acked) < total and idle < 200:
-                got = await dequeue(c, "raced-limit", 3)
+                got = await dequeue(c, topic, 3, **({"consumer_group": group} if group else {}))
                 if not got:
                     idle += 1
                     await asyncio.sleep(0.005)
                     continue
                 idle = 0
                 await asyncio.sleep(0.01)  # work
-                body = {"acks": [{"id": m["id"], "receipt": m["receipt"]} for m in got]}
+                body = {"acks": [{"id": m["id"], "receipt": m["receipt"], "consumer_group": group} for m in got]}
                 assert (await c.post("/api/messages/ack", json=body)).json()["acked"] == len(got)
                 acked.extend(m["id"] for m in got)
 
@@ -121,12 +134,8 @@ async def test_the_limit_holds_exactly_under_racing_consumers_on_two_instances(
     await watcher
     assert len(acked) == total and len(set(acked)) == total
     assert 0 < most <= limit, most
-    assert (
-        await db.fetchval(
-            "SELECT leased FROM inflight_counts WHERE tenant_id = $1 AND topic = 'raced-limit'", tenant.id
-        )
-        == 0
-    )
+    leased = "SELECT sum(leased) FROM inflight_counts WHERE tenant_id = $1 AND topic = $2"
+    assert await db.fetchval(leased, tenant.id, topic) == 0
 
 
 async def test_the_keeper_frees_what_a_purge_left_counted(
@@ -143,11 +152,70 @@ async def test_the_keeper_frees_what_a_purge_left_counted(
     assert len(await dequeue(client, "purged-limit", 4)) == 2
 
 
-async def test_a_limit_and_consumer_groups_are_not_combined_yet(client: httpx.AsyncClient) -> None:
-    await _limit(client, "limit-first", 3)
-    r = await client.post("/api/topics/limit-first/consumer-groups", json={"consumer_group": "g"})
-    assert_error(r, 400, "invalid_request")
-    r = await client.post("/api/topics/groups-first/consumer-groups", json={"consumer_group": "g"})
+async def _group(client: httpx.AsyncClient, topic: str, name: str) -> None:
+    r = await client.post(f"/api/topics/{topic}/consumer-groups", json={"consumer_group": name})
     assert r.status_code == 201, r.text
-    r = await client.put("/api/topic-configs/groups-first", json={"max_inflight": 3})
-    assert "consumer groups" in assert_error(r, 400, "invalid_request")["error"]
+
+
+async def test_each_consumer_group_has_the_limit_of_its_own(client: httpx.AsyncClient) -> None:
+    await _group(client, "grouped-limit", "billing")  # the groups first, then the limit
+    await _limit(client, "grouped-limit", 2)
+    await _group(client, "grouped-limit", "audit")  # and a group made on a limited topic
+    await _fill(client, "grouped-limit", 5)
+    billing = await dequeue(client, "grouped-limit", 5, consumer_group="billing")
+    assert len(billing) == 2 and await dequeue(client, "grouped-limit", 5, consumer_group="billing") == []
+    assert len(await dequeue(client, "grouped-limit", 5, consumer_group="audit")) == 2  # its own slots
+    body = {"receipt": billing[0]["receipt"], "consumer_group": "billing"}
+    assert (await client.post(f"/api/messages/{billing[0]['id']}/ack", json=body)).status_code == 204
+    [third] = await dequeue(client, "grouped-limit", 5, consumer_group="billing")
+    body = {"receipt": billing[1]["receipt"], "consumer_group": "billing", "delay_seconds": 30}
+    assert (await client.post(f"/api/messages/{billing[1]['id']}/nack", json=body)).json() == {"outcome": "retry"}
+    [fourth] = await dequeue(client, "grouped-limit", 5, consumer_group="billing")  # the nack freed a slot
+    body = {"receipt": third["receipt"], "consumer_group": "billing", "visibility_timeout_seconds": 60}
+    assert (await client.post(f"/api/messages/{third['id']}/visibility", json=body)).status_code == 200
+    assert await dequeue(client, "grouped-limit", 5, consumer_group="billing") == []
+    acks = [{"id": m["id"], "receipt": m["receipt"], "consumer_group": "billing"} for m in (third, fourth)]
+    assert (await client.post("/api/messages/ack", json={"acks": acks})).json()["acked"] == 2
+    assert len(await dequeue(client, "grouped-limit", 5, consumer_group="billing")) == 1  # the last one left
+    assert await dequeue(client, "grouped-limit", 5, consumer_group="audit") == []  # audit still holds 2
+
+
+async def test_a_groups_lapsed_lease_frees_its_slot_and_cannot_be_extended(client: httpx.AsyncClient) -> None:
+    await _group(client, "grouped-lapse", "g")
+    await _limit(client, "grouped-lapse", 1)
+    await _fill(client, "grouped-lapse", 3)
+    [m] = await dequeue(client, "grouped-lapse", 3, consumer_group="g", visibility_timeout_seconds=1)
+    assert await dequeue(client, "grouped-lapse", 3, consumer_group="g") == []
+    await asyncio.sleep(1.2)
+    assert len(await dequeue(client, "grouped-lapse", 3, consumer_group="g")) == 1
+    late = {"receipt": m["receipt"], "consumer_group": "g", "visibility_timeout_seconds": 30}
+    assert_error(await client.post(f"/api/messages/{m['id']}/visibility", json=late), 409, "lease_lost")
+
+
+async def test_a_groups_waiting_long_poll_is_answered_when_its_ack_makes_room(client: httpx.AsyncClient) -> None:
+    await _group(client, "grouped-poll", "g")
+    await _limit(client, "grouped-poll", 1)
+    await _fill(client, "grouped-poll", 2)
+    [m] = await dequeue(client, "grouped-poll", consumer_group="g")
+    started = time.monotonic()
+    body = {"topic": "grouped-poll", "wait_seconds": 10, "consumer_group": "g"}
+    poll = asyncio.create_task(client.post("/api/messages/dequeue", json=body, timeout=30))
+    await asyncio.sleep(0.5)
+    assert not poll.done()
+    ack = {"receipt": m["receipt"], "consumer_group": "g"}
+    assert (await client.post(f"/api/messages/{m['id']}/ack", json=ack)).status_code == 204
+    answered = await poll
+    assert len(answered.json()["messages"]) == 1 and time.monotonic() - started < 3
+
+
+async def test_a_deleted_groups_counter_goes_with_the_keeper(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    await _group(client, "grouped-gone", "g")
+    await _limit(client, "grouped-gone", 2)
+    await _fill(client, "grouped-gone", 2)
+    assert len(await dequeue(client, "grouped-gone", 2, consumer_group="g")) == 2
+    assert (await client.delete("/api/topics/grouped-gone/consumer-groups/g")).status_code == 204
+    await InflightKeeper(OperationsRepository(db)).run_once(wait=True)
+    count = "SELECT count(*) FROM inflight_counts WHERE tenant_id = $1 AND topic = 'grouped-gone'"
+    assert await db.fetchval(count, tenant.id) == 0

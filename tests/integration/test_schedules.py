@@ -214,3 +214,56 @@ async def test_another_tenant_never_sees_or_changes_a_tenants_schedules(
     assert_error(await other.get("/api/schedules/mine"), 404, "not_found")
     assert_error(await other.delete("/api/schedules/mine"), 404, "not_found")
     assert (await client.get("/api/schedules/mine")).status_code == 200
+
+
+async def test_one_batch_stores_many_tenants_ticks_each_in_its_own_tenant_and_topic(
+    client: httpx.AsyncClient, make_client: Any, db: asyncpg.Pool[Any], tenant: Tenant, firers: list[ScheduleFirer]
+) -> None:
+    """The ticks nothing can refuse share one statement across tenants and topics; capped, keyed and grouped
+    ones take their own, in the same batch."""
+    other_slug = f"t-{uuid.uuid4().hex[:12]}"
+    await db.execute("INSERT INTO tenants (slug, name) VALUES ($1, $1)", other_slug)
+    other = make_client(headers={"X-Tenant": other_slug})
+    assert (await client.put("/api/topic-configs/mixed-capped", json={"max_depth": 1})).status_code == 200
+    group = await client.post("/api/topics/mixed-grouped/consumer-groups", json={"consumer_group": "g"})
+    assert group.status_code == 201, group.text
+    for who, names in ((client, ("a", "b")), (other, ("a", "c"))):
+        for name in names:
+            assert (await _put(who, f"plain-{name}", topic=f"mixed-{name}", cron="0 * * * *")).status_code == 200
+    for name, body in (
+        ("capped-1", {"topic": "mixed-capped"}),
+        ("capped-2", {"topic": "mixed-capped"}),
+        ("keyed", {"topic": "mixed-keyed", "key": "k"}),
+        ("grouped", {"topic": "mixed-grouped"}),
+    ):
+        assert (await _put(client, name, cron="0 * * * *", **body)).status_code == 200
+    await db.execute(
+        "UPDATE schedules AS s SET next_run_at = now() - interval '1 second' FROM tenants AS t "
+        "WHERE t.id = s.tenant_id AND t.slug = ANY($1::text[])",
+        [tenant.slug, other_slug],
+    )
+    result = await firers[0].run_once()
+    assert (result.fired, result.refused) == (7, 1)
+    rows = await db.fetch(
+        "SELECT t.slug, m.topic, m.key, m.metadata->>'skiplock_schedule' AS schedule FROM messages AS m "
+        "JOIN tenants AS t ON t.id = m.tenant_id WHERE m.topic LIKE 'mixed-%'"
+    )
+    stored = {(r["slug"], r["topic"], r["key"], r["schedule"]) for r in rows}
+    capped = {s for s in stored if s[1] == "mixed-capped"}
+    mine, theirs = tenant.slug, other_slug
+    assert (
+        len(rows) == 7
+        and len(capped) == 1
+        and stored - capped
+        == {
+            (mine, "mixed-a", None, "plain-a"),
+            (mine, "mixed-b", None, "plain-b"),
+            (mine, "mixed-keyed", "k", "keyed"),
+            (mine, "mixed-grouped", None, "grouped"),
+            (theirs, "mixed-a", None, "plain-a"),
+            (theirs, "mixed-c", None, "plain-c"),
+        }
+    )
+    [delivery] = await dequeue(client, "mixed-grouped", 5, consumer_group="g")
+    assert delivery["metadata"]["skiplock_schedule"] == "grouped"
+    assert [m["metadata"]["skiplock_schedule"] for m in await dequeue(other, "mixed-c", 5)] == ["plain-c"]
