@@ -247,6 +247,66 @@ test("topic configuration: values in force, overrides, the API's errors at their
   await expect(form.getByRole("button", { name: "Reset to defaults" })).toBeHidden();
 });
 
+test("max in flight: set in the form, bounds checked at the field, then in flight N / limit on the topic and its groups", async ({
+  page,
+}) => {
+  const api = await adminApi(s.tenant);
+  const payload = (text: string) => Buffer.from(text).toString("base64");
+  const calls = [1, 2, 3, 4, 5].map((i) => ({ payload: payload(`call ${i}`) }));
+  expect(
+    (await api.post("/api/messages/batch", { data: { topic: "partner-calls", messages: calls } })).ok(),
+  ).toBe(true);
+  await page.goto("/topics/partner-calls/config");
+  const form = page.getByRole("form", { name: "Topic configuration" });
+  const field = form.getByLabel("Max in flight");
+  await expect(form.getByText(/empty = no limit\. In force: no limit \(global default\)/)).toBeVisible();
+  await field.fill("0");
+  await form.getByRole("button", { name: "Save" }).click();
+  await expect(form.getByRole("alert")).toHaveText("0 is out of range: 1 to 1,000,000");
+  await expect(field).toHaveAttribute("aria-invalid", "true");
+  await expect(form.getByRole("status")).toHaveCount(0); // nothing saved: the topic still has no config
+  expect((await api.get("/api/topic-configs/partner-calls")).status()).toBe(404);
+  await field.fill("2");
+  await form.getByRole("button", { name: "Save" }).click();
+  await expect(form.getByRole("status")).toContainText("Saved");
+  expect((await (await api.get("/api/topic-configs/partner-calls")).json()).max_inflight).toBe(2);
+  await page.reload();
+  await expect(form.getByText(/In force: 2 \(override; the default is no limit\)/)).toBeVisible();
+
+  // The limit at work: a dequeue of 5 leases 2, and the topic's page says so beside its counts.
+  const taken = await (
+    await api.post("/api/messages/dequeue", { data: { topic: "partner-calls", count: 5 } })
+  ).json();
+  expect(taken.messages).toHaveLength(2);
+  await page.goto("/topics/partner-calls");
+  await expect(page.locator("dl.counts")).toContainText("in flight2 / 2");
+  await expectAccessible(page);
+
+  // With consumer groups, the limit is each group's: each group's row says its own, the counts the limit once.
+  await api.put("/api/topic-configs/relayed", { data: { max_inflight: 1 } });
+  for (const name of ["billing", "shipping"]) {
+    await api.post("/api/topics/relayed/consumer-groups", { data: { consumer_group: name } });
+  }
+  await api.post("/api/messages/batch", { data: { topic: "relayed", messages: calls.slice(0, 3) } });
+  const billing = await (
+    await api.post("/api/messages/dequeue", {
+      data: { topic: "relayed", consumer_group: "billing", count: 3 },
+    })
+  ).json();
+  expect(billing.messages).toHaveLength(1);
+  await page.goto("/topics/relayed");
+  await expect(page.locator("dl.counts")).toContainText("in flightmax 1 per group");
+  const groups = page.getByRole("table", { name: "Consumer groups of relayed" });
+  await expect(groups.getByRole("columnheader", { name: "Processing / max" })).toBeVisible();
+  const row = (group: string) =>
+    groups.getByRole("row").filter({ has: page.getByRole("rowheader", { name: group }) });
+  // Cells after the group's name: start, pending, processing, ...
+  await expect(row("billing").getByRole("cell").nth(2)).toHaveText("1 / 1");
+  await expect(row("shipping").getByRole("cell").nth(2)).toHaveText("0 / 1");
+  await expectAccessible(page);
+  await api.dispose();
+});
+
 test("users and grants: create, role, password, grants, delete, and a refusal shown with its request id", async ({
   page,
 }) => {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { formatAge, formatCount, formatRate, formatTime, showPayload, toBase64 } from "./format";
+import {
+  formatAge,
+  formatCount,
+  formatInFlight,
+  formatRate,
+  formatTime,
+  showPayload,
+  toBase64,
+} from "./format";
 
 describe("showPayload", () => {
   it("pretty-prints JSON", () => {
@@ -33,5 +41,13 @@ describe("numbers", () => {
     expect(formatAge(0)).toBe("–");
     expect(formatAge(90)).toBe("2m");
     expect(formatAge(7200)).toBe("2.0h");
+  });
+});
+
+describe("formatInFlight", () => {
+  it("shows leases in flight against the limit, exactly", () => {
+    expect(formatInFlight(3, 5)).toBe("3 / 5");
+    expect(formatInFlight(12_345, 1_000_000)).toBe("12,345 / 1,000,000");
+    expect(formatInFlight(7, 5)).toBe("7 / 5"); // a lowered limit: the leases taken stay
   });
 });

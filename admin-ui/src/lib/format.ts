@@ -35,6 +35,12 @@ export function formatCount(n: number): string {
   return n.toLocaleString("en-US");
 }
 
+/** A limited topic's (or consumer group's) messages in flight against its `max_inflight`: "3 / 5", exact (a limit
+ * is at most 1,000,000). More than the limit can show for a while after it is lowered: leases taken stay. */
+export function formatInFlight(processing: number, limit: number): string {
+  return `${processing.toLocaleString("en-US")} / ${limit.toLocaleString("en-US")}`;
+}
+
 export function formatRate(perSecond: number): string {
   if (perSecond === 0) return "0/s";
   if (perSecond < 1) return `${(perSecond * 60).toFixed(1)}/min`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readFields, wholeNumber, wholeNumberList } from "./parse";
+import { readFields, wholeNumber, wholeNumberIn, wholeNumberList } from "./parse";
 
 describe("number fields", () => {
   it("refuses text instead of sending NaN (null: the setting removed)", () => {
@@ -8,6 +8,15 @@ describe("number fields", () => {
     expect(wholeNumber("1.5").ok).toBe(false);
     expect(wholeNumber("-3").ok).toBe(false);
     expect(wholeNumber(" 50 ")).toEqual({ ok: true, value: 50 });
+  });
+
+  it("keeps a bounded number within its bounds, both included", () => {
+    const inflight = wholeNumberIn(1, 1_000_000);
+    expect(inflight("1")).toEqual({ ok: true, value: 1 });
+    expect(inflight("1000000")).toEqual({ ok: true, value: 1_000_000 });
+    expect(inflight("0")).toEqual({ ok: false, error: "0 is out of range: 1 to 1,000,000" });
+    expect(inflight("1000001")).toEqual({ ok: false, error: "1,000,001 is out of range: 1 to 1,000,000" });
+    expect(inflight("five").ok).toBe(false);
   });
 
   it("refuses a stray comma in a list instead of reading it as 0", () => {

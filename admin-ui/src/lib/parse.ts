@@ -15,6 +15,16 @@ export function wholeNumber(raw: string): Parsed<number> {
   return { ok: true, value };
 }
 
+/** A whole number from `min` to `max`, both included (the API's bounds, said at the field before anything is sent). */
+export function wholeNumberIn(min: number, max: number): (raw: string) => Parsed<number> {
+  return (raw) => {
+    const parsed = wholeNumber(raw);
+    if (!parsed.ok || (parsed.value >= min && parsed.value <= max)) return parsed;
+    const [low, high] = [min, max].map((n) => n.toLocaleString("en-US"));
+    return { ok: false, error: `${parsed.value.toLocaleString("en-US")} is out of range: ${low} to ${high}` };
+  };
+}
+
 /** Whole numbers separated by commas ("1, 5, 30"); an empty entry (a stray comma) is an error, not a 0. */
 export function wholeNumberList(raw: string): Parsed<number[]> {
   const parts = raw.split(",").map((p) => p.trim());

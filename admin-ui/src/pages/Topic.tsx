@@ -29,6 +29,7 @@ import { RangePicker, TopicChart } from "./Overview";
 import { ConsumerGroups } from "./topic/ConsumerGroups";
 import { GroupChip, PinnedGroupsNote } from "./topic/GroupFilter";
 import { History } from "./topic/History";
+import { InFlight } from "./topic/InFlight";
 import { MessageTable } from "./topic/MessageTable";
 import { BULK_IDS, type ConfirmRequest, DeleteByKey, PurgeButton, topicTotal } from "./topic/TopicActions";
 
@@ -111,6 +112,8 @@ export function TopicPage() {
   const pinned = can(me, "consume", topic) ? (consumeGroups(me, topic) ?? []) : [];
   const mayRead = can(me, "read", topic);
   const isDlq = topic.endsWith(".dlq");
+  // The topic's max_inflight: its own setting (there is no global default; null: no limit).
+  const maxInflight = summary?.config?.max_inflight ?? null;
 
   const setFilter = (next: TopicSearch) => {
     setSelected(new Set());
@@ -195,6 +198,9 @@ export function TopicPage() {
               <dd>{formatCount(summary[s])}</dd>
             </div>
           ))}
+          {maxInflight !== null && !isDlq && (
+            <InFlight topic={topic} processing={summary.processing} limit={maxInflight} />
+          )}
         </dl>
       )}
       {showEnqueue && <EnqueueForm topic={topic} onDone={() => refresh()} />}
@@ -206,7 +212,7 @@ export function TopicPage() {
         />
       </div>
       <TopicChart topic={topic} range={search.range ?? "1h"} />
-      {!isDlq && <ConsumerGroups topic={topic} admin={admin} live={live} />}
+      {!isDlq && <ConsumerGroups topic={topic} admin={admin} live={live} maxInflight={maxInflight} />}
 
       {!isDlq && (
         <fieldset className="tabs view-tabs">

@@ -9,13 +9,23 @@ import { putTopicConfig, resetTopicConfig, topicConfigQuery } from "../api/topic
 import { Confirm, ErrorNote, Field } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 import { isAdmin } from "../lib/grants";
-import { type Parsed, readFields, wholeNumber, wholeNumberList } from "../lib/parse";
+import { type Parsed, readFields, wholeNumber, wholeNumberIn, wholeNumberList } from "../lib/parse";
 
 type Config = Schemas["TopicConfig"];
 type Name = keyof Config;
 
-/** Each setting: its label, a line saying what it does, and what no value (null) means when not "unlimited". */
-const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | "list"; none?: string }[] = [
+type Kind = "int" | "bool" | "list";
+
+/** Each setting: its label, a line saying what it does, what no value (null) means when not "unlimited", and for
+ * a number checked here before it is sent, its bounds (the others' bounds are the API's 400, shown at the field). */
+const FIELDS: {
+  name: Name;
+  label: string;
+  hint: string;
+  kind: Kind;
+  none?: string;
+  range?: [number, number];
+}[] = [
   { name: "max_retries", label: "Max retries", hint: "Attempts before the DLQ (or failed)", kind: "int" },
   { name: "message_ttl_seconds", label: "Message TTL (s)", hint: "0 = messages never expire", kind: "int" },
   {
@@ -29,6 +39,14 @@ const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | 
     label: "Throughput limit (/s)",
     hint: "Dequeued messages per second, all instances",
     kind: "int",
+  },
+  {
+    name: "max_inflight",
+    label: "Max in flight",
+    hint: "At most this many messages leased at once, per consumer group on a topic with groups; empty = no limit",
+    kind: "int",
+    none: "no limit",
+    range: [1, 1_000_000],
   },
   {
     name: "visibility_timeout_seconds",
@@ -69,11 +87,22 @@ const FIELDS: { name: Name; label: string; hint: string; kind: "int" | "bool" | 
   },
 ];
 
-const PARSERS: Record<"int" | "bool" | "list", (raw: string) => Parsed<unknown>> = {
+const PARSERS: Record<Kind, (raw: string) => Parsed<unknown>> = {
   int: wholeNumber,
   bool: (raw) => ({ ok: true, value: raw === "true" }),
   list: wholeNumberList,
 };
+
+/** The body a form of FIELDS saves: every setting, null where its field is empty (no override: the default), and
+ * the errors of the fields that do not parse (then nothing is sent). */
+function readConfig(form: FormData): { body: Config; errors: Record<string, string> } {
+  const parsers = Object.fromEntries(
+    FIELDS.map((f) => [f.name, f.range ? wholeNumberIn(...f.range) : PARSERS[f.kind]]),
+  ) as Record<Name, (raw: string) => Parsed<unknown>>;
+  const { values, errors } = readFields(form, parsers);
+  const body = Object.fromEntries(FIELDS.map((f) => [f.name, values[f.name] ?? null])) as Config;
+  return { body, errors: errors as Record<string, string> };
+}
 
 /** An override as its form field holds it: "" for none (the default), lists comma-separated. */
 function formValue(value: Config[Name] | undefined): string {
@@ -115,19 +144,13 @@ export function TopicConfigPage() {
 
   const submit = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
-    const { values, errors: bad } = readFields(
-      new FormData(e.currentTarget),
-      Object.fromEntries(FIELDS.map((f) => [f.name, PARSERS[f.kind]])) as Record<
-        Name,
-        (raw: string) => Parsed<unknown>
-      >,
-    );
-    setInvalid(bad as Record<string, string>);
+    const { body, errors: bad } = readConfig(new FormData(e.currentTarget));
+    setInvalid(bad);
     if (Object.keys(bad).length > 0) {
       save.reset(); // nothing is saved while a field does not parse
       return;
     }
-    save.mutate(values as Config);
+    save.mutate(body);
   };
 
   return (

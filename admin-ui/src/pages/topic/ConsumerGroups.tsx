@@ -8,7 +8,7 @@ import { keys } from "../../api/keys";
 import { consumerGroupsQuery, createConsumerGroup, deleteConsumerGroup } from "../../api/topics";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../../components/ui";
 import { fieldErrors } from "../../lib/fieldErrors";
-import { formatAge, formatCount, formatTime } from "../../lib/format";
+import { formatAge, formatCount, formatInFlight, formatTime } from "../../lib/format";
 
 type Group = Schemas["ConsumerGroupStatsView"];
 type Start = Group["start"];
@@ -23,10 +23,13 @@ export function ConsumerGroups({
   topic,
   admin,
   live,
+  maxInflight = null,
 }: {
   topic: string;
   admin: boolean;
   live: number | false;
+  /** The topic's max_inflight, each group's own (null: no limit): its processing shows as "N / limit". */
+  maxInflight?: number | null;
 }) {
   const queryClient = useQueryClient();
   const groups = useQuery({ ...consumerGroupsQuery(topic), refetchInterval: live });
@@ -103,7 +106,7 @@ export function ConsumerGroups({
                   Pending
                 </th>
                 <th scope="col" className="num">
-                  Processing
+                  {maxInflight === null ? "Processing" : "Processing / max"}
                 </th>
                 <th scope="col" className="num">
                   Oldest pending
@@ -127,7 +130,11 @@ export function ConsumerGroups({
                   </th>
                   <td>{g.start}</td>
                   <td className="num">{formatCount(g.pending)}</td>
-                  <td className="num">{formatCount(g.processing)}</td>
+                  <td className="num">
+                    {maxInflight === null
+                      ? formatCount(g.processing)
+                      : formatInFlight(g.processing, maxInflight)}
+                  </td>
                   <td className="num">{formatAge(g.oldest_pending_age_seconds ?? 0)}</td>
                   <td className="num">
                     <Link
