@@ -42,7 +42,7 @@ async def measure_inflight(
 
     def backlog(topic: str) -> Callable[[], Awaitable[None]]:
         async def setup() -> None:
-            await pool.execute("TRUNCATE inflight_leases")
+            await pool.execute("TRUNCATE inflight_leases, inflight_ended, inflight_reservations")
             await pool.execute("UPDATE inflight_counts SET leased = 0")
             await fill(pool, tenant_id, topic, int(30_000 * SECONDS))
 

@@ -186,7 +186,8 @@ class InflightKeeper:
                     continue
                 async with c.transaction():
                     await c.execute(sql.INFLIGHT_LOCK, tenant_id, topic, group_id)
-                    freed += await c.fetchval(sql.INFLIGHT_RECOUNT, tenant_id, topic, group_id) or 0
+                    recount = (tenant_id, topic, group_id, sql.RESERVATION_LOST_SECONDS)
+                    freed += await c.fetchval(sql.INFLIGHT_RECOUNT, *recount) or 0
             await conn.record_run(self.name, time.perf_counter() - started, freed)
         return JobResult(ran=True, rows=freed)
 

@@ -355,6 +355,22 @@ class InflightEnded(Base):
     __table_args__ = (Index("inflight_ended_topic_idx", "tenant_id", "topic", "group_id"),)
 
 
+class InflightReservation(Base):
+    """Slots of a limited topic (or group) reserved by a dequeue's first statement and not yet claimed by its
+    lease statement (migration `2026_11_25_inflight_reservations`)."""
+
+    __tablename__ = "inflight_reservations"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger)
+    topic: Mapped[str] = mapped_column(Text)
+    group_id: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    n: Mapped[int] = mapped_column(Integer)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (Index("inflight_reservations_topic_idx", "tenant_id", "topic", "group_id"),)
+
+
 class WorkerSetting(Base):
     """A runtime override of a setting, shared by every instance (the delete reaper's schedule)."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -11,6 +13,7 @@ from typing import Any
 import asyncpg
 
 from mq import errors
+from mq.db.engine import DATABASE_ERRORS
 from mq.ids import uuid7
 from mq.queue import sql
 from mq.queue.admission import RETRY_AFTER_SECONDS, AdmitArguments
@@ -188,24 +191,14 @@ class MessageRepository:
         delivered: list[Record] = []
         dead: list[DeadLettered] = []
         wanted = count
-        statement = sql.MESSAGE_DEQUEUE_LIMITED if limited else sql.MESSAGE_DEQUEUE
-        started = False
         while wanted > 0:
             secret = secrets.token_hex(16)  # the receipts of this delivery derive from it (see sql.MESSAGE_DEQUEUE)
-            rows = await self.pool.fetch(
-                statement,
-                tenant_id,
-                topic,
-                wanted,
-                float(visibility_seconds),
-                secret,
-                self.defaults.dlq_enabled,
-                consumer,
-            )
-            if limited and not rows and not started:
-                started = True
-                if await self.start_counting(tenant_id, topic, 0):
-                    continue  # the topic's counter did not exist yet: made now, try again
+            visibility, dlq = float(visibility_seconds), self.defaults.dlq_enabled
+            arguments = (tenant_id, topic, wanted, visibility, secret, dlq, consumer)
+            if limited:
+                rows = await self._reserved(sql.MESSAGE_DEQUEUE_LIMITED, arguments, 0, wanted)
+            else:
+                rows = await self.pool.fetch(sql.MESSAGE_DEQUEUE, *arguments)
             taken = [DeadLettered(topic, r["fate"]) for r in rows if r["fate"] is not None]
             if not taken:
                 delivered.extend(rows)
@@ -214,6 +207,29 @@ class MessageRepository:
             dead.extend(taken)
             wanted = len(taken) if len(rows) == wanted else 0
         return delivered, dead
+
+    async def _reserved(self, statement: str, arguments: tuple[Any, ...], group_id: int, wanted: int) -> list[Record]:
+        """A limited dequeue (`arguments` start with the tenant and the topic): up to `wanted` slots reserved in a
+        short transaction of their own (the topic's or the group's counter made first if it does not exist), then
+        `statement` leases what they allow, claiming the reservation (see sql, "Concurrency limits"). A lease
+        statement that fails gives its reservation back."""
+        tenant_id, topic = arguments[0], arguments[1]
+        reserved = await self.pool.fetchrow(sql.INFLIGHT_RESERVE, tenant_id, topic, group_id, wanted)
+        if reserved is None:  # the counter did not exist yet: made now (or by a racing dequeue)
+            await self.start_counting(tenant_id, topic, group_id)
+            reserved = await self.pool.fetchrow(sql.INFLIGHT_RESERVE, tenant_id, topic, group_id, wanted)
+        if reserved is None or reserved["reservation"] is None:
+            return []
+        # the statement's count (the argument after the topic, and the group's id for a group's) becomes what was
+        # reserved, at most what was asked
+        count = 3 if statement is sql.GROUP_DEQUEUE_LIMITED else 2
+        arguments = (*arguments[:count], reserved["n"], *arguments[count + 1 :])
+        try:
+            return await self.pool.fetch(statement, *arguments, reserved["reservation"])
+        except BaseException:
+            with contextlib.suppress(*DATABASE_ERRORS, asyncio.CancelledError):
+                await self.pool.execute(sql.INFLIGHT_RELEASE, reserved["reservation"])
+            raise
 
     async def start_counting(self, tenant_id: int, topic: str, group_id: int) -> bool:
         """Make a limited topic's counter (`group_id` 0), or one of its consumer groups', with the leases in flight
@@ -245,11 +261,11 @@ class MessageRepository:
         the deliveries dead-lettered instead because their lease lapsed once too often (they use up the count: the
         contract lets a dequeue answer fewer). `limited`: the topic has a max_inflight, per group (the group's
         counter row is made on its first dequeue)."""
-        statement = sql.GROUP_DEQUEUE_LIMITED if limited else sql.GROUP_DEQUEUE
-        arguments = (tenant_id, topic, group_id, count, float(visibility_seconds))
-        rows = await self.pool.fetch(statement, *arguments, secrets.token_hex(16), consumer)
-        if limited and not rows and await self.start_counting(tenant_id, topic, group_id):
-            rows = await self.pool.fetch(statement, *arguments, secrets.token_hex(16), consumer)
+        arguments = (tenant_id, topic, group_id, count, float(visibility_seconds), secrets.token_hex(16), consumer)
+        if limited:
+            rows = await self._reserved(sql.GROUP_DEQUEUE_LIMITED, arguments, group_id, count)
+        else:
+            rows = await self.pool.fetch(sql.GROUP_DEQUEUE, *arguments)
         spent = [r["id"] for r in rows if r["fate"] is not None]
         if not spent:
             return rows, []

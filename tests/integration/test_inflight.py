@@ -15,6 +15,7 @@ import pytest
 
 from mq.db.repository import OperationsRepository
 from mq.jobs import InflightKeeper
+from mq.queue import sql
 from tests.integration.helpers import assert_error, b64, dequeue
 from tests.support.servers import ADMIN, Server
 from tests.support.tenants import Tenant
@@ -134,8 +135,11 @@ async def test_the_limit_holds_exactly_under_racing_consumers_on_two_instances(
     await watcher
     assert len(acked) == total and len(set(acked)) == total
     assert 0 < most <= limit, most
-    leased = "SELECT sum(leased) FROM inflight_counts WHERE tenant_id = $1 AND topic = $2"
-    assert await db.fetchval(leased, tenant.id, topic) == 0
+    # at rest, what the counter holds is what the next dequeue counts out (ended leases, slots given back)
+    leased = """SELECT (SELECT sum(leased) FROM inflight_counts WHERE tenant_id = $1 AND topic = $2)
+                     - (SELECT coalesce(sum(n), 0) FROM inflight_ended WHERE tenant_id = $1 AND topic = $2),
+                       (SELECT count(*) FROM inflight_reservations WHERE tenant_id = $1 AND topic = $2)"""
+    assert tuple(await db.fetchrow(leased, tenant.id, topic)) == (0, 0)
 
 
 async def test_the_keeper_frees_what_a_purge_left_counted(
@@ -219,3 +223,21 @@ async def test_a_deleted_groups_counter_goes_with_the_keeper(
     await InflightKeeper(OperationsRepository(db)).run_once(wait=True)
     count = "SELECT count(*) FROM inflight_counts WHERE tenant_id = $1 AND topic = 'grouped-gone'"
     assert await db.fetchval(count, tenant.id) == 0
+
+
+async def test_the_keeper_counts_reservations_under_way_and_drops_lost_ones(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """A dequeue reserves its slots, then leases: the keeper's recount keeps a reservation whose lease statement
+    is under way, and drops one left by a process that died between the two (older than a minute)."""
+    await _limit(client, "reserved-limit", 3)
+    await _fill(client, "reserved-limit", 6)
+    assert len(await dequeue(client, "reserved-limit", 1)) == 1  # the counter exists, 1 leased
+    [(fresh, fresh_id)] = await db.fetch(sql.INFLIGHT_RESERVE, tenant.id, "reserved-limit", 0, 1)
+    [(lost, _)] = await db.fetch(sql.INFLIGHT_RESERVE, tenant.id, "reserved-limit", 0, 1)
+    assert (fresh, lost) == (1, 1)
+    await db.execute("UPDATE inflight_reservations SET at = now() - interval '2 minutes' WHERE id <> $1", fresh_id)
+    assert await dequeue(client, "reserved-limit", 3) == []  # 1 leased + 2 reserved
+    await InflightKeeper(OperationsRepository(db)).run_once(wait=True)
+    assert len(await dequeue(client, "reserved-limit", 3)) == 1  # the lost one's slot is free; the fresh one holds
+    assert await db.fetchval("SELECT count(*) FROM inflight_reservations WHERE id = $1", fresh_id) == 1
