@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout
+.PHONY: help install run worker test test-fast drills fuzz lint format proto bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -111,6 +111,9 @@ loadtest-fanout: $(STAMP) ## k6 fan-out: one topic, GROUPS=3 consumer groups eac
 
 loadtest-stress: $(STAMP) ## k6 stress: the rate steps up until an SLO breaks; reports the highest rate that held
 	$(BIN)/python loadtests/run.py stress
+
+proto: $(STAMP) ## Regenerate queue-ti's gRPC modules (api/queue_ti) from queue.proto
+	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. api/queue_ti/queue.proto
 
 bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same Postgres (writes bench/out/)
 	$(BIN)/python -m bench.run

@@ -23,7 +23,7 @@ from api.routes.history import MessageLogController
 from api.routes.messages import MessageController
 from api.routes.schedules import ScheduleController
 from api.routes.schemas import TopicSchemaController
-from api.routes.session import change_password, login, logout, me
+from api.routes.session import change_password, login, logout, me, token_login, token_refresh
 from api.routes.system import auth_status, healthz, metrics, readyz, version
 from api.routes.tenancy import TenantController, UserController
 from api.routes.topics import ConsumerGroupController, TopicConfigController, TopicConsoleController, TopicController
@@ -68,6 +68,8 @@ def create_app(
             version,
             auth_status,
             login,
+            token_login,
+            token_refresh,
             logout,
             me,
             change_password,

@@ -1,4 +1,5 @@
-"""HTTP Basic authentication for `/api/**`, and the tenant a request addresses."""
+"""Authentication for `/api/**` (HTTP Basic, bearer tokens, the console's session), and the tenant a request
+addresses."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 
 #: Paths under /api that answer without credentials; everything outside /api does too.
-PUBLIC_API_PATHS = frozenset({"/api/version", "/api/auth/status"})
+PUBLIC_API_PATHS = frozenset({"/api/version", "/api/auth/status", "/api/auth/login"})
 #: The admin UI's session cookie (HttpOnly) and the CSRF cookie its pages read and echo in `CSRF_HEADER`.
 SESSION_COOKIE = "skiplock_session"
 CSRF_COOKIE = "skiplock_csrf"
@@ -41,7 +42,8 @@ _READ_HEADERS = frozenset(
 class AuthMiddleware:
     """Puts the caller's `Principal` in `scope["user"]` (read as `request.user`) for every `/api` request.
 
-    HTTP Basic credentials first; without them, the admin UI's session cookie, whose unsafe requests must carry
+    HTTP Basic credentials or a bearer token (`Authorization: Bearer`, from `POST /api/auth/login`) first; without
+    them, the admin UI's session cookie, whose unsafe requests must carry
     the session's CSRF token in `X-CSRF-Token` (a cross-site form cannot read it). A plain ASGI middleware rather
     than Litestar's authentication base class, which builds a connection object and parses every header on each
     request: here the headers needed are picked from the raw list, and a credential seen before costs one HMAC and
@@ -77,6 +79,8 @@ class AuthMiddleware:
             principal, expected = await runtime.auth.authenticate_session(session)
             if unsafe and not (csrf and hmac.compare_digest(csrf, expected.encode())):
                 raise errors.Forbidden("missing or wrong X-CSRF-Token for a session request")
+        elif authorization is not None and authorization[:7].lower() == b"bearer ":
+            principal = await runtime.auth.authenticate_bearer(authorization[7:].strip().decode("latin-1"))
         else:
             client = scope.get("client")
             address = client[0] if client else None

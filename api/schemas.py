@@ -320,6 +320,21 @@ class PeriodicScheduleBody(Strict):
     enabled: bool = True
 
 
+class TokenLoginBody(msgspec.Struct):
+    """POST /api/auth/login (queue-ti's login): a user's credentials. Unknown fields are ignored, as queue-ti's
+    server ignores them."""
+
+    username: Annotated[str, Meta(min_length=1, max_length=200)]
+    password: Annotated[str, Meta(min_length=1, max_length=MAX_PASSWORD_LENGTH)]
+
+
+class TokenView(msgspec.Struct):
+    """A bearer token: send it as `Authorization: Bearer <token>` (REST and gRPC) until it expires; refresh it
+    before (`POST /api/auth/refresh`)."""
+
+    token: str
+
+
 class PasswordChangeBody(Strict):
     """PUT /api/auth/password: the caller's current password, and the new one."""
 
@@ -485,7 +500,7 @@ class VersionView(msgspec.Struct):
 
 class AuthStatusView(msgspec.Struct):
     auth_required: bool
-    methods: list[Literal["basic", "session"]]
+    methods: list[Literal["basic", "session", "bearer"]]
 
 
 def strict_body_names() -> set[str]:

@@ -193,6 +193,12 @@ class Metrics:
             "Message log partitions dropped by the archive reaper run in this process",
             registry=self.registry,
         )
+        self.grpc_calls = Counter(
+            "skiplock_grpc_calls",
+            "Calls of queue-ti's gRPC service by method and status code (a Subscribe stream counts when it ends)",
+            ["method", "code"],
+            registry=self.registry,
+        )
         self.schedule_ticks = counter("skiplock_schedule_ticks", "Schedule ticks whose message was enqueued")
         self.schedule_refused = counter(
             "skiplock_schedule_ticks_refused",

@@ -37,6 +37,7 @@ from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository
 from mq.tenancy.service import TenancyService
+from mq.tenancy.tokens import TokenSigner, signing_key
 from mq.topics.repository import TopicRepository
 from mq.topics.service import TopicAdmin
 
@@ -117,7 +118,15 @@ class Runtime:
             settings.login_failure_limit_per_username,
         )
         passwords = PasswordChecks(settings.password_check_concurrency, settings.password_check_queue)
-        auth = Authenticator(tenancy, settings.auth_cache_ttl_seconds, settings.auth_cache_size, limiter, passwords)
+        secret = settings.token_secret.get_secret_value() if settings.token_secret else None
+        auth = Authenticator(
+            tenancy,
+            settings.auth_cache_ttl_seconds,
+            settings.auth_cache_size,
+            limiter,
+            passwords,
+            lambda: TokenSigner(signing_key(secret, settings.data_dir), settings.token_ttl_seconds),
+        )
 
         def forget() -> None:  # credentials, roles, grants, tenant status or quotas changed somewhere
             auth.forget()

@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     """Address the HTTP server binds to."""
     port: int = Field(default=8080, ge=0, le=65535)
     """Port the HTTP server listens on (0 picks a free one)."""
+    grpc_port: int = Field(default=50051, ge=0, le=65535)
+    """Port of queue-ti's gRPC service (`queue.QueueService`, plaintext, bearer tokens), on `host`; 0 = off."""
     workers: int = Field(default=1, ge=1, le=64)
     """HTTP server processes. Each uses at most one core: about one per core when Postgres runs elsewhere."""
     keep_alive_seconds: float = Field(default=120.0, gt=0, le=3600)
@@ -159,6 +161,13 @@ class Settings(BaseSettings):
     """Most credentials kept verified in memory per process."""
     session_ttl_seconds: int = Field(default=43200, ge=60)
     """How long an admin UI session lasts after login (stored in Postgres; logout or a password change ends it)."""
+    token_ttl_seconds: int = Field(default=900, ge=60, le=86400)
+    """How long a bearer token from `POST /api/auth/login` or `/api/auth/refresh` is valid (queue-ti's clients
+    refresh it before it ends). A password change, role change, suspension or deletion ends it sooner, on every
+    instance within `auth_cache_ttl_seconds`."""
+    token_secret: SecretStr | None = None
+    """The key that signs bearer tokens (at least 32 bytes of randomness). Every instance of a deployment must
+    share it (the Helm chart keeps it in a Secret). Unset: generated once and kept in `data_dir/token.key`."""
     login_failure_limit: int = Field(default=10, ge=1)
     """Failed logins allowed per (username, client address) within the window; then that client gets 429 for that
     username until the window passes. Clients whose credentials were verified before are never limited."""

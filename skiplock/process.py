@@ -6,6 +6,7 @@ from __future__ import annotations
 from litestar import Litestar
 
 from api.app import HostedService, create_app, create_worker_app
+from api.queue_ti.service import grpc_server
 from mq.settings import Settings, get_settings
 from workers.scheduler import hosted_workers
 
@@ -14,6 +15,8 @@ def server_app(settings: Settings | None = None) -> Litestar:
     """The app `skiplock serve` runs (also uvicorn's factory when it runs several processes)."""
     settings = settings or get_settings()
     hosted: list[HostedService] = [hosted_workers] if settings.run_workers else []
+    if settings.grpc_port:
+        hosted.append(grpc_server)  # queue-ti's gRPC service, in the API's event loop
     return create_app(settings, hosted=hosted)
 
 

@@ -21,6 +21,7 @@ from mq.db.engine import asyncpg_dsn
 from mq.tenancy.passwords import hash_password
 from tests.support.servers import (
     ADMIN,
+    TOKEN_SECRET,
     Server,
     database_url_on,
     measure_coverage,
@@ -124,6 +125,8 @@ def server_env(database_url: str, redis_url: str) -> dict[str, str]:
         "SKIPLOCK_TENANT_ENQUEUE_RATE": "0",
         # Reapers would change messages under tests that watch them; tests/integration/test_workers.py runs them.
         "SKIPLOCK_RUN_WORKERS": "false",
+        # A known key, so that tests can forge the tokens a server must refuse (tests/integration/test_tokens.py)
+        "SKIPLOCK_TOKEN_SECRET": TOKEN_SECRET,
     }
 
 

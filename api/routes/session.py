@@ -11,7 +11,7 @@ from litestar.status_codes import HTTP_204_NO_CONTENT
 from api.audit import audit
 from api.auth import CSRF_COOKIE, SESSION_COOKIE
 from api.body import strict_body
-from api.schemas import MeView, MyGrantView, PasswordChangeBody
+from api.schemas import MeView, MyGrantView, PasswordChangeBody, TokenLoginBody, TokenView
 from mq import errors
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
@@ -44,6 +44,44 @@ async def login(request: AnyRequest) -> Response[None]:
     token, csrf = await runtime.auth.start_session(request.user, ttl)
     await audit(request, "auth.login", request.user.username)
     return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, token, csrf, ttl))
+
+
+@post(
+    "/api/auth/login",
+    status_code=200,
+    summary="Log in for a bearer token (queue-ti's login)",
+    description="The token is a signed JWT valid for `token_ttl_seconds` (15 minutes by default): send it as "
+    "`Authorization: Bearer <token>` on any /api route and in the `authorization` metadata of gRPC calls. Failed "
+    "logins count toward the same limits as Basic credentials (429 past them).",
+    operation_id="tokenLogin",
+    tags=["session"],
+    security=[],
+)
+async def token_login(request: AnyRequest, data: TokenLoginBody) -> TokenView:
+    runtime: Runtime = request.app.state.runtime
+    address = request.client.host if request.client else None
+    try:
+        token = await runtime.auth.login(data.username, data.password, address)
+    except errors.Unauthorized:
+        details = {"address": address}
+        await runtime.audit.record(
+            data.username, "auth.login_refused", data.username, tenant_id=None, tenant=None, details=details
+        )
+        raise
+    return TokenView(token=token)
+
+
+@post(
+    "/api/auth/refresh",
+    status_code=200,
+    summary="A new bearer token for the caller, read from the user as stored now",
+    description="A deleted user, a suspended tenant or a changed password ends the token instead (401 or 403).",
+    operation_id="tokenRefresh",
+    tags=["session"],
+)
+async def token_refresh(request: AnyRequest) -> TokenView:
+    runtime: Runtime = request.app.state.runtime
+    return TokenView(token=await runtime.auth.refresh(request.user.username, request.user.user_id))
 
 
 @delete(

@@ -86,4 +86,4 @@ async def version() -> VersionView:
 
 @get("/api/auth/status", summary="How to authenticate", operation_id="getAuthStatus", tags=["session"])
 async def auth_status() -> AuthStatusView:
-    return AuthStatusView(auth_required=True, methods=["basic", "session"])
+    return AuthStatusView(auth_required=True, methods=["basic", "session", "bearer"])

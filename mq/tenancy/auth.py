@@ -27,6 +27,7 @@ from mq.tenancy.grants import GrantTuple, Role
 from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository, UserRecord
+from mq.tenancy.tokens import TokenSigner
 from mq.ttl_cache import TtlCache
 
 
@@ -60,8 +61,11 @@ class Authenticator:
         max_entries: int,
         limiter: LoginLimiter | None = None,
         passwords: PasswordChecks | None = None,
+        tokens: Callable[[], TokenSigner] | None = None,
     ) -> None:
         self._repository = repository
+        self._make_tokens = tokens
+        self._tokens: TokenSigner | None = None
         self._limiter = limiter or LoginLimiter(None, 1, 1, 1)
         self.passwords = passwords or PasswordChecks()
         self._key = secrets.token_bytes(32)
@@ -131,6 +135,50 @@ class Authenticator:
         principal = await self._principal(user)
         self._remember(digest, principal, user.tenant_status, user.password_hash)
         return principal, user.tenant_status
+
+    @property
+    def tokens(self) -> TokenSigner:
+        """The bearer tokens' signer, made on first use (its key may be a file in the data folder)."""
+        if self._tokens is None:
+            if self._make_tokens is None:
+                raise errors.Unauthorized("bearer tokens are not enabled")
+            self._tokens = self._make_tokens()
+        return self._tokens
+
+    async def login(self, username: str, password: str, address: str | None) -> str:
+        """A bearer token for a user's credentials (`POST /api/auth/login`), checked and limited as Basic
+        credentials are."""
+        credential = f"{username}\x00{password}".encode("utf-8", "surrogatepass")
+        await self.authenticate_header(credential, lambda _: (username, password), address)
+        return await self.refresh(username)
+
+    async def refresh(self, username: str, user_id: str | None = None) -> str:
+        """A new token for the user as stored now (`POST /api/auth/refresh`: `user_id` the caller's, so that a
+        user deleted and made again under the same name is not the same user)."""
+        user = await self._repository.user_by_username(username)
+        if user is None or (user_id is not None and str(user.id) != user_id):
+            raise errors.Unauthorized("the user no longer exists")
+        if user.tenant_status == "suspended":
+            raise errors.Forbidden("this tenant is suspended")
+        return self.tokens.issue(user)
+
+    async def authenticate_bearer(self, token: str) -> Principal:
+        """The caller of a bearer token: its signature, issuer and expiry checked on every request (PyJWT), its
+        user and credentials version against the users table, cached as any credential (`forget` makes the cache
+        look again: a changed password or role, or a deleted user, ends the token)."""
+        claims = self.tokens.read(token)
+        digest = self._mac(f"bearer\x00{claims.user_id}\x00{claims.credentials_version}".encode())
+        hit = self._cached(digest)
+        if hit is None:
+            user = await self._repository.user_by_username(claims.username)
+            if user is None or not self.tokens.matches(claims, user):
+                raise errors.Unauthorized("invalid or expired bearer token")
+            principal = await self._principal(user)
+            self._remember(digest, principal, user.tenant_status, None)
+            hit = (principal, user.tenant_status)
+        if hit[1] == "suspended":
+            raise errors.Forbidden("this tenant is suspended")
+        return hit[0]
 
     async def authenticate_session(self, token: str) -> tuple[Principal, str]:
         """The caller of an admin UI session cookie and the session's CSRF token."""

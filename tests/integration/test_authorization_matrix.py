@@ -143,6 +143,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/auth/session"): Rule(ANY_USER),
     ("DELETE", "/api/auth/session"): Rule(ANY_USER),
     ("GET", "/api/auth/me"): Rule(ANY_USER),
+    ("POST", "/api/auth/login"): Rule(PUBLIC, lambda f: {"username": f.spare_admin, "password": f.spare_password}),
+    ("POST", "/api/auth/refresh"): Rule(ANY_USER),
     ("PUT", "/api/auth/password"): Rule(
         ANY_USER, lambda f: {"current_password": f.password, "new_password": f.password}
     ),

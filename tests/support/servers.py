@@ -160,11 +160,17 @@ async def migrated_database(server_url: str, prefix: str = "skiplock_test") -> A
         await admin.close()
 
 
+#: The bearer tokens' signing key of the servers under test (`SKIPLOCK_TOKEN_SECRET`): tests forge tokens with it.
+TOKEN_SECRET = "skiplock-tests-token-secret-0123456789abcdef"
+
+
 @dataclass
 class Server:
     base_url: str
     process: subprocess.Popen[bytes]
     log_path: Path
+    #: queue-ti's gRPC service (`host:port`; empty when off)
+    grpc_address: str = ""
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -209,11 +215,14 @@ def start_server(
 ) -> Server:
     """Run `skiplock serve` (or `python <command>`) as a user would, and wait for /readyz."""
     port = int(env_overrides.get("SKIPLOCK_PORT") or free_port())
+    grpc = env_overrides.get("SKIPLOCK_GRPC_PORT")
+    grpc_port = free_port() if grpc is None else int(grpc or 0)  # each server its own gRPC port unless told
     log_path = Path(tempfile.mkstemp(prefix="skiplock-server-", suffix=".log")[1])
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
     env.update(
         {
             "SKIPLOCK_PORT": str(port),
+            "SKIPLOCK_GRPC_PORT": str(grpc_port),
             "SKIPLOCK_ADMIN_USERNAME": ADMIN[0],
             "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
             "SKIPLOCK_DATA_DIR": str(data_dir or scratch_dir()),
@@ -228,7 +237,7 @@ def start_server(
         process = subprocess.Popen(
             [sys.executable, *command], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
         )
-    server = Server(f"http://127.0.0.1:{port}", process, log_path)
+    server = Server(f"http://127.0.0.1:{port}", process, log_path, f"127.0.0.1:{grpc_port}" if grpc_port else "")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

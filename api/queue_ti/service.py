@@ -1,0 +1,314 @@
+"""queue-ti's gRPC service (`queue.QueueService`, `queue.proto` beside this file) over Skiplock's queue.
+
+Every call goes through what REST goes through: the bearer token of `POST /api/auth/login` in the `authorization`
+metadata (`Authenticator.authenticate_bearer`), the tenant of the token's user (a platform admin names one in
+`x-tenant`, as over REST), grants, and `QueueService` with its limits, quotas, schemas, consumer groups and
+fairness. An empty `consumer_group` (proto3's default) means none. queue-ti's clients ack and nack by id alone:
+that acts on the current lease of the message, as a REST ack without a receipt does.
+
+Errors are the REST errors as gRPC status codes (`_GRPC_CODES`), with the contract's code in the trailing
+metadata `skiplock-code`. `Subscribe` leases one message at a time, when the previous one was written to the
+stream (HTTP/2 flow control holds a write until the reader keeps up), and waits as a long poll does (woken by the
+wake-ups of `mq.queue.wakeups`, never a polling loop); the messages it delivered and that no gRPC ack or nack of
+this process settled are released when the stream ends (their lease lapses at once: they are delivered again,
+counted as an attempt, as a lapsed lease is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from api.auth import require_consumer_group, require_grant, tenant_for
+from api.errors import code_of, status_of
+from api.queue_ti import queue_pb2, queue_pb2_grpc
+from mq import errors
+from mq.queue.types import MessageView
+from mq.queue.validation import build_item
+from mq.runtime import Runtime
+from mq.tenancy.auth import Principal
+
+#: A Subscribe stream's long poll: how long one wait lasts before it looks again (the contract's longest).
+_SUBSCRIBE_WAIT_SECONDS = 20.0
+
+_GRPC_CODES = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    404: grpc.StatusCode.NOT_FOUND,
+    409: grpc.StatusCode.FAILED_PRECONDITION,
+    413: grpc.StatusCode.INVALID_ARGUMENT,
+    415: grpc.StatusCode.INVALID_ARGUMENT,
+    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    503: grpc.StatusCode.UNAVAILABLE,
+}
+
+Reply = TypeVar("Reply")
+
+
+class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        #: Messages a Subscribe stream of this process delivered and no gRPC ack or nack settled yet: id -> receipt
+        self._unsettled: dict[str, str | None] = {}
+
+    # --- calls ------------------------------------------------------------------------------------------------
+
+    async def Enqueue(  # noqa: N802 - the proto's method names
+        self, request: queue_pb2.EnqueueRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> queue_pb2.EnqueueResponse:
+        async def enqueue(principal: Principal) -> queue_pb2.EnqueueResponse:
+            tenant = tenant_for(principal, action="produce", topic=request.topic)
+            queue = self.runtime.queue
+            key = request.key if request.HasField("key") else None
+            metadata = dict(request.metadata) if request.metadata else None
+            item = build_item(queue.settings, request.topic, request.payload, metadata, key)
+            message_id, _ = await queue.enqueue(tenant, item)
+            return queue_pb2.EnqueueResponse(id=str(message_id))
+
+        return await self._call("Enqueue", context, enqueue)
+
+    async def Dequeue(  # noqa: N802
+        self, request: queue_pb2.DequeueRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> queue_pb2.DequeueResponse:
+        async def dequeue(principal: Principal) -> queue_pb2.DequeueResponse:
+            visibility = _visibility(request)
+            messages = await self._lease(principal, request.topic, 1, visibility, request.consumer_group)
+            if not messages:
+                raise errors.NotFound(f"no message available in topic {request.topic!r}")
+            return _dequeued(messages[0])
+
+        return await self._call("Dequeue", context, dequeue)
+
+    async def BatchDequeue(  # noqa: N802
+        self, request: queue_pb2.BatchDequeueRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> queue_pb2.BatchDequeueResponse:
+        async def batch(principal: Principal) -> queue_pb2.BatchDequeueResponse:
+            limit = self.runtime.settings.max_batch_size
+            if not 1 <= request.count <= limit:
+                raise errors.InvalidRequest(f"count must be 1 to {limit}; got {request.count}")
+            visibility = _visibility(request)
+            messages = await self._lease(principal, request.topic, request.count, visibility, request.consumer_group)
+            return queue_pb2.BatchDequeueResponse(messages=[_dequeued(m) for m in messages])
+
+        return await self._call("BatchDequeue", context, batch)
+
+    async def Ack(  # noqa: N802
+        self, request: queue_pb2.AckRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> queue_pb2.AckResponse:
+        async def ack(principal: Principal) -> queue_pb2.AckResponse:
+            group = request.consumer_group or None
+            tenant = await self._tenant_for_message(principal, request.id, group)
+            await self.runtime.queue.ack(tenant, request.id, None, group)
+            self._unsettled.pop(request.id, None)
+            return queue_pb2.AckResponse()
+
+        return await self._call("Ack", context, ack)
+
+    async def Nack(  # noqa: N802
+        self, request: queue_pb2.NackRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> queue_pb2.NackResponse:
+        async def nack(principal: Principal) -> queue_pb2.NackResponse:
+            group = request.consumer_group or None
+            tenant = await self._tenant_for_message(principal, request.id, group)
+            await self.runtime.queue.nack(tenant, request.id, None, request.error or None, None, group)
+            self._unsettled.pop(request.id, None)
+            return queue_pb2.NackResponse()
+
+        return await self._call("Nack", context, nack)
+
+    async def Subscribe(  # noqa: N802
+        self, request: queue_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[queue_pb2.SubscribeResponse]:
+        code = grpc.StatusCode.OK
+        delivered: dict[str, str | None] = {}  # this stream's: id -> receipt
+        gone = asyncio.Event()
+        context.add_done_callback(lambda _: gone.set())
+        principal: Principal | None = None
+        try:
+            principal = await self._caller(context)
+            visibility = _visibility(request)
+            queue = self.runtime.queue
+            while not gone.is_set() and not queue.wakeups.closing:
+                messages = await self._lease(principal, request.topic, 1, visibility, request.consumer_group, gone.wait)
+                for message in messages:
+                    delivered[message.id] = self._unsettled[message.id] = message.receipt
+                    yield _subscribed(message)
+        except Exception as exc:  # a refusal, or a dependency's fault (UNAVAILABLE); anything else INTERNAL
+            code = _code(exc)
+            await _abort(context, exc)
+        finally:
+            self.runtime.metrics.grpc_calls.labels("Subscribe", code.name).inc()
+            if principal is not None and delivered:
+                await self._release(principal, request, delivered)
+
+    # --- the parts ----------------------------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        context: grpc.aio.ServicerContext[Any, Any],
+        run: Callable[[Principal], Awaitable[Reply]],
+    ) -> Reply:
+        code = grpc.StatusCode.OK
+        try:
+            return await run(await self._caller(context))
+        except Exception as exc:
+            code = _code(exc)
+            await _abort(context, exc)
+            raise AssertionError from exc  # unreachable: _abort raises
+        finally:
+            self.runtime.metrics.grpc_calls.labels(method, code.name).inc()
+
+    async def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Principal:
+        metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+        authorization = metadata.get("authorization", "")
+        if authorization[:7].lower() != "bearer ":
+            raise errors.Unauthorized("send a bearer token (POST /api/auth/login) in the authorization metadata")
+        principal = await self.runtime.auth.authenticate_bearer(authorization[7:].strip())
+        if tenant := metadata.get("x-tenant"):
+            principal = await self.runtime.auth.address_tenant(principal, tenant)
+        if principal.tenant_id is not None:
+            self.runtime.metrics.tenant_names[principal.tenant_id] = principal.tenant_slug or ""
+        return principal
+
+    async def _lease(
+        self,
+        principal: Principal,
+        topic: str,
+        count: int,
+        visibility: int | None,
+        consumer_group: str,
+        caller_gone: Callable[[], Awaitable[Any]] | None = None,
+    ) -> list[MessageView]:
+        tenant = tenant_for(principal, action="consume", topic=topic)
+        group = consumer_group or None
+        require_consumer_group(principal, topic, group)
+        wait = _SUBSCRIBE_WAIT_SECONDS if caller_gone is not None else 0
+        return await self.runtime.queue.dequeue(
+            tenant, topic, count, visibility, wait, caller_gone, consumer=principal.username, consumer_group=group
+        )
+
+    async def _tenant_for_message(self, principal: Principal, message_id: str, group: str | None) -> int:
+        tenant = tenant_for(principal, action="consume")
+        if principal.is_member:
+            for found in await self.runtime.queue.topics_of(tenant, [message_id]):
+                if found is not None:
+                    require_grant(principal, "consume", found[0])
+                    require_consumer_group(principal, found[0], group)
+        return tenant
+
+    async def _release(
+        self, principal: Principal, request: queue_pb2.SubscribeRequest, delivered: dict[str, str | None]
+    ) -> None:
+        """The stream ended: its deliveries that no gRPC ack or nack settled lapse now (a lease extended to 0 s:
+        available again at once, its slot of a max_inflight freed). One already settled elsewhere is left as it
+        is (its receipt no longer matches)."""
+        tenant = principal.tenant_id
+        group = request.consumer_group or None
+        for message_id, receipt in delivered.items():
+            if self._unsettled.pop(message_id, None) is None or tenant is None:
+                continue
+            with contextlib.suppress(errors.SkiplockError):
+                await self.runtime.queue.extend(tenant, message_id, receipt, 0, group)
+
+
+def _visibility(request: Any) -> int | None:
+    if not request.HasField("visibility_timeout_seconds"):
+        return None
+    seconds = int(request.visibility_timeout_seconds)
+    if not 1 <= seconds <= 43200:
+        raise errors.InvalidRequest(f"visibility_timeout_seconds must be 1 to 43200; got {seconds}")
+    return seconds
+
+
+def _code(exc: Exception) -> grpc.StatusCode:
+    """The gRPC status of the REST status the API would answer `exc` with."""
+    return _GRPC_CODES.get(status_of(exc), grpc.StatusCode.INTERNAL)
+
+
+async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> None:
+    """End the call with `_code(exc)`, the error's message and the contract's code in the trailing metadata
+    (`skiplock-code`); raises. An unexpected error is raised as it is: grpc answers INTERNAL and logs it."""
+    status = status_of(exc)
+    if isinstance(exc, errors.SkiplockError):
+        message, contract_code = exc.message, code_of(exc)
+    elif status == 503:
+        message, contract_code = "a dependency is unavailable; retry later", "unavailable"
+    else:
+        message, contract_code = "internal error", "internal"
+    context.set_trailing_metadata((("skiplock-code", contract_code),))
+    if isinstance(exc, errors.SkiplockError) or status == 503:
+        await context.abort(_code(exc), message)
+    raise exc
+
+
+def _metadata(view: MessageView) -> dict[str, str]:
+    """queue-ti's metadata is a map of strings: strings stay as they are, other JSON values are written as JSON."""
+    if view.metadata is None:
+        return {}
+    decoded = json.loads(bytes(view.metadata))
+    return {k: v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for k, v in decoded.items()}
+
+
+def _timestamp(rfc3339: str | None) -> Timestamp:
+    stamp = Timestamp()
+    if rfc3339:
+        stamp.FromDatetime(datetime.fromisoformat(rfc3339.replace("Z", "+00:00")))
+    return stamp
+
+
+def _dequeued(view: MessageView) -> queue_pb2.DequeueResponse:
+    reply = queue_pb2.DequeueResponse(
+        id=view.id,
+        topic=view.topic,
+        payload=view.payload,
+        metadata=_metadata(view),
+        created_at=_timestamp(view.created_at),
+        retry_count=view.retry_count,
+        max_retries=view.max_retries,
+    )
+    if view.key is not None:
+        reply.key = view.key
+    return reply
+
+
+def _subscribed(view: MessageView) -> queue_pb2.SubscribeResponse:
+    return queue_pb2.SubscribeResponse(
+        id=view.id,
+        topic=view.topic,
+        payload=view.payload,
+        metadata=_metadata(view),
+        created_at=_timestamp(view.created_at),
+        retry_count=view.retry_count,
+    )
+
+
+@contextlib.asynccontextmanager
+async def grpc_server(runtime: Runtime) -> AsyncIterator[None]:
+    """queue-ti's gRPC service on `grpc_port` (0: none), in this process's event loop, for as long as the app runs;
+    its streams end with the HTTP server's graceful shutdown (long polls answer at once from the first signal)."""
+    port = runtime.settings.grpc_port
+    if not port:
+        yield
+        return
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 1)])
+    queue_pb2_grpc.add_QueueServiceServicer_to_server(QueueTiService(runtime), server)  # type: ignore[no-untyped-call]
+    address = f"{runtime.settings.host}:{port}"
+    if server.add_insecure_port(address) == 0:
+        raise OSError(f"cannot listen on {address} for gRPC")
+    await server.start()
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        runtime.queue.wakeups.stop_waiting()
+        await server.stop(grace=max(1.0, min(10.0, time.monotonic() - started)))

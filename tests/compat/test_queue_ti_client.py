@@ -1,0 +1,160 @@
+"""queue-ti's own Python client (PyPI `queue-ti-client`, unchanged) against a Skiplock server: login for a bearer
+token, publish with metadata over gRPC, Subscribe with concurrency and acks, nacks to retries and the DLQ, batch
+consumption per consumer group, and a forged token refused with UNAUTHENTICATED (contract, "queue-ti wire
+compatibility")."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from queueti import (
+    AsyncClient,
+    BatchOptions,
+    ConnectOptions,
+    ConsumerOptions,
+    Message,
+    PublishOptions,
+    QueueTiAuth,
+    connect,
+)
+from queueti.pb import queue_pb2, queue_pb2_grpc
+
+from tests.support.servers import Server
+from tests.support.tenants import Tenant
+
+
+@pytest.fixture
+async def login(server: Server, tenant: Tenant, make_user: Any) -> QueueTiAuth:
+    username, password = await make_user("tenant_admin", tenant)
+    return await asyncio.to_thread(QueueTiAuth.login, server.base_url, username, password)
+
+
+@pytest.fixture
+async def queue_ti(server: Server, login: QueueTiAuth) -> AsyncIterator[AsyncClient]:
+    assert login.token, "Skiplock requires authentication"
+    options = ConnectOptions(token=login.token, insecure=True, token_refresher=login.async_refresh)
+    client = await connect(server.grpc_address, options)
+    yield client
+    await client.close()
+
+
+async def _until(check: Callable[[], Awaitable[bool] | bool], seconds: float = 15) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        result = check()
+        if await result if asyncio.iscoroutine(result) else result:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("not reached in time")
+
+
+def _rest(server: Server, login: QueueTiAuth) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=server.base_url, headers={"Authorization": f"Bearer {login.token}"}, timeout=30)
+
+
+async def test_publish_and_subscribe_with_concurrency_and_acks(
+    queue_ti: AsyncClient, server: Server, login: QueueTiAuth
+) -> None:
+    producer = queue_ti.producer()
+    ids = [
+        await producer.publish("orders", f"order-{n}".encode(), PublishOptions(metadata={"n": str(n)}))
+        for n in range(20)
+    ]
+    seen: dict[str, Message] = {}
+    busy = 0
+    most_busy = 0
+
+    async def handle(message: Message) -> None:
+        nonlocal busy, most_busy
+        busy += 1
+        most_busy = max(most_busy, busy)
+        await asyncio.sleep(0.02)
+        seen[message.id] = message
+        busy -= 1
+
+    consumer = queue_ti.consumer("orders", ConsumerOptions(concurrency=4))
+    task = asyncio.create_task(consumer.consume(handle))
+    await _until(lambda: len(seen) == 20)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert sorted(seen) == sorted(ids) and 1 < most_busy <= 4
+    assert {m.payload for m in seen.values()} == {f"order-{n}".encode() for n in range(20)}
+    assert all(m.metadata == {"n": m.payload.decode().split("-")[1]} and m.retry_count == 0 for m in seen.values())
+    async with _rest(server, login) as rest:
+
+        async def all_acked() -> bool:
+            r = await rest.get("/api/messages", params={"topic": "orders"})
+            return r.json()["items"] == []
+
+        await _until(all_acked)
+
+
+async def test_a_failing_handler_nacks_to_retries_then_the_dlq(
+    queue_ti: AsyncClient, server: Server, login: QueueTiAuth
+) -> None:
+    async with _rest(server, login) as rest:
+        assert (await rest.put("/api/topic-configs/flaky", json={"max_retries": 2})).status_code == 200
+        attempts: list[int] = []
+
+        async def handle(message: Message) -> None:
+            attempts.append(message.retry_count)
+            raise RuntimeError("boom")
+
+        await queue_ti.producer().publish("flaky", b"poison")
+        task = asyncio.create_task(queue_ti.consumer("flaky").consume(handle))
+
+        async def dead() -> bool:
+            r = await rest.get("/api/messages", params={"topic": "flaky.dlq"})
+            return len(r.json()["items"]) == 1
+
+        await _until(dead)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        [letter] = (await rest.get("/api/messages", params={"topic": "flaky.dlq"})).json()["items"]
+        assert attempts == [0, 1] and base64.b64decode(letter["payload"]) == b"poison"
+        assert letter["last_error"] == "boom"
+
+
+async def test_batch_consumption_per_consumer_group(queue_ti: AsyncClient, server: Server, login: QueueTiAuth) -> None:
+    async with _rest(server, login) as rest:
+        for group in ("billing", "audit"):
+            r = await rest.post("/api/topics/invoices/consumer-groups", json={"consumer_group": group})
+            assert r.status_code == 201, r.text
+    for n in range(5):
+        await queue_ti.producer().publish("invoices", f"invoice-{n}".encode())
+    for group in ("billing", "audit"):
+        got: list[bytes] = []
+
+        async def handle(batch: list[Message], got: list[bytes] = got) -> None:
+            for message in batch:
+                got.append(message.payload)
+                await message.ack()
+
+        consumer = queue_ti.consumer("invoices")
+        task = asyncio.create_task(consumer.consume_batch(BatchOptions(batch_size=3, consumer_group=group), handle))
+        await _until(lambda got=got: len(got) == 5)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert sorted(got) == [f"invoice-{n}".encode() for n in range(5)]
+
+
+async def test_a_forged_token_is_refused_with_unauthenticated(server: Server) -> None:
+    channel = grpc.aio.insecure_channel(server.grpc_address)
+    stub = queue_pb2_grpc.QueueServiceStub(channel)
+    try:
+        for token in ("forged.not.valid", ""):
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.Enqueue(
+                    queue_pb2.EnqueueRequest(topic="t", payload=b"x"),
+                    metadata=(("authorization", f"Bearer {token}"),),
+                )
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert ("skiplock-code", "unauthorized") in tuple(refused.value.trailing_metadata() or ())
+    finally:
+        await channel.close()

@@ -1,0 +1,62 @@
+"""The gRPC modules in api/queue_ti are what `make proto` makes from queue.proto now, and the service keeps
+queue-ti's names and field numbers (its clients connect unchanged)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from api.queue_ti import queue_pb2
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_generated_modules_match_the_proto(tmp_path: Path) -> None:
+    (tmp_path / "api" / "queue_ti").mkdir(parents=True)
+    proto = ROOT / "api" / "queue_ti" / "queue.proto"
+    (tmp_path / "api" / "queue_ti" / "queue.proto").write_bytes(proto.read_bytes())
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-I",
+            ".",
+            "--python_out=.",
+            "--pyi_out=.",
+            "--grpc_python_out=.",
+            "api/queue_ti/queue.proto",
+        ],
+        cwd=tmp_path,
+        check=True,
+    )
+    for name in ("queue_pb2.py", "queue_pb2.pyi", "queue_pb2_grpc.py"):
+        made = (tmp_path / "api" / "queue_ti" / name).read_text()
+        assert made == (ROOT / "api" / "queue_ti" / name).read_text(), f"{name} is stale: run `make proto`"
+
+
+def test_queue_tis_service_names_and_field_numbers() -> None:
+    service = queue_pb2.DESCRIPTOR.services_by_name["QueueService"]
+    assert service.full_name == "queue.QueueService"
+    assert [m.name for m in service.methods] == ["Enqueue", "Dequeue", "BatchDequeue", "Ack", "Nack", "Subscribe"]
+    fields = {
+        name: {f.name: f.number for f in queue_pb2.DESCRIPTOR.message_types_by_name[name].fields}
+        for name in ("EnqueueRequest", "DequeueResponse", "BatchDequeueRequest", "NackRequest", "SubscribeRequest")
+    }
+    assert fields == {
+        "EnqueueRequest": {"topic": 1, "payload": 2, "metadata": 3, "key": 4},
+        "DequeueResponse": {
+            "id": 1,
+            "topic": 2,
+            "payload": 3,
+            "metadata": 4,
+            "created_at": 5,
+            "retry_count": 6,
+            "max_retries": 7,
+            "key": 8,
+        },
+        "BatchDequeueRequest": {"topic": 1, "count": 2, "visibility_timeout_seconds": 3, "consumer_group": 4},
+        "NackRequest": {"id": 1, "error": 2, "consumer_group": 3},
+        "SubscribeRequest": {"topic": 1, "visibility_timeout_seconds": 2, "consumer_group": 3},
+    }
