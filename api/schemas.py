@@ -253,7 +253,8 @@ class ExpiredView(msgspec.Struct):
 
 
 class TopicConfigView(TopicConfig, frozen=True):
-    """A topic's config with its topic's name (the items of GET /api/topic-configs)."""
+    """A topic's config with its topic's name (GET and PUT of one, and the items of GET /api/topic-configs: queue-ti's
+    clients read `topic` from each)."""
 
     topic: str = ""
 
@@ -268,6 +269,8 @@ class TopicConfigListView(msgspec.Struct):
 class TopicConfigBody(Strict):
     """PUT /api/topic-configs/{topic}: the whole config; null or omitted = the global default."""
 
+    #: The path's topic again (queue-ti's clients send it); another topic is refused.
+    topic: str | None = None
     max_retries: Annotated[int, Meta(ge=0, le=MAX_RETRIES_LIMIT)] | None = None
     message_ttl_seconds: Annotated[int, Meta(ge=0, le=MAX_TTL_SECONDS)] | None = None
     max_depth: Annotated[int, Meta(ge=1, le=MAX_DEPTH_LIMIT)] | None = None

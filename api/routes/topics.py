@@ -187,8 +187,9 @@ class TopicConfigController(Controller):
         )
 
     @get("/{topic:str}", summary="One topic's config", operation_id="getTopicConfig")
-    async def get_config(self, request: AnyRequest, topic: str) -> TopicConfig:
-        return await _topics(request).topic_config(tenant_for(request.user, action="read", topic=topic), topic)
+    async def get_config(self, request: AnyRequest, topic: str) -> TopicConfigView:
+        config = await _topics(request).topic_config(tenant_for(request.user, action="read", topic=topic), topic)
+        return TopicConfigView(topic=topic, **msgspec.structs.asdict(config))
 
     @put(
         "/{topic:str}",
@@ -197,12 +198,16 @@ class TopicConfigController(Controller):
         summary="Set a topic's config (every field; null or omitted = the global default)",
         operation_id="putTopicConfig",
     )
-    async def put_config(self, request: AnyRequest, topic: str, data: TopicConfigBody) -> TopicConfig:
+    async def put_config(self, request: AnyRequest, topic: str, data: TopicConfigBody) -> TopicConfigView:
         tenant = tenant_for(request.user, admin_only=True)
-        config = msgspec.convert(msgspec.structs.asdict(data), TopicConfig)
+        if data.topic is not None and data.topic != topic:
+            raise errors.InvalidRequest(f"topic: the body names {data.topic!r}, the path {topic!r}")
+        fields = msgspec.structs.asdict(data)
+        del fields["topic"]
+        config = msgspec.convert(fields, TopicConfig)
         stored = await _topics(request).put_topic_config(tenant, topic, config)
         await audit(request, "topic_config.update", topic, msgspec.to_builtins(stored))
-        return stored
+        return TopicConfigView(topic=topic, **msgspec.structs.asdict(stored))
 
     @delete(
         "/{topic:str}",

@@ -161,10 +161,11 @@ SchemaFormat = Literal["avro", "json_schema"]
 
 
 class TopicSchemaSummary(msgspec.Struct, frozen=True):
-    """A topic's schema in force: its format and version."""
+    """A topic's schema in force: its format, text and version."""
 
     topic: str
     format: SchemaFormat
+    schema_json: str
     version: int
     updated_at: str
 

@@ -31,7 +31,13 @@ class TopicSchemas:
         rows = await self.repository.list(tenant_id)
         return SchemaListView(
             items=[
-                SchemaSummaryView(topic=r["topic"], format=r["format"], version=r["version"], updated_at=_at(r))
+                SchemaSummaryView(
+                    topic=r["topic"],
+                    format=r["format"],
+                    schema_json=r["schema_json"],
+                    version=r["version"],
+                    updated_at=_at(r),
+                )
                 for r in rows
             ]
         )

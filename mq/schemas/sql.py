@@ -7,7 +7,8 @@ _COLUMNS = "topic, format, version, created_at"
 
 # Each topic's version in force. Plan: Unique index scan of topic_schemas_pkey (tenant_id), first row per topic.
 LIST = f"""
-SELECT DISTINCT ON (topic) {_COLUMNS} FROM topic_schemas WHERE tenant_id = $1 ORDER BY topic, version DESC"""
+SELECT DISTINCT ON (topic) {_COLUMNS}, schema_json FROM topic_schemas WHERE tenant_id = $1
+ORDER BY topic, version DESC"""
 
 # One version ($3), or the one in force ($3 NULL).
 GET = f"""

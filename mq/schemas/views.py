@@ -8,8 +8,11 @@ import msgspec
 
 
 class SchemaSummaryView(msgspec.Struct):
+    """A topic's schema in force (the items of GET /api/topic-schemas, queue-ti's shape and the format)."""
+
     topic: str
     format: Literal["avro", "json_schema"]
+    schema_json: str
     version: int
     updated_at: str
 

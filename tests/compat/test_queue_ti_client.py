@@ -14,13 +14,17 @@ import grpc
 import httpx
 import pytest
 from queueti import (
+    AdminOptions,
+    AsyncAdminClient,
     AsyncClient,
     BatchOptions,
     ConnectOptions,
     ConsumerOptions,
     Message,
+    PublishError,
     PublishOptions,
     QueueTiAuth,
+    TopicConfig,
     connect,
 )
 from queueti.pb import queue_pb2, queue_pb2_grpc
@@ -158,3 +162,30 @@ async def test_a_forged_token_is_refused_with_unauthenticated(server: Server) ->
             assert ("skiplock-code", "unauthorized") in tuple(refused.value.trailing_metadata() or ())
     finally:
         await channel.close()
+
+
+async def test_the_admin_client_manages_configs_schemas_groups_and_reads_stats(
+    queue_ti: AsyncClient, server: Server, login: QueueTiAuth
+) -> None:
+    async with AsyncAdminClient(server.base_url, AdminOptions(token=login.token)) as admin:
+        config = await admin.upsert_topic_config(
+            "admin-topic", TopicConfig(topic="admin-topic", replayable=False, max_retries=4, max_depth=100)
+        )
+        assert (config.topic, config.max_retries, config.max_depth, config.replayable) == ("admin-topic", 4, 100, False)
+        assert "admin-topic" in [c.topic for c in await admin.list_topic_configs()]
+        schema = '{"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}'
+        stored = await admin.upsert_topic_schema("admin-topic", schema)  # queue-ti's default format: Avro
+        assert (stored.topic, stored.version) == ("admin-topic", 1) and stored.updated_at
+        assert (await admin.get_topic_schema("admin-topic")).schema_json == stored.schema_json
+        assert [s.topic for s in await admin.list_topic_schemas()] == ["admin-topic"]
+        await admin.register_consumer_group("admin-topic", "reports")
+        assert await admin.list_consumer_groups("admin-topic") == ["reports"]
+        await queue_ti.producer().publish("admin-topic", b'{"id": "o-1"}')
+        with pytest.raises(PublishError):  # the schema holds over gRPC too
+            await queue_ti.producer().publish("admin-topic", b'{"id": 7}')
+        stats = {(s.topic, s.status): s.count for s in await admin.stats()}
+        assert stats[("admin-topic", "pending")] == 1
+        await admin.unregister_consumer_group("admin-topic", "reports")
+        await admin.delete_topic_schema("admin-topic")
+        await admin.delete_topic_config("admin-topic")
+        assert "admin-topic" not in [c.topic for c in await admin.list_topic_configs()]

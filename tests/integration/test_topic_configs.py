@@ -57,8 +57,11 @@ async def test_put_get_list_and_delete_a_config(client: httpx.AsyncClient) -> No
         "replay_window_seconds": 86400,
         "max_inflight": 10,
     }
-    assert await put_config(client, "orders", **full) == full
-    assert (await client.get("/api/topic-configs/orders")).json() == full
+    assert await put_config(client, "orders", **full) == {"topic": "orders", **full}  # the topic: queue-ti's shape
+    assert (await client.get("/api/topic-configs/orders")).json() == {"topic": "orders", **full}
+    r = await client.put("/api/topic-configs/orders", json={"topic": "orders", **full})  # queue-ti's body
+    assert r.status_code == 200 and r.json()["max_depth"] == 1000, r.text
+    assert_error(await client.put("/api/topic-configs/orders", json={"topic": "other"}), 400, "invalid_request")
     # PUT replaces the whole config: omitted fields fall back to the global defaults.
     partial = await put_config(client, "orders", max_retries=2)
     assert partial["max_retries"] == 2 and partial["max_depth"] is None and partial["retry_backoff_seconds"] is None
