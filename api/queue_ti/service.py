@@ -31,6 +31,7 @@ from api.auth import require_consumer_group, require_grant, tenant_for
 from api.errors import code_of, status_of
 from api.queue_ti import queue_pb2, queue_pb2_grpc
 from mq import errors
+from mq.names import GROUP_PATTERN, GROUP_RE
 from mq.queue.types import MessageView
 from mq.queue.validation import build_item
 from mq.runtime import Runtime
@@ -105,7 +106,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         self, request: queue_pb2.AckRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> queue_pb2.AckResponse:
         async def ack(principal: Principal) -> queue_pb2.AckResponse:
-            group = request.consumer_group or None
+            group = _group(request.consumer_group)
             tenant = await self._tenant_for_message(principal, request.id, group)
             await self.runtime.queue.ack(tenant, request.id, None, group)
             self._unsettled.pop(request.id, None)
@@ -117,7 +118,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         self, request: queue_pb2.NackRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> queue_pb2.NackResponse:
         async def nack(principal: Principal) -> queue_pb2.NackResponse:
-            group = request.consumer_group or None
+            group = _group(request.consumer_group)
             tenant = await self._tenant_for_message(principal, request.id, group)
             await self.runtime.queue.nack(tenant, request.id, None, request.error or None, None, group)
             self._unsettled.pop(request.id, None)
@@ -190,7 +191,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         caller_gone: Callable[[], Awaitable[Any]] | None = None,
     ) -> list[MessageView]:
         tenant = tenant_for(principal, action="consume", topic=topic)
-        group = consumer_group or None
+        group = _group(consumer_group)
         require_consumer_group(principal, topic, group)
         wait = _SUBSCRIBE_WAIT_SECONDS if caller_gone is not None else 0
         return await self.runtime.queue.dequeue(
@@ -213,12 +214,21 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         available again at once, its slot of a max_inflight freed). One already settled elsewhere is left as it
         is (its receipt no longer matches)."""
         tenant = principal.tenant_id
-        group = request.consumer_group or None
+        group = _group(request.consumer_group)
         for message_id, receipt in delivered.items():
             if self._unsettled.pop(message_id, None) is None or tenant is None:
                 continue
             with contextlib.suppress(errors.SkiplockError):
                 await self.runtime.queue.extend(tenant, message_id, receipt, 0, group)
+
+
+def _group(name: str) -> str | None:
+    """A request's consumer group: proto3's empty default is none; a name is checked as REST checks it."""
+    if not name:
+        return None
+    if not GROUP_RE.match(name):
+        raise errors.InvalidRequest(f"consumer_group must match {GROUP_PATTERN}")
+    return name
 
 
 def _visibility(request: Any) -> int | None:
