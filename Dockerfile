@@ -3,7 +3,10 @@
 #   docker run IMAGE              the API (`skiplock api`) with the admin console at /
 #   docker run IMAGE worker       the scheduled jobs alone
 #   docker run IMAGE migrate      `alembic upgrade head`, then exit (run once per release, before the new API)
-# It takes SKIPLOCK_DATABASE_URL and SKIPLOCK_REDIS_URL: no embedded servers here (docs/deploy.md).
+# It takes SKIPLOCK_DATABASE_URL and SKIPLOCK_REDIS_URL: no embedded servers here (docs/deploy.md). The API serves
+# HTTP on 8080 and queue-ti's gRPC service on 50051 (SKIPLOCK_GRPC_PORT, 0 = off); give it SKIPLOCK_TOKEN_SECRET (the
+# key that signs bearer tokens, shared by every instance): the image's root is not writable, so the key cannot be
+# generated into data_dir.
 # Build: docker build -t skiplock:0.1.0 --build-arg VERSION=0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .
 # Pin the bases by digest for reproducible builds: --build-arg PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:...
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
@@ -51,17 +54,19 @@ RUN groupadd --system --gid 10001 skiplock \
 COPY --from=server /opt/skiplock /opt/skiplock
 COPY --from=console /src/admin-ui/dist /opt/skiplock/admin-ui
 # Nothing is written at run time (bytecode is compiled above; logs go to stderr), so the root filesystem may be
-# read-only. The API binds every interface; it migrates only when told to (SKIPLOCK_MIGRATE_ON_START).
+# read-only. The API binds every interface (HTTP and gRPC); it migrates only when told to (SKIPLOCK_MIGRATE_ON_START).
 ENV PATH=/opt/skiplock/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     SKIPLOCK_HOST=0.0.0.0 \
     SKIPLOCK_PORT=8080 \
+    SKIPLOCK_GRPC_PORT=50051 \
     SKIPLOCK_MIGRATE_ON_START=false \
     SKIPLOCK_ADMIN_UI_DIR=/opt/skiplock/admin-ui
 WORKDIR /opt/skiplock
 USER 10001:10001
-EXPOSE 8080
+# HTTP (REST API, admin console, /metrics) and queue-ti's gRPC service (plaintext HTTP/2).
+EXPOSE 8080 50051
 # The API's liveness (the worker's: `python -m skiplock.healthcheck 8081` with SKIPLOCK_WORKER_PORT=8081; migrate
 # has no port and compose disables the check for it).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 CMD ["python", "-m", "skiplock.healthcheck"]

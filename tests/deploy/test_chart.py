@@ -4,15 +4,18 @@ nothing the release creates after it."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from promql_parser import parse as parse_promql
 
-from tests.deploy.support import CHART, HelmError, render, tool
+from tests.deploy.support import CHART, FakeCluster, HelmError, render, tool
 from tests.deploy.values_schema import config_schema
 
 REQUIRED = {
@@ -62,6 +65,7 @@ def test_defaults_render_these_objects_with_stable_names() -> None:
         ("PodDisruptionBudget", "skiplock-api", None),
         ("Secret", "skiplock", None),
         ("Secret", "skiplock-migrate", "pre-install,pre-upgrade"),
+        ("Secret", "skiplock-tokens", None),
         ("Service", "skiplock", None),
         ("Service", "skiplock-worker", None),
         ("ServiceAccount", "skiplock", None),
@@ -109,7 +113,10 @@ def test_api_probes_and_graceful_termination() -> None:
     spec = objects["Deployment", "skiplock-api"]["spec"]["template"]["spec"]
     [api] = spec["containers"]
     assert api["args"] == ["api"]
-    assert api["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    assert api["ports"] == [
+        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+        {"name": "grpc", "containerPort": 50051, "protocol": "TCP"},
+    ]
     assert api["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert api["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert api["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
@@ -121,6 +128,111 @@ def test_api_probes_and_graceful_termination() -> None:
     assert {c["topologyKey"] for c in spread} == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
     assert all(c["whenUnsatisfiable"] == "ScheduleAnyway" for c in spread)
     assert objects["Service", "skiplock"]["spec"]["ports"][0]["targetPort"] == "http"
+
+
+def test_the_grpc_port_on_the_pods_the_service_and_the_network_policy() -> None:
+    """queue-ti's gRPC service: a container port `grpc` that SKIPLOCK_GRPC_PORT names, a Service port with
+    `appProtocol: grpc`, and the NetworkPolicy's ingress open to it like the HTTP port; off, all of it goes."""
+    policy = {"networkPolicy": {"enabled": True}}
+    for grpc, service_port, container_port in (({}, 50051, 50051), ({"port": 9090}, 443, 9090)):
+        values = merged(REQUIRED, policy, {"grpc": grpc, "service": {"grpcPort": service_port}})
+        objects = by_kind(render(values))
+        [api] = objects["Deployment", "skiplock-api"]["spec"]["template"]["spec"]["containers"]
+        assert {"name": "grpc", "containerPort": container_port, "protocol": "TCP"} in api["ports"]
+        assert objects["ConfigMap", "skiplock"]["data"]["SKIPLOCK_GRPC_PORT"] == str(container_port)
+        ports = {p["name"]: p for p in objects["Service", "skiplock"]["spec"]["ports"]}
+        assert ports["grpc"] == {
+            "name": "grpc",
+            "port": service_port,
+            "targetPort": "grpc",
+            "protocol": "TCP",
+            "appProtocol": "grpc",
+        }
+        assert ports["http"]["targetPort"] == "http"
+        [rule] = objects["NetworkPolicy", "skiplock-ingress"]["spec"]["ingress"]
+        assert {"port": container_port, "protocol": "TCP"} in rule["ports"]
+        # The worker serves no gRPC; the probes stay on HTTP (one process serves both).
+        [worker] = objects["Deployment", "skiplock-worker"]["spec"]["template"]["spec"]["containers"]
+        assert [p["name"] for p in worker["ports"]] == ["http"]
+        assert all(
+            api[probe]["httpGet"]["port"] == "http" for probe in ("startupProbe", "livenessProbe", "readinessProbe")
+        )
+
+    objects = by_kind(render(merged(REQUIRED, policy, {"grpc": {"enabled": False}})))
+    [api] = objects["Deployment", "skiplock-api"]["spec"]["template"]["spec"]["containers"]
+    assert [p["name"] for p in api["ports"]] == ["http"]
+    assert objects["ConfigMap", "skiplock"]["data"]["SKIPLOCK_GRPC_PORT"] == "0"
+    assert [p["name"] for p in objects["Service", "skiplock"]["spec"]["ports"]] == ["http"]
+    [rule] = objects["NetworkPolicy", "skiplock-ingress"]["spec"]["ingress"]
+    assert 50051 not in [p["port"] for p in rule["ports"]]
+    with pytest.raises(HelmError, match=r"grpc\.port must differ from api\.port"):
+        render(merged(REQUIRED, {"grpc": {"port": 8080}}))
+
+
+def _token_key(objects: list[dict[str, Any]], name: str = "skiplock-tokens", key: str = "token-secret") -> str:
+    secret = by_kind(objects)["Secret", name]
+    assert "helm.sh/hook" not in secret["metadata"].get("annotations", {})  # an object of the release, kept
+    return base64.b64decode(secret["data"][key]).decode()
+
+
+def test_the_token_key_comes_from_a_secret_only_the_api_reads() -> None:
+    objects = render(REQUIRED)
+    key = _token_key(objects)
+    assert re.fullmatch(r"[A-Za-z0-9]{64}", key)
+    for name, spec in pod_specs(objects).items():
+        refs = {
+            e["name"]: e["valueFrom"]["secretKeyRef"]
+            for c in spec["containers"]
+            for e in c.get("env", [])
+            if "valueFrom" in e
+        }
+        if name == "skiplock-api":
+            assert refs["SKIPLOCK_TOKEN_SECRET"] == {"name": "skiplock-tokens", "key": "token-secret"}
+        else:
+            assert "SKIPLOCK_TOKEN_SECRET" not in refs, name
+    config = by_kind(objects)["ConfigMap", "skiplock"]["data"]
+    assert "SKIPLOCK_TOKEN_SECRET" not in config
+    # Never a plain value: not in `config` (the ConfigMap), and `auth` takes a Secret's name only.
+    with pytest.raises(HelmError, match="token_secret"):
+        render(merged(REQUIRED, {"config": {"token_secret": "x" * 64}}))
+    with pytest.raises(HelmError, match="value"):
+        render(merged(REQUIRED, {"auth": {"tokenSecret": {"value": "x" * 64}}}))
+    # The lifetime is a setting like any other.
+    ttl = by_kind(render(merged(REQUIRED, {"config": {"token_ttl_seconds": 600}})))["ConfigMap", "skiplock"]["data"]
+    assert ttl["SKIPLOCK_TOKEN_TTL_SECONDS"] == "600"
+
+    # A Secret of yours: the chart makes none and the API reads yours, whichever Secret holds the others.
+    for secrets in (REQUIRED["secrets"], {"existingSecret": "skiplock-credentials"}):
+        values = {"secrets": secrets, "auth": {"tokenSecret": {"existingSecret": "skiplock-jwt", "key": "hs256"}}}
+        objects = render(values)
+        assert ("Secret", "skiplock-tokens") not in by_kind(objects)
+        [api] = pod_specs(objects)["skiplock-api"]["containers"]
+        [ref] = [e["valueFrom"]["secretKeyRef"] for e in api["env"] if e["name"] == "SKIPLOCK_TOKEN_SECRET"]
+        assert ref == {"name": "skiplock-jwt", "key": "hs256"}
+
+
+def test_the_token_key_is_generated_on_install_and_kept_on_upgrades(tmp_path: Path) -> None:
+    """`lookup` against a cluster (a fake API server, helm 4 and helm 3 rendering as install and upgrade do): a
+    new key on install, the Secret's key on every upgrade, whatever else changed; a new one if the key's name
+    changed. Without a cluster (`helm template`, client dry runs) each rendering makes a new key."""
+    assert _token_key(render(REQUIRED)) != _token_key(render(REQUIRED))
+    for helm in ("helm", "helm3"):
+        (tmp_path / helm).mkdir()
+        with FakeCluster(tmp_path / helm) as cluster:
+            installed = render(REQUIRED, helm=helm, cluster=cluster)
+            key = _token_key(installed)
+            assert _token_key(render(REQUIRED, helm=helm, cluster=cluster)) != key  # nothing to find yet
+            assert any(
+                path.startswith("/api/v1/namespaces/queues/secrets/skiplock-tokens") for path in cluster.requests
+            )
+            for o in installed:
+                if o["kind"] in ("Secret", "ConfigMap", "Service", "Deployment") and not hook(o):
+                    cluster.apply(o)
+            for change in ({}, {"api": {"replicaCount": 4}, "config": {"token_ttl_seconds": 300}}):
+                upgraded = render(merged(REQUIRED, change), helm=helm, cluster=cluster)
+                assert _token_key(upgraded) == key, helm
+            renamed = merged(REQUIRED, {"auth": {"tokenSecret": {"key": "signing-key"}}})
+            assert _token_key(render(renamed, helm=helm, cluster=cluster), key="signing-key") != key
 
 
 def test_worker_probes_and_its_headless_service() -> None:
@@ -156,6 +268,7 @@ def test_the_config_map_carries_settings_and_the_chart_decides_the_deployment_on
     assert data["SKIPLOCK_MIGRATE_ON_START"] == "false"
     assert data["SKIPLOCK_RUN_WORKERS"] == "false"  # the worker Deployment runs the jobs
     assert data["SKIPLOCK_PORT"] == "8080"
+    assert data["SKIPLOCK_GRPC_PORT"] == "50051"
     assert data["SKIPLOCK_API_INSTANCES"] == "2"
     assert not any("PASSWORD" in key or "URL" in key or "TOKEN" in key for key in data)
     alone = by_kind(render(merged(values, {"worker": {"enabled": False}})))
@@ -170,6 +283,8 @@ def test_required_secrets_and_misspelt_values_are_refused() -> None:
         render(merged(REQUIRED, {"config": {"visiblity_timeout_seconds": 5}}))
     with pytest.raises(HelmError, match="port"):
         render(merged(REQUIRED, {"config": {"port": 9000}}))  # the chart's to set
+    with pytest.raises(HelmError, match="grpc_port"):
+        render(merged(REQUIRED, {"config": {"grpc_port": 9000}}))  # grpc.port and grpc.enabled
     with pytest.raises(HelmError, match="autoscaling needs a metric"):
         render(merged(REQUIRED, {"autoscaling": {"enabled": True, "targetCPUUtilizationPercentage": 0}}))
     with pytest.raises(HelmError, match="serviceMonitor needs"):
@@ -209,10 +324,14 @@ def test_the_migration_hook_needs_nothing_the_release_creates_after_it() -> None
 
 def test_existing_secret_replaces_the_charts_secret_everywhere() -> None:
     objects = render({"secrets": {"existingSecret": "skiplock-credentials", "keys": {"databaseUrl": "uri"}}})
-    assert not [o for o in objects if o["kind"] == "Secret"]
+    # The token key is generated, not given: its Secret stays the chart's (auth.tokenSecret.existingSecret for yours).
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "Secret"] == ["skiplock-tokens"]
     for name, spec in pod_specs(objects).items():
         refs = [
-            e["valueFrom"]["secretKeyRef"] for c in spec["containers"] for e in c.get("env", []) if "valueFrom" in e
+            e["valueFrom"]["secretKeyRef"]
+            for c in spec["containers"]
+            for e in c.get("env", [])
+            if "valueFrom" in e and e["name"] != "SKIPLOCK_TOKEN_SECRET"
         ]
         assert refs and all(ref["name"] == "skiplock-credentials" for ref in refs), name
         assert all(
@@ -231,6 +350,7 @@ def test_least_secrets_per_container() -> None:
         "SKIPLOCK_REDIS_URL",
         "SKIPLOCK_ADMIN_PASSWORD",
         "SKIPLOCK_METRICS_TOKEN",
+        "SKIPLOCK_TOKEN_SECRET",
     }
     assert variables("skiplock-worker") == {"SKIPLOCK_DATABASE_URL", "SKIPLOCK_REDIS_URL", "SKIPLOCK_METRICS_TOKEN"}
     assert variables("skiplock-migrate") == {"SKIPLOCK_DATABASE_URL", "SKIPLOCK_LOG_LEVEL", "SKIPLOCK_LOG_FORMAT"}
@@ -338,7 +458,11 @@ def test_network_policies() -> None:
     assert {53, 5432, 6379, 8080} <= set(ports)
     served = objects["NetworkPolicy", "skiplock-ingress"]["spec"]
     assert served["podSelector"]["matchExpressions"][0]["values"] == ["api", "worker"]
-    assert served["ingress"][0]["ports"] == [{"port": 8080, "protocol": "TCP"}, {"port": 8081, "protocol": "TCP"}]
+    assert served["ingress"][0]["ports"] == [
+        {"port": 8080, "protocol": "TCP"},
+        {"port": 50051, "protocol": "TCP"},
+        {"port": 8081, "protocol": "TCP"},
+    ]
     assert served["ingress"][0]["from"][0]["namespaceSelector"]
 
 
@@ -375,7 +499,8 @@ def test_notes_say_how_to_reach_it_and_log_in() -> None:
         return out[out.index("NOTES:") :]
 
     default = notes(CHART / "ci" / "default-values.yaml")
-    assert "port-forward service/skiplock 8080:8080" in default
+    assert "port-forward service/skiplock 8080:8080 50051:50051" in default
+    assert "skiplock.queues.svc:50051" in default and "Secret\nskiplock-tokens (key token-secret)" in default
     assert "get secret skiplock -o jsonpath='{.data.admin-password}'" in default
     assert "helm test skiplock --namespace queues" in default
     production = notes(CHART / "ci" / "production-values.yaml")

@@ -1,7 +1,8 @@
 """The wiring, proven without a cluster: the image built here (tests/deploy/image.py), then exactly the commands,
 arguments and environment that the chart's and compose's containers get, run on this machine against real Postgres
 and Redis. The probes' paths and ports must answer 200, a message must go through, the metric names the chart's
-autoscaler and alerts use must be ones /metrics serves."""
+autoscaler and alerts use must be ones /metrics serves, and queue-ti's gRPC service must answer on the port the
+chart and compose give it, to a bearer token signed with the key from their Secret."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+import grpc
 import httpx
 import pytest
 import yaml
+from queueti.pb import queue_pb2, queue_pb2_grpc
 
 from skiplock.local import free_port, redis_server_binary
 from tests.deploy.image import Image
@@ -36,8 +39,34 @@ from tests.support.servers import ROOT, database_url_on, scratch_dir
 pytestmark = pytest.mark.slow
 
 
+def grpc_round_trip(http_url: str, grpc_address: str, username: str, password: str, tenant: str = "default") -> None:
+    """What a queue-ti client does: a bearer token from POST /api/auth/login, then one message enqueued, dequeued
+    and acked over gRPC (queue-ti's own stubs, from its PyPI client); a call without the token is refused."""
+    login = httpx.post(f"{http_url}/api/auth/login", json={"username": username, "password": password}, timeout=10)
+    assert login.status_code == 200, login.text
+    metadata = (("authorization", f"Bearer {login.json()['token']}"), ("x-tenant", tenant))
+    with grpc.insecure_channel(grpc_address) as channel:
+        stub = queue_pb2_grpc.QueueServiceStub(channel)
+        sent = stub.Enqueue(
+            queue_pb2.EnqueueRequest(topic="skiplock-grpc", payload=b"wired"), metadata=metadata, timeout=10
+        )
+        leased = stub.Dequeue(queue_pb2.DequeueRequest(topic="skiplock-grpc"), metadata=metadata, timeout=10)
+        assert (leased.id, leased.payload) == (sent.id, b"wired")
+        stub.Ack(queue_pb2.AckRequest(id=leased.id), metadata=metadata, timeout=10)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Enqueue(queue_pb2.EnqueueRequest(topic="skiplock-grpc", payload=b"x"), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def no_generated_token_key(image: Image) -> bool:
+    """The key came from SKIPLOCK_TOKEN_SECRET: none was generated into the data folder (which a read-only root
+    filesystem would refuse, and which no two pods share)."""
+    return not list(image.workdir.rglob("token.key"))
+
+
 def test_the_image_runs_each_role_and_writes_nothing(image: Image, empty_database: str, redis_url: str) -> None:
-    assert image.user == "10001:10001" and image.exposed == [8080]
+    assert image.user == "10001:10001" and image.exposed == [8080, 50051]
+    assert image.env["SKIPLOCK_PORT"] == "8080" and image.env["SKIPLOCK_GRPC_PORT"] == "50051"
     assert image.entrypoint == ["skiplock"] and image.cmd == ["api"]
     before = image.files()
     env = {"SKIPLOCK_DATABASE_URL": empty_database, "SKIPLOCK_REDIS_URL": redis_url}
@@ -46,7 +75,16 @@ def test_the_image_runs_each_role_and_writes_nothing(image: Image, empty_databas
     port = free_port()
     password = secrets.token_hex(8)
     api = start_container(
-        image, "api", image.argv(), {**env, "SKIPLOCK_PORT": str(port), "SKIPLOCK_ADMIN_PASSWORD": password}
+        image,
+        "api",
+        image.argv(),
+        # gRPC on a free port too: another server on this machine may hold 50051 (SO_REUSEPORT would share it).
+        {
+            **env,
+            "SKIPLOCK_PORT": str(port),
+            "SKIPLOCK_GRPC_PORT": str(free_port()),
+            "SKIPLOCK_ADMIN_PASSWORD": password,
+        },
     )
     worker = start_container(image, "worker", image.argv(args=["worker"]), env)
     try:
@@ -108,13 +146,14 @@ class Release:
 
 def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str, redis_url: str) -> None:
     token = secrets.token_hex(8)
+    admin_password = secrets.token_hex(8)
     release = Release(
         render(
             {
                 "secrets": {
                     "databaseUrl": empty_database,
                     "redisUrl": redis_url,
-                    "adminPassword": secrets.token_hex(8),
+                    "adminPassword": admin_password,
                     "metricsToken": token,
                 },
                 "config": {"gauges_interval_seconds": 1, "expiry_reaper_interval_seconds": 1},
@@ -135,13 +174,20 @@ def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str
 
     # The Deployments, each on a free port here: the container's port must be the one its process listens on.
     running: dict[str, tuple[Container, int]] = {}
+    grpc_port = free_port()
     try:
         for name, variable in (("skiplock-api", "SKIPLOCK_PORT"), ("skiplock-worker", "SKIPLOCK_WORKER_PORT")):
             argv, env = run_spec("Deployment", name)
-            [port_spec] = release.container("Deployment", name)["ports"]
-            assert port_spec["name"] == "http" and env[variable] == str(port_spec["containerPort"])
+            port_specs = {p["name"]: p for p in release.container("Deployment", name)["ports"]}
+            assert env[variable] == str(port_specs.pop("http")["containerPort"])
             port = free_port()
-            running[name] = (start_container(image, name, argv, {**env, variable: str(port)}), port)
+            env = {**env, variable: str(port)}
+            if name == "skiplock-api":  # queue-ti's gRPC service, and the key that signs its tokens
+                assert env["SKIPLOCK_GRPC_PORT"] == str(port_specs.pop("grpc")["containerPort"])
+                assert len(env["SKIPLOCK_TOKEN_SECRET"]) == 64
+                env["SKIPLOCK_GRPC_PORT"] = str(grpc_port)
+            assert not port_specs, port_specs
+            running[name] = (start_container(image, name, argv, env), port)
         for name, (container, port) in running.items():
             for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
                 get = release.container("Deployment", name)[probe]["httpGet"]
@@ -156,7 +202,7 @@ def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str
             service["spec"]["selector"].items()
             <= release.get("Deployment", "skiplock-api")["spec"]["template"]["metadata"]["labels"].items()
         )
-        [service_port] = service["spec"]["ports"]
+        service_port = {p["name"]: p for p in service["spec"]["ports"]}["http"]
         assert service_port["targetPort"] == "http"
         cluster_url = f"http://{service['metadata']['name']}:{service_port['port']}"
         args = [f"http://127.0.0.1:{api_port}" if a == cluster_url else a for a in test_container["args"]]
@@ -165,6 +211,12 @@ def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str
             image, "test", image.argv(test_container["command"], args), release.env(test_container)
         )
         assert "enqueued, dequeued and acked" in smoke
+
+        # A queue-ti client through the Service's grpc port, which targets the container's.
+        grpc_service_port = {p["name"]: p for p in service["spec"]["ports"]}["grpc"]
+        assert grpc_service_port["targetPort"] == "grpc" and grpc_service_port["appProtocol"] == "grpc"
+        grpc_round_trip(f"http://127.0.0.1:{api_port}", f"127.0.0.1:{grpc_port}", "admin", admin_password)
+        assert no_generated_token_key(image)
 
         # The ServiceMonitor's scrape of both Deployments, with the token from the Secret it names.
         [endpoint] = release.get("ServiceMonitor", "skiplock")["spec"]["endpoints"]
@@ -243,8 +295,14 @@ async def test_the_compose_services_run_as_configured(image: Image, pg_server_ur
     env_file = work / ".env"
     env_file.write_text(
         "".join(
-            f"{name}={secrets.token_hex(12)}\n"
-            for name in ("POSTGRES_PASSWORD", "REDIS_PASSWORD", "SKIPLOCK_ADMIN_PASSWORD", "SKIPLOCK_METRICS_TOKEN")
+            f"{name}={secrets.token_hex(24)}\n"  # as .env.example generates them
+            for name in (
+                "POSTGRES_PASSWORD",
+                "REDIS_PASSWORD",
+                "SKIPLOCK_ADMIN_PASSWORD",
+                "SKIPLOCK_METRICS_TOKEN",
+                "SKIPLOCK_TOKEN_SECRET",
+            )
         )
     )
     services = _compose_config(env_file)["services"]
@@ -314,10 +372,15 @@ async def _run_compose_services(image: Image, services: dict[str, Any], hosts: d
 
     run_to_completion(image, "migrate", *spec("migrate"))
     argv, env = spec("api")
-    [published] = services["api"]["ports"]
-    assert str(published["target"]) == image.env["SKIPLOCK_PORT"]  # the published port is the one it listens on
-    port = free_port()
-    api = start_container(image, "api", argv, {**env, "SKIPLOCK_PORT": str(port)})
+    # The published ports are the ones it listens on: HTTP, then queue-ti's gRPC service.
+    published, published_grpc = services["api"]["ports"]
+    assert str(published["target"]) == image.env["SKIPLOCK_PORT"]
+    assert str(published_grpc["target"]) == env.get("SKIPLOCK_GRPC_PORT", image.env["SKIPLOCK_GRPC_PORT"])
+    assert str(published_grpc["published"]) == "50051"
+    assert len(env["SKIPLOCK_TOKEN_SECRET"]) >= 32  # from .env, like the other secrets
+    assert "SKIPLOCK_TOKEN_SECRET" not in services["worker"]["environment"]
+    port, grpc_port = free_port(), free_port()
+    api = start_container(image, "api", argv, {**env, "SKIPLOCK_PORT": str(port), "SKIPLOCK_GRPC_PORT": str(grpc_port)})
     argv, worker_env = spec("worker")
     check = services["worker"]["healthcheck"]["test"]  # ["CMD", "python", "-m", "skiplock.healthcheck", "8081"]
     assert check[0] == "CMD" and check[-1] == worker_env["SKIPLOCK_WORKER_PORT"]
@@ -341,6 +404,8 @@ async def _run_compose_services(image: Image, services: dict[str, Any], hosts: d
             {"SKIPLOCK_ADMIN_PASSWORD": env["SKIPLOCK_ADMIN_PASSWORD"]},
         )
         assert "enqueued, dequeued and acked" in smoke
+        grpc_round_trip(f"http://127.0.0.1:{port}", f"127.0.0.1:{grpc_port}", "admin", env["SKIPLOCK_ADMIN_PASSWORD"])
+        assert no_generated_token_key(image)
         metrics = httpx.get(
             f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {env['SKIPLOCK_METRICS_TOKEN']}"}
         )

@@ -14,15 +14,18 @@ from mq.settings import Settings
 
 SCHEMA = Path(__file__).resolve().parents[2] / "helm" / "skiplock" / "values.schema.json"
 
-#: Settings the chart sets itself (from other values) or takes from its Secret: not in `config`.
+#: Settings the chart sets itself (from other values) or takes from its Secrets: not in `config` (grpc_port from
+#: `grpc`, token_secret from `auth.tokenSecret`: never a plain value).
 CHART_MANAGED = frozenset(
     {
         "host",
         "port",
+        "grpc_port",
         "database_url",
         "redis_url",
         "admin_password",
         "metrics_token",
+        "token_secret",
         "migrate_on_start",
         "run_workers",
         "api_instances",

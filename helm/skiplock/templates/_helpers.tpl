@@ -81,6 +81,22 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
+{{/* The Secret holding the key that signs bearer tokens (SKIPLOCK_TOKEN_SECRET): yours, or the chart's
+(tokens-secret.yaml), which is generated once and then looked up on every upgrade. */}}
+{{- define "skiplock.tokenSecretName" -}}
+{{- .Values.auth.tokenSecret.existingSecret | default (include "skiplock.componentName" (dict "root" . "component" "tokens")) }}
+{{- end }}
+
+{{/* SKIPLOCK_TOKEN_SECRET, for the API container only (the worker, the migration and the test pod issue no
+tokens). */}}
+{{- define "skiplock.tokenSecretEnv" -}}
+- name: SKIPLOCK_TOKEN_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "skiplock.tokenSecretName" . }}
+      key: {{ .Values.auth.tokenSecret.key }}
+{{- end }}
+
 {{- define "skiplock.apiReplicas" -}}
 {{- if .Values.autoscaling.enabled }}{{ .Values.autoscaling.minReplicas }}{{ else }}{{ .Values.api.replicaCount }}{{ end }}
 {{- end }}
@@ -140,6 +156,9 @@ securityContext:
 {{- if not .Values.secrets.databaseUrl }}{{ fail "set secrets.databaseUrl (postgresql://...) or secrets.existingSecret" }}{{ end }}
 {{- if not .Values.secrets.redisUrl }}{{ fail "set secrets.redisUrl (redis://...) or secrets.existingSecret" }}{{ end }}
 {{- if not .Values.secrets.adminPassword }}{{ fail "set secrets.adminPassword (the platform admin's) or secrets.existingSecret" }}{{ end }}
+{{- end }}
+{{- if and .Values.grpc.enabled (eq (int .Values.grpc.port) (int .Values.api.port)) }}
+{{- fail "grpc.port must differ from api.port (HTTP and gRPC are two listeners)" }}
 {{- end }}
 {{- if and .Values.metrics.serviceMonitor.enabled (not (or .Values.secrets.existingSecret .Values.secrets.metricsToken .Values.config.metrics_public)) }}
 {{- fail "metrics.serviceMonitor needs secrets.metricsToken (or config.metrics_public: true)" }}
