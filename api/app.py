@@ -123,6 +123,8 @@ def _lifespan(
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         app.state.runtime = runtime = await Runtime.open(settings, bootstrap_users=bootstrap_users)
+        if bootstrap_users:  # the API: a token key too short, or one it cannot keep, stops it now, not at a login
+            _ = runtime.auth.tokens
         async with AsyncExitStack() as stack:
             stack.push_async_callback(runtime.close)
             for service in hosted:

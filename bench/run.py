@@ -6,7 +6,7 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3), SKIPLOCK_BENCH_PAYLOAD_BYTES
-(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,schedules;
+(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules;
 schedules runs last, about 10 minutes, on an API of its own without hosted workers: see bench/schedules.py).
 Raw and API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
 
@@ -64,7 +64,8 @@ ADMIN = ("bench-admin", "bench-admin-password")
 # to long-polling consumers, end-to-end latency against a raw-SQL LISTEN/NOTIFY loop, bench/longpoll.py).
 PARTS = set(
     os.environ.get(
-        "SKIPLOCK_BENCH_PARTS", "sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,schedules"
+        "SKIPLOCK_BENCH_PARTS",
+        "sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules",
     ).split(",")
 )
 TENANT = "bench"
@@ -627,6 +628,10 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.longpoll import measure_longpoll  # noqa: PLC0415 - it imports this module
 
             rows.append(await measure_longpoll(pool, database_url, api.base_url, api.process.pid))
+        if "grpc" in PARTS:
+            from bench.grpc import measure_grpc  # noqa: PLC0415 - it imports this module
+
+            rows += await measure_grpc(pool, api.base_url, api.grpc_address, tenant_id, api.process.pid)
         if "schedules" in PARTS:  # last, on an API without hosted workers: a worker process of its own fires
             from bench.schedules import measure_schedules  # noqa: PLC0415 - it imports this module
 
