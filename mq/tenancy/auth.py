@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import hmac
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from mq.tenancy.grants import GrantTuple, Role
 from mq.tenancy.limits import LoginLimiter
 from mq.tenancy.passwords import PasswordChecks
 from mq.tenancy.repository import TenancyRepository, UserRecord
-from mq.tenancy.tokens import TokenSigner
+from mq.tenancy.tokens import TokenClaims, TokenSigner
 from mq.ttl_cache import TtlCache
 
 
@@ -75,6 +76,9 @@ class Authenticator:
         self._checking: dict[bytes, asyncio.Lock] = {}  # credentials being checked now
         self._tenants: TtlCache[str, tuple[int, str]] = TtlCache(ttl_seconds, max_entries)  # slug -> (id, slug)
         self._csrf: dict[bytes, str] = {}  # session digest -> its CSRF token
+        # bearer tokens whose signature was verified -> (expires at, their claims); what they prove is checked per
+        # use (`authenticate_bearer`)
+        self._read_tokens: TtlCache[str, tuple[float, TokenClaims]] = TtlCache(ttl_seconds, max_entries)
 
     async def authenticate(self, username: str, password: str) -> Principal:
         """The caller, or Unauthorized (the same error for an unknown user and a wrong password) or Forbidden
@@ -166,7 +170,11 @@ class Authenticator:
         """The caller of a bearer token: its signature, issuer and expiry checked on every request (PyJWT), its
         user and credentials version against the users table, cached as any credential (`forget` makes the cache
         look again: a changed password or role, or a deleted user, ends the token)."""
-        claims = self.tokens.read(token)
+        read = self._read_tokens.get(token)  # a token seen before is not decoded again; its expiry is checked
+        if read is None or read[0] <= time.time():
+            claims = self.tokens.read(token)
+            read = self._read_tokens.put(token, (claims.expires_at, claims))
+        claims = read[1]
         digest = self._mac(f"bearer\x00{claims.user_id}\x00{claims.credentials_version}".encode())
         hit = self._cached(digest)
         if hit is None:
