@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format proto bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout
+.PHONY: help install run worker test test-fast drills fuzz lint format proto bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout loadtest-grpc
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -108,6 +108,9 @@ loadtest-wakeup: $(STAMP) ## k6 long-poll wake-up latency, with WAITERS idle lon
 
 loadtest-fanout: $(STAMP) ## k6 fan-out: one topic, GROUPS=3 consumer groups each receiving every message (RATE=100)
 	$(BIN)/python loadtests/run.py fanout
+
+loadtest-grpc: $(STAMP) ## k6 gRPC: queue-ti's service, Enqueue with metadata, BatchDequeue/Dequeue + Ack (RATE=50 DURATION=20s)
+	$(BIN)/python loadtests/run.py grpc
 
 loadtest-stress: $(STAMP) ## k6 stress: the rate steps up until an SLO breaks; reports the highest rate that held
 	$(BIN)/python loadtests/run.py stress

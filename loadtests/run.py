@@ -1,8 +1,9 @@
-"""Run one of the k6 scripts: `python loadtests/run.py smoke|load|spike|soak|fairness|stress` (the make targets).
+"""Run one of the k6 scripts: `python loadtests/run.py smoke|load|spike|soak|fairness|stress|...` (the make targets).
 
-Against SKIPLOCK_URL when it is set (with SKIPLOCK_ADMIN_USER / SKIPLOCK_ADMIN_PASSWORD, and SKIPLOCK_DATABASE_URL
-to read table statistics); otherwise it starts a server as `make run` does (embedded Postgres and Redis, in a
-temporary folder) and stops it afterwards. The scripts' knobs (RATE, DURATION, ...) pass through the environment.
+Against SKIPLOCK_URL when it is set (with SKIPLOCK_ADMIN_USER / SKIPLOCK_ADMIN_PASSWORD, SKIPLOCK_GRPC_ADDRESS for
+grpc.js, and SKIPLOCK_DATABASE_URL to read table statistics); otherwise it starts a server as `make run` does
+(embedded Postgres and Redis, in a temporary folder, its gRPC service on a free port) and stops it afterwards. The
+scripts' knobs (RATE, DURATION, ...) pass through the environment.
 
 Besides k6's summary it records the server's side: its processes' memory and CPU time, and the messages table's
 live and dead tuples and sizes, at the start and the end (loadtests/out/<script>-server.json). It exits with
@@ -34,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from loadtests.prefill import plans, prefill  # noqa: E402
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port  # noqa: E402
 
-SCRIPTS = ("smoke", "load", "spike", "soak", "fairness", "stress", "wakeup", "fanout")
+SCRIPTS = ("smoke", "load", "spike", "soak", "fairness", "stress", "wakeup", "fanout", "grpc")
 OUT = ROOT / "loadtests" / "out"
 # The summary holding a script's own verdict, and its key.
 VERDICTS = {"fairness": ("fairness-B", "fair"), "soak": ("soak", "steady"), "spike": ("spike", "recovered")}
@@ -92,15 +93,17 @@ class LocalServer:
         self.redis = EmbeddedRedis(self.folder / "redis")
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
+        self.grpc_address = ""
         self.database_url = ""
 
     def start(self) -> None:
         self.database_url = self.postgres.start()
         redis_url = self.redis.start()
-        port = free_port()
+        port, grpc_port = free_port(), free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SKIPLOCK_")}
         env |= {
             "SKIPLOCK_PORT": str(port),
+            "SKIPLOCK_GRPC_PORT": str(grpc_port),  # queue-ti's gRPC service (grpc.js), not on a fixed port
             "SKIPLOCK_DATABASE_URL": self.database_url,
             "SKIPLOCK_REDIS_URL": redis_url,
             "SKIPLOCK_MIGRATE_ON_START": "true",
@@ -114,6 +117,7 @@ class LocalServer:
             [sys.executable, "-m", "skiplock", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
         )
         self.url = f"http://127.0.0.1:{port}"
+        self.grpc_address = f"127.0.0.1:{grpc_port}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -143,12 +147,13 @@ def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     server = None
     url = os.environ.get("SKIPLOCK_URL")
+    grpc_address = os.environ.get("SKIPLOCK_GRPC_ADDRESS", "")
     database_url = os.environ.get("SKIPLOCK_DATABASE_URL")
     pid = None
     if not url:
         server = LocalServer()
         server.start()
-        url, database_url = server.url, server.database_url
+        url, database_url, grpc_address = server.url, server.database_url, server.grpc_address
         pid = server.process.pid if server.process else None
     try:
         prefilled = None
@@ -164,6 +169,8 @@ def main(argv: list[str]) -> int:
             print(f"prefilled: {json.dumps(prefilled)}")
         before = {"process": process_stats(pid), "tables": asyncio.run(table_stats(database_url))}
         env = {**os.environ, "SKIPLOCK_URL": url, "SUMMARY_DIR": str(OUT)}
+        if grpc_address:
+            env["SKIPLOCK_GRPC_ADDRESS"] = grpc_address
         # No k6 REST API (`--address ""`): two k6 processes would both try its port 6565.
         script_path = str(ROOT / "loadtests" / f"{script}.js")
         command = [k6_binary(), "run", "--no-usage-report", "--quiet", "--address", "", script_path]

@@ -2,10 +2,15 @@
 //   SKIPLOCK_URL             the server (default http://127.0.0.1:8080)
 //   SKIPLOCK_ADMIN_USER      a platform admin, who creates the test's tenant and users (default admin)
 //   SKIPLOCK_ADMIN_PASSWORD  its password (default the local default, skiplock-admin)
+//   SKIPLOCK_GRPC_ADDRESS    queue-ti's gRPC service, host:port (default SKIPLOCK_URL's host, port 50051): grpc.js
 //   RATE, DURATION, ...      each script's own knobs, read with number() / text() below
 export const BASE_URL = (__ENV.SKIPLOCK_URL || "http://127.0.0.1:8080").replace(/\/$/, "");
 export const ADMIN_USER = __ENV.SKIPLOCK_ADMIN_USER || "admin";
 export const ADMIN_PASSWORD = __ENV.SKIPLOCK_ADMIN_PASSWORD || "skiplock-admin";
+const HOST = BASE_URL.replace(/^[a-z]+:\/\//, "")
+  .replace(/\/.*$/, "")
+  .replace(/:\d+$/, "");
+export const GRPC_ADDRESS = __ENV.SKIPLOCK_GRPC_ADDRESS || `${HOST}:50051`;
 
 /** A numeric knob: `RATE=200` or the default. */
 export function number(name, fallback) {

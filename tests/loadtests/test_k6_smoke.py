@@ -1,5 +1,6 @@
 """The k6 smoke test (loadtests/smoke.js) against a real server: every path a load test drives, for seconds, with
-the SLOs as thresholds. It fails when k6 does (a crossed threshold, a script error) or when a message went missing."""
+the SLOs as thresholds; and the gRPC scenario (loadtests/grpc.js) on queue-ti's service of the same server. It fails
+when k6 does (a crossed threshold, a script error) or when a message went missing."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def run_k6(script: str, server: Server, summaries: Path, **knobs: str) -> subpro
     env = {
         **os.environ,
         "SKIPLOCK_URL": server.base_url,
+        "SKIPLOCK_GRPC_ADDRESS": server.grpc_address,
         "SKIPLOCK_ADMIN_USER": ADMIN[0],
         "SKIPLOCK_ADMIN_PASSWORD": ADMIN[1],
         "SUMMARY_DIR": str(summaries),
@@ -93,6 +95,27 @@ def test_the_fanout_load_test_delivers_every_message_to_every_group(server: Serv
     assert enqueued >= 150
     assert metrics["messages_acked"]["values"]["count"] == 3 * enqueued
     assert metrics["nothing_lost"]["values"]["rate"] == 1
+
+
+def test_the_grpc_load_test_enqueues_consumes_and_acks_over_grpc(server: Server, tmp_path: Path) -> None:
+    """loadtests/grpc.js for seconds: a bearer token from the login, Enqueue with metadata, BatchDequeue and Dequeue
+    with an Ack each, every status code checked, and every message acked (nearly all over gRPC)."""
+    assert server.grpc_address, "the test server serves queue-ti's gRPC service"
+    run = run_k6("grpc.js", server, tmp_path, DURATION="5s", RATE="40")
+    metrics = json.loads((tmp_path / "grpc-summary.json").read_text())["metrics"]
+    failed = [f"{name} {t}" for name, m in metrics.items() for t, r in m.get("thresholds", {}).items() if not r["ok"]]
+    assert failed == []
+    enqueued = metrics["messages_enqueued"]["values"]["count"]
+    assert enqueued >= 150
+    assert metrics["messages_acked"]["values"]["count"] == enqueued
+    # The gRPC consumers did the work; the REST drain only takes what they left at the end.
+    assert metrics["messages_acked{via:grpc}"]["values"]["count"] > enqueued // 2
+    assert metrics["grpc_req_failed"]["values"]["rate"] == 0
+    for endpoint in ("enqueue", "batch_dequeue", "dequeue", "ack"):
+        assert metrics[f"grpc_req_duration{{endpoint:{endpoint}}}"]["values"]["p(99)"] > 0, endpoint
+    assert metrics["payload_round_trip"]["values"]["rate"] == 1
+    assert metrics["nothing_lost"]["values"]["rate"] == 1
+    assert "every SLO held" in run.stdout
 
 
 async def test_prefill_writes_waiting_messages_and_plans_use_the_indexes(pg_server_url: str) -> None:
