@@ -75,9 +75,15 @@ SECURITY_SCHEMES = {
         description="With a session, on unsafe methods: the value of the skiplock_csrf cookie",
     ),
     "metricsToken": SecurityScheme(type="http", scheme="bearer", description="SKIPLOCK_METRICS_TOKEN, when set"),
+    "bearerToken": SecurityScheme(
+        type="http",
+        scheme="bearer",
+        bearer_format="JWT",
+        description="A token from POST /api/auth/login (queue-ti's login), valid token_ttl_seconds",
+    ),
 }
 #: Operations anyone may call (load balancers' probes, what a client asks before logging in).
-PUBLIC_OPERATIONS = frozenset({"getHealth", "getReadiness", "getVersion", "getAuthStatus"})
+PUBLIC_OPERATIONS = frozenset({"getHealth", "getReadiness", "getVersion", "getAuthStatus", "tokenLogin"})
 _SAFE_METHODS = frozenset({"get", "head", "options"})
 
 
@@ -96,7 +102,7 @@ def _security(operation_id: str | None, method: str) -> list[SecurityRequirement
             "csrfToken": [],
         }
     )
-    return [{"basicAuth": []}, session]
+    return [{"basicAuth": []}, {"bearerToken": []}, session]
 
 
 def finish_document(document: OpenAPI, strict_bodies: set[str]) -> None:

@@ -5,6 +5,7 @@ holds leases releases them (nothing lost); tenants isolated; and no request, how
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.queue_ti import queue_pb2, queue_pb2_grpc
-from tests.support.servers import Server
+from tests.support.servers import Server, start_server, stop_server
 from tests.support.tenants import Tenant
 
 Stub = queue_pb2_grpc.QueueServiceStub
@@ -217,3 +218,30 @@ def test_no_request_is_answered_internal(
             assert all(e.code() not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) for e in failures), failures
 
     asyncio.run(run())
+
+
+async def test_a_graceful_shutdown_ends_subscribe_streams(
+    server_env: dict[str, str], tenant: Tenant, make_user: Any
+) -> None:
+    """SIGTERM: a waiting Subscribe stream ends at once (its long poll answers), and the process exits cleanly
+    within the HTTP server's graceful shutdown."""
+    own = start_server(server_env)
+    try:
+        token = await _token(own, *(await make_user("tenant_admin", tenant)))
+        async with grpc.aio.insecure_channel(own.grpc_address) as channel:
+            stream = Stub(channel).Subscribe(queue_pb2.SubscribeRequest(topic="draining"), metadata=_auth(token))
+            reading = asyncio.create_task(stream.read())
+            await asyncio.sleep(0.5)
+            assert not reading.done()  # waiting: nothing to deliver
+            started = time.monotonic()
+            own.process.send_signal(signal.SIGTERM)
+            ended: Any
+            try:
+                ended = await asyncio.wait_for(reading, 15)
+            except grpc.aio.AioRpcError as exc:  # or the server went away under it
+                ended = exc.code()
+            assert ended in (grpc.aio.EOF, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), ended
+            assert await asyncio.to_thread(own.process.wait, 30) == 0
+            assert time.monotonic() - started < 20
+    finally:
+        stop_server(own)
