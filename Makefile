@@ -116,7 +116,7 @@ loadtest-stress: $(STAMP) ## k6 stress: the rate steps up until an SLO breaks; r
 	$(BIN)/python loadtests/run.py stress
 
 proto: $(STAMP) ## Regenerate queue-ti's gRPC modules (api/queue_ti) from queue.proto
-	$(BIN)/python -m grpc_tools.protoc -I . --python_out=. --pyi_out=. --grpc_python_out=. api/queue_ti/queue.proto
+	$(BIN)/python -m api.queue_ti.generate
 
 bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same Postgres (writes bench/out/)
 	$(BIN)/python -m bench.run

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from api.queue_ti import queue_pb2 as api_dot_queue__ti_dot_queue__pb2
+from api.queue_ti import queue_pb2 as queue__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in api/queue_ti/queue_pb2_grpc.py depends on'
+        + ' but the generated code in queue_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,33 +36,33 @@ class QueueServiceStub:
         """
         self.Enqueue = channel.unary_unary(
                 '/queue.QueueService/Enqueue',
-                request_serializer=api_dot_queue__ti_dot_queue__pb2.EnqueueRequest.SerializeToString,
-                response_deserializer=api_dot_queue__ti_dot_queue__pb2.EnqueueResponse.FromString,
+                request_serializer=queue__pb2.EnqueueRequest.SerializeToString,
+                response_deserializer=queue__pb2.EnqueueResponse.FromString,
                 _registered_method=True)
         self.Dequeue = channel.unary_unary(
                 '/queue.QueueService/Dequeue',
-                request_serializer=api_dot_queue__ti_dot_queue__pb2.DequeueRequest.SerializeToString,
-                response_deserializer=api_dot_queue__ti_dot_queue__pb2.DequeueResponse.FromString,
+                request_serializer=queue__pb2.DequeueRequest.SerializeToString,
+                response_deserializer=queue__pb2.DequeueResponse.FromString,
                 _registered_method=True)
         self.BatchDequeue = channel.unary_unary(
                 '/queue.QueueService/BatchDequeue',
-                request_serializer=api_dot_queue__ti_dot_queue__pb2.BatchDequeueRequest.SerializeToString,
-                response_deserializer=api_dot_queue__ti_dot_queue__pb2.BatchDequeueResponse.FromString,
+                request_serializer=queue__pb2.BatchDequeueRequest.SerializeToString,
+                response_deserializer=queue__pb2.BatchDequeueResponse.FromString,
                 _registered_method=True)
         self.Ack = channel.unary_unary(
                 '/queue.QueueService/Ack',
-                request_serializer=api_dot_queue__ti_dot_queue__pb2.AckRequest.SerializeToString,
-                response_deserializer=api_dot_queue__ti_dot_queue__pb2.AckResponse.FromString,
+                request_serializer=queue__pb2.AckRequest.SerializeToString,
+                response_deserializer=queue__pb2.AckResponse.FromString,
                 _registered_method=True)
         self.Nack = channel.unary_unary(
                 '/queue.QueueService/Nack',
-                request_serializer=api_dot_queue__ti_dot_queue__pb2.NackRequest.SerializeToString,
-                response_deserializer=api_dot_queue__ti_dot_queue__pb2.NackResponse.FromString,
+                request_serializer=queue__pb2.NackRequest.SerializeToString,
+                response_deserializer=queue__pb2.NackResponse.FromString,
                 _registered_method=True)
         self.Subscribe = channel.unary_stream(
                 '/queue.QueueService/Subscribe',
-                request_serializer=api_dot_queue__ti_dot_queue__pb2.SubscribeRequest.SerializeToString,
-                response_deserializer=api_dot_queue__ti_dot_queue__pb2.SubscribeResponse.FromString,
+                request_serializer=queue__pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=queue__pb2.SubscribeResponse.FromString,
                 _registered_method=True)
 
 
@@ -116,33 +116,33 @@ def add_QueueServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Enqueue': grpc.unary_unary_rpc_method_handler(
                     servicer.Enqueue,
-                    request_deserializer=api_dot_queue__ti_dot_queue__pb2.EnqueueRequest.FromString,
-                    response_serializer=api_dot_queue__ti_dot_queue__pb2.EnqueueResponse.SerializeToString,
+                    request_deserializer=queue__pb2.EnqueueRequest.FromString,
+                    response_serializer=queue__pb2.EnqueueResponse.SerializeToString,
             ),
             'Dequeue': grpc.unary_unary_rpc_method_handler(
                     servicer.Dequeue,
-                    request_deserializer=api_dot_queue__ti_dot_queue__pb2.DequeueRequest.FromString,
-                    response_serializer=api_dot_queue__ti_dot_queue__pb2.DequeueResponse.SerializeToString,
+                    request_deserializer=queue__pb2.DequeueRequest.FromString,
+                    response_serializer=queue__pb2.DequeueResponse.SerializeToString,
             ),
             'BatchDequeue': grpc.unary_unary_rpc_method_handler(
                     servicer.BatchDequeue,
-                    request_deserializer=api_dot_queue__ti_dot_queue__pb2.BatchDequeueRequest.FromString,
-                    response_serializer=api_dot_queue__ti_dot_queue__pb2.BatchDequeueResponse.SerializeToString,
+                    request_deserializer=queue__pb2.BatchDequeueRequest.FromString,
+                    response_serializer=queue__pb2.BatchDequeueResponse.SerializeToString,
             ),
             'Ack': grpc.unary_unary_rpc_method_handler(
                     servicer.Ack,
-                    request_deserializer=api_dot_queue__ti_dot_queue__pb2.AckRequest.FromString,
-                    response_serializer=api_dot_queue__ti_dot_queue__pb2.AckResponse.SerializeToString,
+                    request_deserializer=queue__pb2.AckRequest.FromString,
+                    response_serializer=queue__pb2.AckResponse.SerializeToString,
             ),
             'Nack': grpc.unary_unary_rpc_method_handler(
                     servicer.Nack,
-                    request_deserializer=api_dot_queue__ti_dot_queue__pb2.NackRequest.FromString,
-                    response_serializer=api_dot_queue__ti_dot_queue__pb2.NackResponse.SerializeToString,
+                    request_deserializer=queue__pb2.NackRequest.FromString,
+                    response_serializer=queue__pb2.NackResponse.SerializeToString,
             ),
             'Subscribe': grpc.unary_stream_rpc_method_handler(
                     servicer.Subscribe,
-                    request_deserializer=api_dot_queue__ti_dot_queue__pb2.SubscribeRequest.FromString,
-                    response_serializer=api_dot_queue__ti_dot_queue__pb2.SubscribeResponse.SerializeToString,
+                    request_deserializer=queue__pb2.SubscribeRequest.FromString,
+                    response_serializer=queue__pb2.SubscribeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -170,8 +170,8 @@ class QueueService:
             request,
             target,
             '/queue.QueueService/Enqueue',
-            api_dot_queue__ti_dot_queue__pb2.EnqueueRequest.SerializeToString,
-            api_dot_queue__ti_dot_queue__pb2.EnqueueResponse.FromString,
+            queue__pb2.EnqueueRequest.SerializeToString,
+            queue__pb2.EnqueueResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -197,8 +197,8 @@ class QueueService:
             request,
             target,
             '/queue.QueueService/Dequeue',
-            api_dot_queue__ti_dot_queue__pb2.DequeueRequest.SerializeToString,
-            api_dot_queue__ti_dot_queue__pb2.DequeueResponse.FromString,
+            queue__pb2.DequeueRequest.SerializeToString,
+            queue__pb2.DequeueResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -224,8 +224,8 @@ class QueueService:
             request,
             target,
             '/queue.QueueService/BatchDequeue',
-            api_dot_queue__ti_dot_queue__pb2.BatchDequeueRequest.SerializeToString,
-            api_dot_queue__ti_dot_queue__pb2.BatchDequeueResponse.FromString,
+            queue__pb2.BatchDequeueRequest.SerializeToString,
+            queue__pb2.BatchDequeueResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -251,8 +251,8 @@ class QueueService:
             request,
             target,
             '/queue.QueueService/Ack',
-            api_dot_queue__ti_dot_queue__pb2.AckRequest.SerializeToString,
-            api_dot_queue__ti_dot_queue__pb2.AckResponse.FromString,
+            queue__pb2.AckRequest.SerializeToString,
+            queue__pb2.AckResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -278,8 +278,8 @@ class QueueService:
             request,
             target,
             '/queue.QueueService/Nack',
-            api_dot_queue__ti_dot_queue__pb2.NackRequest.SerializeToString,
-            api_dot_queue__ti_dot_queue__pb2.NackResponse.FromString,
+            queue__pb2.NackRequest.SerializeToString,
+            queue__pb2.NackResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -305,8 +305,8 @@ class QueueService:
             request,
             target,
             '/queue.QueueService/Subscribe',
-            api_dot_queue__ti_dot_queue__pb2.SubscribeRequest.SerializeToString,
-            api_dot_queue__ti_dot_queue__pb2.SubscribeResponse.FromString,
+            queue__pb2.SubscribeRequest.SerializeToString,
+            queue__pb2.SubscribeResponse.FromString,
             options,
             channel_credentials,
             insecure,

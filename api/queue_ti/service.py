@@ -39,6 +39,8 @@ from mq.tenancy.auth import Principal
 
 #: A Subscribe stream's long poll: how long one wait lasts before it looks again (the contract's longest).
 _SUBSCRIBE_WAIT_SECONDS = 20.0
+#: Deliveries a stream remembers to release when it ends; older ones were settled on another instance or lapse.
+_UNSETTLED_PER_STREAM = 10_000
 
 _GRPC_CODES = {
     400: grpc.StatusCode.INVALID_ARGUMENT,
@@ -58,8 +60,9 @@ Reply = TypeVar("Reply")
 class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        #: Messages a Subscribe stream of this process delivered and no gRPC ack or nack settled yet: id -> receipt
-        self._unsettled: dict[str, str | None] = {}
+        #: Messages a Subscribe stream of this process delivered and no gRPC ack or nack of it settled yet: id -> the
+        #: stream's own record of them (id -> receipt), which a settling ack or nack empties too
+        self._unsettled: dict[str, dict[str, str | None]] = {}
 
     # --- calls ------------------------------------------------------------------------------------------------
 
@@ -109,7 +112,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             group = _group(request.consumer_group)
             tenant = await self._tenant_for_message(principal, request.id, group)
             await self.runtime.queue.ack(tenant, request.id, None, group)
-            self._unsettled.pop(request.id, None)
+            self._settled(request.id)
             return queue_pb2.AckResponse()
 
         return await self._call("Ack", context, ack)
@@ -121,7 +124,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             group = _group(request.consumer_group)
             tenant = await self._tenant_for_message(principal, request.id, group)
             await self.runtime.queue.nack(tenant, request.id, None, request.error or None, None, group)
-            self._unsettled.pop(request.id, None)
+            self._settled(request.id)
             return queue_pb2.NackResponse()
 
         return await self._call("Nack", context, nack)
@@ -141,7 +144,11 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             while not gone.is_set() and not queue.wakeups.closing:
                 messages = await self._lease(principal, request.topic, 1, visibility, request.consumer_group, gone.wait)
                 for message in messages:
-                    delivered[message.id] = self._unsettled[message.id] = message.receipt
+                    delivered[message.id] = message.receipt
+                    self._unsettled[message.id] = delivered
+                    if len(delivered) > _UNSETTLED_PER_STREAM:  # settled elsewhere, or lapsed: forget the oldest
+                        self._unsettled.pop(next(iter(delivered)), None)
+                        delivered.pop(next(iter(delivered)))
                     yield _subscribed(message)
         except Exception as exc:  # a refusal, or a dependency's fault (UNAVAILABLE); anything else INTERNAL
             code = _code(exc)
@@ -198,6 +205,12 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             tenant, topic, count, visibility, wait, caller_gone, consumer=principal.username, consumer_group=group
         )
 
+    def _settled(self, message_id: str) -> None:
+        """A gRPC ack or nack of this process settled the message: its stream does not release it."""
+        stream = self._unsettled.pop(message_id, None)
+        if stream is not None:
+            stream.pop(message_id, None)
+
     async def _tenant_for_message(self, principal: Principal, message_id: str, group: str | None) -> int:
         tenant = tenant_for(principal, action="consume")
         if principal.is_member:
@@ -215,8 +228,9 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         is (its receipt no longer matches)."""
         tenant = principal.tenant_id
         group = _group(request.consumer_group)
-        for message_id, receipt in delivered.items():
-            if self._unsettled.pop(message_id, None) is None or tenant is None:
+        for message_id, receipt in list(delivered.items()):
+            self._unsettled.pop(message_id, None)
+            if tenant is None:
                 continue
             with contextlib.suppress(errors.SkiplockError):
                 await self.runtime.queue.extend(tenant, message_id, receipt, 0, group)
