@@ -84,6 +84,8 @@ def test_the_image_runs_each_role_and_writes_nothing(image: Image, empty_databas
             "SKIPLOCK_PORT": str(port),
             "SKIPLOCK_GRPC_PORT": str(free_port()),
             "SKIPLOCK_ADMIN_PASSWORD": password,
+            # the API needs its token key from the environment: it cannot keep a generated one in the image
+            "SKIPLOCK_TOKEN_SECRET": secrets.token_hex(32),
         },
     )
     worker = start_container(image, "worker", image.argv(args=["worker"]), env)

@@ -187,8 +187,7 @@ async def test_a_topic_cap_admits_the_ticks_that_fit_and_refuses_the_rest(
     for n in range(5):
         assert (await _put(client, f"few-{n}", topic="few-ticks", cron="0 * * * *")).status_code == 200
         await _due_now(db, tenant, f"few-{n}")
-    result = await firers[0].run_once()
-    assert (result.fired, result.refused) == (3, 2)
+    await firers[0].run_once()  # (other tests' schedules may be due too: this tenant's outcomes are checked)
     assert len(await dequeue(client, "few-ticks", 10)) == 3
     errors = [(await client.get(f"/api/schedules/few-{n}")).json()["last_error"] for n in range(5)]
     assert sorted(e.split(":")[0] if e else "" for e in errors) == ["", "", "", "queue_full", "queue_full"]
