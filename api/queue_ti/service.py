@@ -6,8 +6,11 @@ metadata (`Authenticator.authenticate_bearer`), the tenant of the token's user (
 fairness. An empty `consumer_group` (proto3's default) means none. queue-ti's clients ack and nack by id alone:
 that acts on the current lease of the message, as a REST ack without a receipt does.
 
-Errors are the REST errors as gRPC status codes (`_GRPC_CODES`), with the contract's code in the trailing
-metadata `skiplock-code`. `Subscribe` leases one message at a time, when the previous one was written to the
+Errors are the REST errors as gRPC status codes (`_GRPC_CODES`), with the contract's code in the status details
+(gRPC's rich error model, `grpc-status-details-bin`: a `google.rpc.ErrorInfo` whose `reason` is the code, domain
+`skiplock`; grpcio-status reads it) and in the trailing metadata `skiplock-code` for clients that read no details.
+
+`Subscribe` leases one message at a time, when the previous one was written to the
 stream (HTTP/2 flow control holds a write until the reader keeps up), and waits as a long poll does (woken by the
 wake-ups of `mq.queue.wakeups`, never a polling loop); the messages it delivered and that no gRPC ack or nack of
 this process settled are released when the stream ends (their lease lapses at once: they are delivered again,
@@ -25,7 +28,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import any_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
+from google.rpc import error_details_pb2, status_pb2
 
 from api.auth import require_consumer_group, require_grant, tenant_for
 from api.errors import code_of, status_of
@@ -269,9 +274,13 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) ->
         message, contract_code = "a dependency is unavailable; retry later", "unavailable"
     else:
         message, contract_code = "internal error", "internal"
-    context.set_trailing_metadata((("skiplock-code", contract_code),))
     if isinstance(exc, errors.SkiplockError) or status == 503:
-        await context.abort(_code(exc), message)
+        code = _code(exc)
+        info = any_pb2.Any()
+        info.Pack(error_details_pb2.ErrorInfo(reason=contract_code, domain="skiplock"))
+        rich = status_pb2.Status(code=code.value[0], message=message, details=[info])
+        trailer = (("skiplock-code", contract_code), ("grpc-status-details-bin", rich.SerializeToString()))
+        await context.abort(code, message, trailer)
     raise exc
 
 

@@ -148,6 +148,16 @@ async def test_batch_consumption_per_consumer_group(queue_ti: AsyncClient, serve
         assert sorted(got) == [f"invoice-{n}".encode() for n in range(5)]
 
 
+async def test_the_clients_token_refresh_gives_a_working_token(queue_ti: AsyncClient, login: QueueTiAuth) -> None:
+    """The client's refresher (its `token_refresher` hook) logs in again; the new token works over gRPC."""
+    first = login.token
+    fresh = await login.async_refresh()
+    assert fresh and fresh == login.token
+    queue_ti.set_token(fresh)
+    assert await queue_ti.producer().publish("refreshed", b"after a refresh")
+    assert first  # (the first stays valid until it expires: tokens are not revoked by a refresh)
+
+
 async def test_a_forged_token_is_refused_with_unauthenticated(server: Server) -> None:
     channel = grpc.aio.insecure_channel(server.grpc_address)
     stub = queue_pb2_grpc.QueueServiceStub(channel)

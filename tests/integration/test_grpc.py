@@ -13,6 +13,8 @@ from typing import Any
 import grpc
 import httpx
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,10 +49,17 @@ def _auth(token: str) -> tuple[tuple[str, str], ...]:
 
 
 async def _refused(call: Any, code: grpc.StatusCode, contract_code: str) -> None:
+    """The call fails with `code`, and the contract's code is in the status details (an ErrorInfo) and in the
+    `skiplock-code` trailer."""
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await call
     assert refused.value.code() == code, refused.value.details()
     assert ("skiplock-code", contract_code) in tuple(refused.value.trailing_metadata() or ()), refused.value
+    status = rpc_status.from_call(refused.value)
+    assert status is not None and status.code == code.value[0]
+    [detail] = status.details
+    info = error_details_pb2.ErrorInfo()
+    assert detail.Unpack(info) and (info.reason, info.domain) == (contract_code, "skiplock")
 
 
 async def test_rest_errors_are_grpc_status_codes(

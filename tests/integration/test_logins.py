@@ -312,3 +312,20 @@ async def test_the_session_cookie_is_secure_behind_a_tls_proxy(make_client: Any)
     assert "secure" not in plain.headers["set-cookie"].lower()
     behind = await c.post("/api/auth/session", headers={"X-Forwarded-Proto": "https"})
     assert all("secure" in v.lower() for v in behind.headers.get_list("set-cookie"))
+
+
+async def test_token_logins_count_toward_the_same_limits(
+    strict: httpx.AsyncClient, make_user: Any, tenant: Tenant
+) -> None:
+    """`POST /api/auth/login` (queue-ti's) is refused past the limits as Basic credentials are."""
+    username, password = await make_user("tenant_admin", tenant)
+
+    async def login(secret: str, address: str) -> httpx.Response:
+        body = {"username": username, "password": secret}
+        return await strict.post("/api/auth/login", json=body, headers=_from(address))
+
+    for n in range(3):
+        assert_error(await login(f"guess {n}", "10.8.8.8"), 401, "unauthorized")
+    assert_error(await login(password, "10.8.8.8"), 429, "rate_limited")  # even the right one, from there
+    r = await login(password, "10.0.0.9")
+    assert r.status_code == 200 and r.json()["token"]
