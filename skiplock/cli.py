@@ -117,6 +117,8 @@ def _with_embedded_servers(settings: Settings, started: list[EmbeddedPostgres | 
 def _announce(settings: Settings) -> None:
     base = f"http://{settings.host}:{settings.port}"
     log.info("Skiplock on %s (OpenAPI at %s/schema); admin user %r", base, base, settings.admin_username)
+    if settings.grpc_port:
+        log.info("queue-ti's gRPC service on %s:%d (docs/queue-ti.md)", settings.host, settings.grpc_port)
     if settings.admin_password.get_secret_value() == DEFAULT_ADMIN_PASSWORD:
         log.warning("the platform admin has the default password: for local use only")
     if not settings.on_loopback and settings.metrics_token is None and not settings.metrics_public:
