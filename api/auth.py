@@ -23,7 +23,7 @@ CSRF_COOKIE = "skiplock_csrf"
 CSRF_HEADER = b"x-csrf-token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: The request headers this middleware reads, picked from the raw list in one pass.
-_READ_HEADERS = frozenset(
+READ_HEADERS = frozenset(
     {
         b"authorization",
         b"x-tenant",
@@ -56,13 +56,13 @@ class AuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
         if scope["type"] == ScopeType.HTTP and path.startswith("/api/"):
-            headers = {name: value for name, value in scope["headers"] if name in _READ_HEADERS}  # one pass
+            headers = {name: value for name, value in scope["headers"] if name in READ_HEADERS}  # one pass
             unsafe = scope["method"] not in _SAFE_METHODS
             if unsafe:
                 refuse_cross_site(headers)
             if path not in PUBLIC_API_PATHS:
                 try:
-                    await self._authenticate(scope, headers, unsafe)
+                    await self.authenticate(scope, headers, unsafe)
                 except errors.Unauthorized:
                     if path == _LOGIN_PATH and unsafe:
                         await _audit_refused_login(scope, headers)
@@ -70,7 +70,7 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
     @staticmethod
-    async def _authenticate(scope: Scope, headers: dict[bytes, bytes], unsafe: bool) -> None:
+    async def authenticate(scope: Scope, headers: dict[bytes, bytes], unsafe: bool) -> None:
         authorization, tenant = headers.get(b"authorization"), headers.get(b"x-tenant")
         cookie, csrf = headers.get(b"cookie"), headers.get(CSRF_HEADER)
         runtime: Runtime = scope["app"].state.runtime
@@ -124,7 +124,7 @@ def refuse_cross_site(headers: dict[bytes, bytes]) -> None:
     send without a preflight this server never grants; and a request a browser marks as coming from another site
     (`Sec-Fetch-Site: cross-site` or `same-site`, or an `Origin` that is not this host) is refused outright (403).
     Clients that are not browsers send neither header and are not affected. `headers`: the request's, by name
-    (`_READ_HEADERS`)."""
+    (`READ_HEADERS`)."""
     content_type, origin, fetch_site, host = (
         headers.get(b"content-type"),
         headers.get(b"origin"),

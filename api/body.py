@@ -42,20 +42,26 @@ class StrictBody(MsgspecDTO[T], Generic[T]):
         return schema_creator.for_field_definition(FieldDefinition.from_annotation(cls.model_type))
 
     def decode_bytes(self, value: bytes) -> Any:
-        model_type = self.model_type
-        if not value.strip():
-            try:
-                return model_type()
-            except TypeError:
-                raise ValidationException("a JSON body is required") from None
+        return decode_strict(self.model_type, value)
+
+
+def decode_strict(model_type: type[T], value: bytes) -> T:
+    """`value` decoded strictly into `model_type`; `ValidationException` (a 400 in the contract's shape) if it is
+    not one. An empty body is the type's defaults, when all its fields have them."""
+    if not value.strip():
         try:
-            return _decoder(model_type).decode(value)
-        except RecursionError:
-            raise ValidationException(_TOO_DEEP) from None
-        except msgspec.ValidationError as exc:
-            raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
-        except msgspec.DecodeError as exc:
-            raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
+            return model_type()
+        except TypeError:
+            raise ValidationException("a JSON body is required") from None
+    try:
+        decoded: T = _decoder(model_type).decode(value)
+    except RecursionError:
+        raise ValidationException(_TOO_DEEP) from None
+    except msgspec.ValidationError as exc:
+        raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
+    except msgspec.DecodeError as exc:
+        raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
+    return decoded
 
 
 def strict_body(body: type[msgspec.Struct]) -> dict[str, Any]:
@@ -72,11 +78,16 @@ class BatchBody(StrictBody[BatchEnqueueBody]):
     """The batch enqueue body: bad items come through as `InvalidItem`s so the handler can report them all."""
 
     def decode_bytes(self, value: bytes) -> Any:
-        try:
-            return decode_batch(value)
-        except RecursionError:
-            raise ValidationException(_TOO_DEEP) from None
-        except msgspec.ValidationError as exc:
-            raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
-        except msgspec.DecodeError as exc:
-            raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
+        return decode_batch_body(value)
+
+
+def decode_batch_body(value: bytes) -> BatchEnqueueBody:
+    """The batch enqueue body (`decode_batch`), or `ValidationException` as `decode_strict`."""
+    try:
+        return decode_batch(value)
+    except RecursionError:
+        raise ValidationException(_TOO_DEEP) from None
+    except msgspec.ValidationError as exc:
+        raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
+    except msgspec.DecodeError as exc:
+        raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None

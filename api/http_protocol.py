@@ -13,12 +13,17 @@ connection, and a client still writing its 2 MB of headers then never reads the 
 trickling connection) closes at once.
 
 A slow body is the request deadline's business (`api.deadline`).
+
+A response goes out in one write where uvicorn makes two (its head, then its body): `_OneWrite` holds the head
+until the body follows. Each write to a socket is a system call that, on a local connection, also runs the
+receiving side's TCP work; on small answers that was about a tenth of the server's CPU.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -79,7 +84,16 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         if self._header_bytes > MAX_HEADER_BYTES:
             self._refuse(431, "request headers are larger than 64 KiB")
             return
+        cycle = self.cycle
         super().on_headers_complete()
+        if self.cycle is not cycle and self.cycle is not None:  # a request to answer (not an upgrade)
+            self.cycle.transport = _OneWrite(self.transport)  # type: ignore[assignment]
+
+    def on_response_complete(self) -> None:
+        transport = getattr(self.cycle, "transport", None)
+        if isinstance(transport, _OneWrite):  # a head without a body (HEAD) goes now
+            transport.flush()
+        super().on_response_complete()
 
     def send_400_response(self, msg: str) -> None:
         self._refuse(400, "malformed HTTP request")
@@ -115,3 +129,34 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self.transport.write_eof()
         self._lingering = 0
         self._linger_timer = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+
+
+class _OneWrite:
+    """The transport as one response's cycle sees it: the response head is held until the first body write (or
+    the response's end, or a close) and sent with it in one write. Everything else passes through."""
+
+    __slots__ = ("_held", "_transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self._held is not None:
+            data, self._held = self._held + data, None
+        elif data.startswith(b"HTTP/") and not data.startswith(b"HTTP/1.1 100 "):  # the head (not a 100 Continue)
+            self._held = data
+            return
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        if self._held is not None:
+            data, self._held = self._held, None
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)

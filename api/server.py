@@ -14,7 +14,7 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from litestar import Litestar
+from litestar.types import ASGIApp
 
 from api.http_protocol import GuardedHttpProtocol
 from mq.settings import Settings
@@ -65,7 +65,7 @@ def _connection_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-async def serve(settings: Settings, app: Litestar) -> None:
+async def serve(settings: Settings, app: ASGIApp) -> None:
     """Serve `app` until SIGTERM or Ctrl-C; exits the process with 1 when the server could not start."""
     config = uvicorn.Config(
         app,

@@ -30,10 +30,9 @@ from typing import Any
 
 import asyncpg
 import msgspec
-import psutil
 
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, RAW_DELETE, RAW_DEQUEUE, RAW_SCHEMA, ROUNDS, TENANT, Result, cpu_seconds
+from bench.run import ADMIN, RAW_DELETE, RAW_DEQUEUE, RAW_SCHEMA, ROUNDS, TENANT, Result, cpu_seconds, postgres_cpu
 from mq.db.engine import asyncpg_dsn
 
 RATE = float(os.environ.get("SKIPLOCK_BENCH_LONGPOLL_RATE", "500"))
@@ -112,39 +111,6 @@ async def _round(
     return run, elapsed
 
 
-def postgres_cpu(backend_pid: int) -> Callable[[], float]:
-    """CPU seconds of the Postgres server so far: the postmaster, its live children and the children it reaped."""
-    postmaster = psutil.Process(backend_pid).parent()
-    assert postmaster is not None
-
-    def read() -> float:
-        own = postmaster.cpu_times()
-        total = own.user + own.system + own.children_user + own.children_system
-        for child in postmaster.children():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                times = child.cpu_times()
-                total += times.user + times.system
-        return float(total)
-
-    return read
-
-
-def process_tree_cpu(pid: int) -> Callable[[], float]:
-    """CPU seconds of a server process and its worker processes."""
-    own = cpu_seconds(pid)
-    parent = psutil.Process(pid)
-
-    def read() -> float:
-        total = own()
-        for child in parent.children(recursive=True):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                times = child.cpu_times()
-                total += times.user + times.system
-        return total
-
-    return read
-
-
 async def measure_longpoll(
     pool: asyncpg.Pool[Any], database_url: str, base_url: str, server_pid: int
 ) -> dict[str, Any]:
@@ -152,7 +118,7 @@ async def measure_longpoll(
     host, port = base_url.removeprefix("http://").split(":")
     headers = {"X-Tenant": TENANT}
     backend = await pool.fetchval("SELECT pg_backend_pid()")
-    pg_cpu, server_cpu = postgres_cpu(backend), process_tree_cpu(server_pid)
+    pg_cpu, server_cpu = postgres_cpu(backend), cpu_seconds(server_pid)
 
     async def transactions() -> int:
         value: int = await pool.fetchval(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import platform
@@ -143,14 +144,42 @@ async def run_clients(
 
 
 def cpu_seconds(pid: int) -> Callable[[], float]:
-    """A reader of the process's CPU seconds so far (user + system), for CPU per request or message."""
+    """A reader of the CPU seconds so far (user + system) of a server process and its live child processes (the
+    server processes of `SKIPLOCK_WORKERS` > 1), for CPU per request or message."""
     process = psutil.Process(pid)
 
     def read() -> float:
         times = process.cpu_times()
-        return float(times.user + times.system)
+        total = times.user + times.system
+        for child in process.children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = child.cpu_times()
+                total += times.user + times.system
+        return float(total)
 
     return read
+
+
+def postgres_cpu(backend_pid: int) -> Callable[[], float]:
+    """CPU seconds of the Postgres server so far: the postmaster, its live children and the children it reaped."""
+    postmaster = psutil.Process(backend_pid).parent()
+    assert postmaster is not None
+
+    def read() -> float:
+        own = postmaster.cpu_times()
+        total = own.user + own.system + own.children_user + own.children_system
+        for child in postmaster.children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = child.cpu_times()
+                total += times.user + times.system
+        return float(total)
+
+    return read
+
+
+#: Postgres' CPU seconds so far (`postgres_cpu`), set once the bench's pool is open: every comparison reports
+#: Postgres' CPU per message of both sides beside the servers'.
+POSTGRES_CPU: list[Callable[[], float]] = []
 
 
 async def connected(base_url: str, tenant: str = TENANT, n: int = CLIENTS) -> list[HttpConnection]:
@@ -342,15 +371,18 @@ async def compare(
     Odd rounds run `measured` first: whatever the first side leaves behind (autovacuum of its rows, a checkpoint
     of its WAL) does not always fall on the same side."""
     results: tuple[list[Result], list[Result]] = ([], [])
-    cpu_us = [0.0, 0.0]
+    cpu_us, pg_us = [0.0, 0.0], [0.0, 0.0]
+    pg = POSTGRES_CPU[0] if POSTGRES_CPU else None
     ratios = []
     for round_number in range(rounds):
         order = ((0, base), (1, measured)) if round_number % 2 == 0 else ((1, measured), (0, base))
         for n, side in order:
             await side.setup()
             before = side.cpu() if side.cpu else 0.0
+            pg_before = pg() if pg else 0.0
             results[n].append(await run_clients(key, side.clients, side.op, seconds))
             cpu_us[n] += ((side.cpu() - before) * 1e6) if side.cpu else 0.0
+            pg_us[n] += ((pg() - pg_before) * 1e6) if pg else 0.0
         ratios.append(results[1][-1].rate / results[0][-1].rate if results[0][-1].rate else 0.0)
     row: dict[str, Any] = {
         "workload": key,
@@ -369,22 +401,36 @@ async def compare(
             "baseline": round(per_request[0], 1),
             "ratio": round(per_request[0] / per_request[1], 3),
         }
+    messages = [max(1, sum(r.messages for r in results[n])) for n in (0, 1)]
+    row["cpu_us_per_message"] = {
+        "server": {
+            "baseline": round(cpu_us[0] / messages[0], 1) if base.cpu else None,
+            "measured": round(cpu_us[1] / messages[1], 1) if measured.cpu else None,
+        },
+        "postgres": {
+            "baseline": round(pg_us[0] / messages[0], 1) if pg else None,
+            "measured": round(pg_us[1] / messages[1], 1) if pg else None,
+        },
+    }
     print(
-        f"  {key}: ratios {row['ratios']}" + (f", CPU/request {row['server_cpu_us_per_request']}" if base.cpu else "")
+        f"  {key}: ratios {row['ratios']}"
+        + (f", CPU/request {row['server_cpu_us_per_request']}" if base.cpu else "")
+        + f", CPU/message {row['cpu_us_per_message']}"
     )
     return row
 
 
-async def measure(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int) -> list[dict[str, Any]]:
+async def measure(pool: asyncpg.Pool[Any], base_url: str, tenant_id: int, server_pid: int) -> list[dict[str, Any]]:
     """Every workload in ROUNDS interleaved raw/API rounds: both sides see the same machine weather."""
     await pool.execute(RAW_SCHEMA)
     http = await connected(base_url)
     sql = [await pool.acquire() for _ in range(CLIENTS)]
+    cpu = cpu_seconds(server_pid)
     rows = []
     try:
         for w in workloads(pool, tenant_id):
             rows.append(
-                await compare(w.key, w.target, Side(w.raw_setup, sql, w.raw_op), Side(w.api_setup, http, w.api_op))
+                await compare(w.key, w.target, Side(w.raw_setup, sql, w.raw_op), Side(w.api_setup, http, w.api_op, cpu))
             )
     finally:
         for c in sql:
@@ -595,7 +641,8 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
     assert pool is not None
     try:
         tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", TENANT)
-        rows = await measure(pool, api.base_url, tenant_id) if "sql" in PARTS else []
+        POSTGRES_CPU[:] = [postgres_cpu(await pool.fetchval("SELECT pg_backend_pid()"))]
+        rows = await measure(pool, api.base_url, tenant_id, api.process.pid) if "sql" in PARTS else []
         if "auth" in PARTS:
             rows += await measure_auth(pool, api.base_url, noauth.base_url, (api.process.pid, noauth.process.pid))
         if "configs" in PARTS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from litestar import Controller, Request, delete, get, post
 from litestar.params import JSONBody, Parameter
@@ -41,22 +41,40 @@ from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 from mq.topics.service import TopicAdmin
 
+if TYPE_CHECKING:
+    from litestar import Litestar
+    from litestar.types import Receive
+
 AnyRequest = Request[Principal, Any, Any]
 
 
-def _queue(request: AnyRequest) -> QueueService:
+class Caller(Protocol):
+    """What the data plane's handlers read of a request: a Litestar `Request`, or the hot routes' own stand-in for
+    one (`api.hot_routes`), which serves the five busiest routes with these same functions."""
+
+    @property
+    def user(self) -> Principal: ...
+
+    @property
+    def app(self) -> Litestar: ...
+
+    @property
+    def receive(self) -> Receive: ...
+
+
+def _queue(request: Caller) -> QueueService:
     queue: QueueService = request.app.state.runtime.queue
     return queue
 
 
-def _batch_limit(request: AnyRequest, n: int, what: str) -> None:
+def _batch_limit(request: Caller, n: int, what: str) -> None:
     limit: int = request.app.state.runtime.settings.max_batch_size
     if n > limit:
         raise errors.InvalidRequest(f"at most {limit} {what} per request; got {n}")
 
 
 async def _tenant_for_messages(
-    request: AnyRequest, action: str, message_ids: list[str], groups: Sequence[str | None] | None = None
+    request: Caller, action: str, message_ids: list[str], groups: Sequence[str | None] | None = None
 ) -> int:
     """`tenant_for` for routes that name messages by id: a member needs `action` on each message's topic and,
     to consume, a grant for the consumer group it names (`groups`, one per message: ack, nack, visibility) or,
@@ -74,7 +92,7 @@ async def _tenant_for_messages(
     return tenant
 
 
-async def _disconnected(request: AnyRequest) -> None:
+async def _disconnected(request: Caller) -> None:
     """Returns when the client of a long poll goes away (its body is read: the next ASGI message is the disconnect),
     so that the wait ends without leasing a message nobody would receive."""
     while (await request.receive())["type"] != "http.disconnect":
@@ -88,6 +106,75 @@ def _item_code(exc: errors.SkiplockError) -> str:
     return "reserved_topic" if isinstance(exc, errors.ReservedTopic) else "invalid_request"
 
 
+# --- the hot routes' work, shared by the controller and `api.hot_routes` --------------------------------------
+
+
+async def enqueue(request: Caller, data: EnqueueBody) -> IdView:
+    tenant = tenant_for(request.user, action="produce", topic=data.topic)
+    queue = _queue(request)
+    item = build_item(
+        queue.settings, data.topic, data.payload, data.metadata, data.key, data.delay_seconds, data.priority
+    )
+    message_id, _ = await queue.enqueue(tenant, item)
+    return IdView(id=str(message_id))
+
+
+async def enqueue_batch(request: Caller, data: BatchEnqueueBody) -> IdsView:
+    tenant = tenant_for(request.user, action="produce")
+    queue = _queue(request)
+    _batch_limit(request, len(data.messages), "messages")
+    invalid = [(i, e) for i, e in enumerate(data.messages) if isinstance(e, InvalidItem)]
+    entries = [e for e in data.messages if not isinstance(e, InvalidItem)] if invalid else data.messages
+    items, bad = await build_rows(queue.settings, data.topic, entries, functools.partial(queue.limits, tenant))
+    problems: list[dict[str, Any]] = [
+        {"index": index, "code": "invalid_request", "error": entry.error} for index, entry in invalid
+    ]
+    if bad:
+        positions = [i for i, e in enumerate(data.messages) if not isinstance(e, InvalidItem)]
+        for index, exc in bad:
+            problems.append({"index": positions[index], "code": _item_code(exc), "error": exc.message})
+        problems.sort(key=lambda p: p["index"])
+    if problems:
+        if all(p["code"] == "payload_too_large" for p in problems):
+            raise errors.PayloadTooLarge("a payload in the batch is too large", details=problems)
+        raise errors.InvalidRequest(f"{len(problems)} of {len(data.messages)} messages are not valid", details=problems)
+    if request.user.is_member:  # admins need no grant: skip the per-item pass
+        for topic in {item.topic for item in items}:
+            require_grant(request.user, "produce", topic)
+    ids = await queue.enqueue_batch(tenant, items)
+    return IdsView(ids=[str(i) for i in ids])
+
+
+async def dequeue(request: Caller, data: DequeueBody) -> DequeueView:
+    tenant = tenant_for(request.user, action="consume", topic=data.topic)
+    require_consumer_group(request.user, data.topic, data.consumer_group)
+    _batch_limit(request, data.count, "messages")
+    messages = await _queue(request).dequeue(
+        tenant,
+        data.topic,
+        data.count,
+        data.visibility_timeout_seconds,
+        data.wait_seconds,
+        lambda: _disconnected(request),
+        consumer=request.user.username,
+        consumer_group=data.consumer_group,
+    )
+    return DequeueView(messages=messages)
+
+
+async def ack_batch(request: Caller, data: BatchAckBody) -> BatchAckView:
+    _batch_limit(request, len(data.acks), "acks")
+    acks = data.acks
+    tenant = await _tenant_for_messages(request, "consume", [a.id for a in acks], [a.consumer_group for a in acks])
+    return await _queue(request).ack_batch(tenant, [(a.id, a.receipt, a.consumer_group) for a in data.acks])
+
+
+async def ack(request: Caller, message_id: str, data: AckBody | None) -> None:
+    group = data.consumer_group if data else None
+    tenant = await _tenant_for_messages(request, "consume", [message_id], [group])
+    await _queue(request).ack(tenant, message_id, data.receipt if data else None, group)
+
+
 class MessageController(Controller):
     path = "/api/messages"
     tags = ["messages"]
@@ -96,13 +183,7 @@ class MessageController(Controller):
         "/", EnqueueBody, status_code=HTTP_201_CREATED, summary="Enqueue a message", operation_id="enqueueMessage"
     )
     async def enqueue(self, request: AnyRequest, data: EnqueueBody) -> IdView:
-        tenant = tenant_for(request.user, action="produce", topic=data.topic)
-        queue = _queue(request)
-        item = build_item(
-            queue.settings, data.topic, data.payload, data.metadata, data.key, data.delay_seconds, data.priority
-        )
-        message_id, _ = await queue.enqueue(tenant, item)
-        return IdView(id=str(message_id))
+        return await enqueue(request, data)
 
     @post(
         "/batch",
@@ -113,31 +194,7 @@ class MessageController(Controller):
         return_dto=None,
     )
     async def enqueue_batch(self, request: AnyRequest, data: BatchEnqueueBody) -> IdsView:
-        tenant = tenant_for(request.user, action="produce")
-        queue = _queue(request)
-        _batch_limit(request, len(data.messages), "messages")
-        invalid = [(i, e) for i, e in enumerate(data.messages) if isinstance(e, InvalidItem)]
-        entries = [e for e in data.messages if not isinstance(e, InvalidItem)] if invalid else data.messages
-        items, bad = await build_rows(queue.settings, data.topic, entries, functools.partial(queue.limits, tenant))
-        problems: list[dict[str, Any]] = [
-            {"index": index, "code": "invalid_request", "error": entry.error} for index, entry in invalid
-        ]
-        if bad:
-            positions = [i for i, e in enumerate(data.messages) if not isinstance(e, InvalidItem)]
-            for index, exc in bad:
-                problems.append({"index": positions[index], "code": _item_code(exc), "error": exc.message})
-            problems.sort(key=lambda p: p["index"])
-        if problems:
-            if all(p["code"] == "payload_too_large" for p in problems):
-                raise errors.PayloadTooLarge("a payload in the batch is too large", details=problems)
-            raise errors.InvalidRequest(
-                f"{len(problems)} of {len(data.messages)} messages are not valid", details=problems
-            )
-        if request.user.is_member:  # admins need no grant: skip the per-item pass
-            for topic in {item.topic for item in items}:
-                require_grant(request.user, "produce", topic)
-        ids = await queue.enqueue_batch(tenant, items)
-        return IdsView(ids=[str(i) for i in ids])
+        return await enqueue_batch(request, data)
 
     @json_post(
         "/dequeue",
@@ -147,20 +204,7 @@ class MessageController(Controller):
         operation_id="dequeueMessages",
     )
     async def dequeue(self, request: AnyRequest, data: DequeueBody) -> DequeueView:
-        tenant = tenant_for(request.user, action="consume", topic=data.topic)
-        require_consumer_group(request.user, data.topic, data.consumer_group)
-        _batch_limit(request, data.count, "messages")
-        messages = await _queue(request).dequeue(
-            tenant,
-            data.topic,
-            data.count,
-            data.visibility_timeout_seconds,
-            data.wait_seconds,
-            lambda: _disconnected(request),
-            consumer=request.user.username,
-            consumer_group=data.consumer_group,
-        )
-        return DequeueView(messages=messages)
+        return await dequeue(request, data)
 
     @json_post(
         "/ack",
@@ -170,10 +214,7 @@ class MessageController(Controller):
         operation_id="ackMessages",
     )
     async def ack_batch(self, request: AnyRequest, data: BatchAckBody) -> BatchAckView:
-        _batch_limit(request, len(data.acks), "acks")
-        acks = data.acks
-        tenant = await _tenant_for_messages(request, "consume", [a.id for a in acks], [a.consumer_group for a in acks])
-        return await _queue(request).ack_batch(tenant, [(a.id, a.receipt, a.consumer_group) for a in data.acks])
+        return await ack_batch(request, data)
 
     @json_post(
         "/{message_id:str}/ack",
@@ -183,9 +224,7 @@ class MessageController(Controller):
         operation_id="ackMessage",
     )
     async def ack(self, request: AnyRequest, message_id: str, data: JSONBody[AckBody | None] = None) -> None:
-        group = data.consumer_group if data else None
-        tenant = await _tenant_for_messages(request, "consume", [message_id], [group])
-        await _queue(request).ack(tenant, message_id, data.receipt if data else None, group)
+        await ack(request, message_id, data)
 
     @json_post(
         "/{message_id:str}/nack",

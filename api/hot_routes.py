@@ -1,0 +1,265 @@
+"""The five busiest routes (enqueue, batch enqueue, dequeue, batch ack, ack) answered without the framework's
+per-request machinery.
+
+A profile of the server under single enqueues (bench/RESULTS.md, issue 32) put about 40% of its CPU in Litestar's
+per-request layers: routing, the middleware chain, signature and dependency resolution, response objects and the
+send wrappers. `HotRoutes` sits in front of the app and answers these five itself, from the same parts the app uses:
+
+- the same checks, in the same order: the Host header (Litestar's), cross-site refusal and authentication
+  (`api.auth`), the body size limit (Litestar's exceptions), strict body decoding (`api.body`);
+- the same work: the handler functions of `api.routes.messages`, which the app's controller calls too;
+- the same answers: success bodies encoded by msgspec with the headers Litestar sends, every error rendered by
+  the app's own exception handlers (`api.errors`) through Litestar's response classes, the request id and the
+  `nosniff` header (`api.observability.stamp_response`), the request deadline (`api.deadline`'s 503), the HTTP
+  duration metric under the app's route templates.
+
+Anything out of the ordinary (another method or path, a mounted root path, an invalid Host header) goes to the app
+untouched; `SKIPLOCK_HOT_ROUTES=false` sends everything there. tests/integration/test_hot_routes.py sends the same
+requests, valid and not, to a server with and one without, and compares the answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from litestar import Request
+from litestar._asgi.utils import is_valid_host
+from litestar.enums import ScopeType
+from litestar.exceptions import ClientException, InternalServerException
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+
+from api.auth import READ_HEADERS, AuthMiddleware, refuse_cross_site
+from api.body import decode_batch_body, decode_strict
+from api.errors import EXCEPTION_HANDLERS
+from api.observability import log, request_id_of, stamp_response
+from api.routes import messages
+from api.schemas import AckBody, BatchAckBody, DequeueBody, EnqueueBody
+from mq import errors
+from mq.logs import REQUEST_ID
+
+if TYPE_CHECKING:
+    from litestar import Litestar
+    from litestar.datastructures import State
+    from litestar.types import HTTPResponseBodyEvent, HTTPResponseStartEvent, Message, Receive, Scope, Send
+
+    from mq.metrics import Metrics
+    from mq.settings import Settings
+    from mq.tenancy.auth import Principal
+
+
+@dataclass(slots=True)
+class _Call:
+    """A request as the handler functions see it (`api.routes.messages.Caller`)."""
+
+    user: Principal
+    app: Litestar
+    receive: Receive
+
+
+Handle = Callable[[_Call, Any, str], Awaitable[msgspec.Struct | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    handler: Callable[..., Any]  # the controller's method, whose routing this route mirrors
+    sample_path: str  # a path the app routes to `handler`
+    status: int
+    decode: Callable[[bytes], Any]
+    handle: Handle
+    template: str = ""  # the app's route template for this path (the metrics' `route` label), found at start
+
+
+async def _enqueue(call: _Call, data: Any, _: str) -> msgspec.Struct:
+    return await messages.enqueue(call, data)
+
+
+async def _enqueue_batch(call: _Call, data: Any, _: str) -> msgspec.Struct:
+    return await messages.enqueue_batch(call, data)
+
+
+async def _dequeue(call: _Call, data: Any, _: str) -> msgspec.Struct:
+    return await messages.dequeue(call, data)
+
+
+async def _ack_batch(call: _Call, data: Any, _: str) -> msgspec.Struct:
+    return await messages.ack_batch(call, data)
+
+
+async def _ack(call: _Call, data: Any, message_id: str) -> None:
+    await messages.ack(call, message_id, data)
+
+
+def _strict(model: type[Any]) -> Callable[[bytes], Any]:
+    return lambda body: decode_strict(model, body)
+
+
+_CONTROLLER = messages.MessageController
+_ROUTES: dict[str, _Route] = {
+    "/api/messages": _Route(_CONTROLLER.enqueue, "/api/messages", 201, _strict(EnqueueBody), _enqueue),
+    "/api/messages/batch": _Route(
+        _CONTROLLER.enqueue_batch, "/api/messages/batch", 201, decode_batch_body, _enqueue_batch
+    ),
+    "/api/messages/dequeue": _Route(_CONTROLLER.dequeue, "/api/messages/dequeue", 200, _strict(DequeueBody), _dequeue),
+    "/api/messages/ack": _Route(_CONTROLLER.ack_batch, "/api/messages/ack", 200, _strict(BatchAckBody), _ack_batch),
+}
+_ACK = _Route(_CONTROLLER.ack, "/api/messages/x/ack", 204, _strict(AckBody), _ack)
+_ID_PREFIX, _ACK_SUFFIX = "/api/messages/", "/ack"
+
+_JSON = (b"content-type", b"application/json")
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
+
+
+class HotRoutes:
+    """The ASGI app a server runs: the hot routes here, everything else in `app`."""
+
+    def __init__(self, app: Litestar, settings: Settings) -> None:
+        self.app = app
+        self._max_body = settings.max_request_body_bytes
+        self._deadline = settings.request_timeout_seconds
+        router = app.asgi_router
+        routes: dict[str, _Route] = {}
+        for path, route in [*_ROUTES.items(), ("", _ACK)]:
+            _, handler, _, _, template = router.handle_routing(path=route.sample_path, method="POST")
+            # The app must route these paths to the handlers mirrored here; anything else is a bug in this table.
+            if getattr(handler.fn, "__func__", None) is not route.handler.fn:  # type: ignore[attr-defined]
+                raise RuntimeError(f"{route.sample_path} is not routed to {route.handler} in the app")
+            routes[path] = _Route(**{**_fields(route), "template": template})
+        self._ack = routes.pop("")
+        self._routes = routes
+
+    @property
+    def state(self) -> State:
+        """The app's state (the server reads its `runtime` on shutdown)."""
+        return self.app.state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.HTTP and scope["method"] == "POST" and not scope.get("root_path"):
+            path = scope["path"]
+            route = self._routes.get(path)
+            message_id = ""
+            if route is None and path.startswith(_ID_PREFIX) and path.endswith(_ACK_SUFFIX):
+                message_id = path[len(_ID_PREFIX) : -len(_ACK_SUFFIX)]
+                route = self._ack if message_id and "/" not in message_id else None
+            if route is not None:
+                headers = {name: value for name, value in scope["headers"] if name in READ_HEADERS}
+                host = headers.get(b"host")
+                if host is None or is_valid_host(host):
+                    await self._serve(route, message_id, headers, scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+    async def _serve(
+        self, route: _Route, message_id: str, headers: dict[bytes, bytes], scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        scope["app"] = self.app  # as Litestar does: authentication and the handlers find the runtime there
+        scope["path_template"] = route.template
+        request_id = request_id_of(scope)
+        token = REQUEST_ID.set(request_id)
+        started = time.perf_counter()
+        status = 500
+        answered = False
+        try:
+            try:
+                async with asyncio.timeout(self._deadline):
+                    result = await self._work(route, message_id, headers, scope, receive)
+            except TimeoutError:  # as api.deadline answers it
+                raise errors.Unavailable(
+                    f"the request did not complete within {self._deadline:g} s; retry shortly", retry_after=1
+                ) from None
+            status = route.status
+            body = b"" if result is None else msgspec.json.encode(result)
+            response_headers = [(b"x-request-id", request_id.encode()), _NOSNIFF]
+            if status != 204:
+                response_headers[:0] = [_JSON, (b"content-length", str(len(body)).encode())]
+            answered = True
+            start: HTTPResponseStartEvent = {
+                "type": "http.response.start",
+                "status": status,
+                "headers": response_headers,
+            }
+            await send(start)
+            end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
+            await send(end)
+        except Exception as exc:
+            if answered:  # the client went away mid-answer: nothing more to say
+                raise
+            status = await self._fail(exc, scope, receive, send)
+        finally:
+            elapsed = time.perf_counter() - started
+            metrics: Metrics = self.app.state.runtime.metrics
+            metrics.http.observe((route.template, "POST", f"{status // 100}xx"), (elapsed,))
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "request",
+                    extra={
+                        "method": "POST",
+                        "route": route.template,
+                        "status": status,
+                        "duration_ms": round(elapsed * 1e3, 2),
+                    },
+                )
+            REQUEST_ID.reset(token)
+
+    async def _work(
+        self, route: _Route, message_id: str, headers: dict[bytes, bytes], scope: Scope, receive: Receive
+    ) -> msgspec.Struct | None:
+        refuse_cross_site(headers)
+        await AuthMiddleware.authenticate(scope, headers, unsafe=True)
+        data = route.decode(await self._body(headers, receive))
+        return await route.handle(_Call(scope["user"], self.app, receive), data, message_id)
+
+    async def _body(self, headers: dict[bytes, bytes], receive: Receive) -> bytes:
+        """The request body, with Litestar's limit and refusals (`Request.stream`)."""
+        announced = headers.get(b"content-length")
+        if announced is not None:
+            try:
+                length = int(announced)
+            except ValueError:
+                raise ClientException(f"Invalid content-length: {announced.decode('latin-1')!r}") from None
+            if length > self._max_body:
+                raise RequestEntityTooLarge
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            event = await receive()
+            if event["type"] == "http.request":
+                chunk = event.get("body", b"")
+                if chunk:
+                    total += len(chunk)
+                    if total > self._max_body:
+                        raise RequestEntityTooLarge
+                    chunks.append(chunk)
+                if not event.get("more_body", False):
+                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            elif event["type"] == "http.disconnect":
+                raise InternalServerException("client disconnected prematurely")
+
+    async def _fail(self, exc: Exception, scope: Scope, receive: Receive, send: Send) -> int:
+        """Answer `exc` as the app would: its exception handler's response, sent by Litestar's response classes,
+        stamped as every response is. The status answered."""
+        handler = next(EXCEPTION_HANDLERS[cls] for cls in type(exc).__mro__ if cls in EXCEPTION_HANDLERS)
+        request: Request[Any, Any, Any] = Request(scope, receive, send)
+        response = handler(request, exc)
+
+        async def stamped(message: Message) -> None:
+            await stamp_response(message, scope)
+            await send(message)
+
+        await response.to_asgi_response(None, request)(scope, receive, stamped)
+        status: int = response.status_code
+        return status
+
+
+def _fields(route: _Route) -> dict[str, Any]:
+    return {name: getattr(route, name) for name in _Route.__slots__}
+
+
+def with_hot_routes(app: Litestar, settings: Settings) -> HotRoutes | Litestar:
+    """The ASGI app to serve: `app` behind `HotRoutes`, unless `SKIPLOCK_HOT_ROUTES` is off."""
+    return HotRoutes(app, settings) if settings.hot_routes else app
