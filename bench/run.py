@@ -6,7 +6,7 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3), SKIPLOCK_BENCH_PAYLOAD_BYTES
-(100), SKIPLOCK_BENCH_PARTS (sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules;
+(100), SKIPLOCK_BENCH_PARTS (sql,hot,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules;
 schedules runs last, about 10 minutes, on an API of its own without hosted workers: see bench/schedules.py).
 Raw and API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
 
@@ -66,7 +66,7 @@ ADMIN = ("bench-admin", "bench-admin-password")
 PARTS = set(
     os.environ.get(
         "SKIPLOCK_BENCH_PARTS",
-        "sql,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules",
+        "sql,hot,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules",
     ).split(",")
 )
 TENANT = "bench"
@@ -594,12 +594,17 @@ def merged(results: list[Result]) -> Result:
 
 
 def start_api(
-    database_url: str, redis_url: str, data_dir: Path, module: str = "skiplock", run_workers: bool | None = None
+    database_url: str,
+    redis_url: str,
+    data_dir: Path,
+    module: str = "skiplock",
+    run_workers: bool | None = None,
+    env: dict[str, str] | None = None,
 ) -> Server:
     """`python -m skiplock` (or the auth-less `bench.noauth`) on the benchmark's database; `run_workers`: whether
     it runs the workers' jobs too (None: SKIPLOCK_BENCH_API_WORKERS, true by default)."""
     hosted = os.environ.get("SKIPLOCK_BENCH_API_WORKERS", "true") if run_workers is None else str(run_workers)
-    env = {
+    settings = {
         "SKIPLOCK_DATABASE_URL": database_url,
         "SKIPLOCK_REDIS_URL": redis_url,
         "SKIPLOCK_ADMIN_USERNAME": ADMIN[0],
@@ -611,7 +616,11 @@ def start_api(
         # as a deployment does (part `schedules` fires from a worker process of its own)
         "SKIPLOCK_RUN_WORKERS": hosted.lower(),
     }
-    return start_server(env, data_dir=data_dir, command=("-m", module))
+    # Settings to try, as `SKIPLOCK_BENCH_SERVER_ENV="SKIPLOCK_HOT_ROUTES=false,SKIPLOCK_WORKERS=2"`
+    for pair in filter(None, os.environ.get("SKIPLOCK_BENCH_SERVER_ENV", "").split(",")):
+        name, _, value = pair.partition("=")
+        settings[name.strip()] = value.strip()
+    return start_server({**settings, **(env or {})}, data_dir=data_dir, command=("-m", module))
 
 
 def git_commit() -> str:
@@ -671,6 +680,11 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             from bench.spark import measure_spark  # noqa: PLC0415 - it imports this module
 
             rows.append(await measure_spark(pool, api.base_url, tenant_id, api.process.pid))
+        if "hot" in PARTS:
+            from bench.hotroutes import measure_hot_routes  # noqa: PLC0415 - it imports this module
+
+            urls = (database_url, redis_url, scratch / "data-framework")
+            rows += await measure_hot_routes(pool, api.base_url, tenant_id, api.process.pid, urls)
         if "longpoll" in PARTS:
             from bench.longpoll import measure_longpoll  # noqa: PLC0415 - it imports this module
 
@@ -692,6 +706,19 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
     return rows
 
 
+def _cpu_columns(row: dict[str, Any]) -> str:
+    """The row's CPU per message: the measured server's, and Postgres' for both sides (blank where not measured)."""
+    cpu = row.get("cpu_us_per_message")
+    if not cpu:
+        return ""
+    server, pg = cpu["server"], cpu["postgres"]
+
+    def us(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    return f"{us(server['measured']):>8} {us(pg['baseline']):>8}/{us(pg['measured'])}"
+
+
 def report(rows: list[dict[str, Any]]) -> None:
     print(
         f"\nSkiplock bench: {CLIENTS} clients, {ROUNDS} interleaved rounds of {SECONDS:.0f} s per side, "
@@ -699,7 +726,7 @@ def report(rows: list[dict[str, Any]]) -> None:
     )
     header = (
         f"{'workload':<20} {'raw msg/s':>10} {'raw p50':>8} {'raw p99':>8} {'api msg/s':>10} "
-        f"{'api p50':>8} {'api p99':>8} {'ratio':>6} {'target':>6}"
+        f"{'api p50':>8} {'api p99':>8} {'ratio':>6} {'target':>6}      CPU µs/msg: server, Postgres raw/api"
     )
     print(header)
     print("-" * len(header))
@@ -709,7 +736,7 @@ def report(rows: list[dict[str, Any]]) -> None:
         print(
             f"{row['workload']:<20} {r.rate:>10.0f} {r.percentile(50):>6.2f}ms {r.percentile(99):>6.2f}ms "
             f"{a.rate:>10.0f} {a.percentile(50):>6.2f}ms {a.percentile(99):>6.2f}ms {row['ratio']:>6.2f} "
-            f"{row['target']:>6.2f} {mark}"
+            f"{row['target']:>6.2f} {mark:<4} {_cpu_columns(row)}"
         )
     print(
         "\nratio: median over the rounds of API msg/s / raw msg/s; for auth_*, Basic auth / the same API without "
@@ -742,4 +769,7 @@ def report(rows: list[dict[str, Any]]) -> None:
 if __name__ == "__main__":
     import uvloop
 
-    uvloop.run(main())
+    # The module the parts import, not this `__main__` copy of it: one POSTGRES_CPU for all.
+    from bench import run  # noqa: PLW0406
+
+    uvloop.run(run.main())
