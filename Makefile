@@ -59,10 +59,10 @@ test-fast: $(STAMP) ## Unit tests only (no servers)
 	$(BIN)/python -m pytest tests/unit
 
 drills: $(STAMP) ## The long reliability drills (kill -9, Postgres restart, Redis loss, ...); prints their figures
-	SKIPLOCK_DRILL_LONG=1 $(BIN)/python -m pytest tests/drills -s -p no:cacheprovider -q
+	SKIPLOCK_DRILL_LONG=1 $(BIN)/python -m pytest tests/drills -s -p no:cacheprovider -q --timeout=3600
 
 fuzz: $(STAMP) ## The recorded OpenAPI fuzzing run (schemathesis, over 20,000 generated requests as two roles)
-	SKIPLOCK_FUZZ_EXAMPLES=400 $(BIN)/python -m pytest tests/fuzz -s -p no:cacheprovider -q
+	SKIPLOCK_FUZZ_EXAMPLES=400 $(BIN)/python -m pytest tests/fuzz -s -p no:cacheprovider -q --timeout=3600
 
 deploy-check: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Chart, compose file and Dockerfile: helm lint, kubernetes-validate, checkov, compose config, chart tests
 	DEPLOY_TOOLS=$(DEPLOY_TOOLS) bash helm/deploy-check.sh
