@@ -7,6 +7,7 @@ in one pass; an empty body decodes as the type's defaults (for bodies whose fiel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -53,15 +54,20 @@ def decode_strict(model_type: type[T], value: bytes) -> T:
             return model_type()
         except TypeError:
             raise ValidationException("a JSON body is required") from None
+    decoded: T = _refusing(_decoder(model_type).decode, value)
+    return decoded
+
+
+def _refusing(decode: Callable[[bytes], T], value: bytes) -> T:
+    """`decode(value)`, its failures as `ValidationException`."""
     try:
-        decoded: T = _decoder(model_type).decode(value)
+        return decode(value)
     except RecursionError:
         raise ValidationException(_TOO_DEEP) from None
     except msgspec.ValidationError as exc:
         raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
     except msgspec.DecodeError as exc:
         raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
-    return decoded
 
 
 def strict_body(body: type[msgspec.Struct]) -> dict[str, Any]:
@@ -83,11 +89,4 @@ class BatchBody(StrictBody[BatchEnqueueBody]):
 
 def decode_batch_body(value: bytes) -> BatchEnqueueBody:
     """The batch enqueue body (`decode_batch`), or `ValidationException` as `decode_strict`."""
-    try:
-        return decode_batch(value)
-    except RecursionError:
-        raise ValidationException(_TOO_DEEP) from None
-    except msgspec.ValidationError as exc:
-        raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
-    except msgspec.DecodeError as exc:
-        raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
+    return _refusing(decode_batch, value)
