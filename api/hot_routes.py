@@ -21,10 +21,10 @@ requests, valid and not, to a server with and one without, and compares the answ
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from mq.tenancy.auth import Principal
 
 
-@dataclass(slots=True)
+@dataclasses.dataclass(slots=True)
 class _Call:
     """A request as the handler functions see it (`api.routes.messages.Caller`)."""
 
@@ -67,7 +67,7 @@ Handle = Callable[[_Call, Any, str], Awaitable[msgspec.Struct | None]]
 Authenticate = Callable[["Scope", dict[bytes, bytes], bool], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Route:
     handler: Callable[..., Any]  # the controller's method, whose routing this route mirrors
     sample_path: str  # a path the app routes to `handler`
@@ -133,7 +133,7 @@ class HotRoutes:
             # The app must route these paths to the handlers mirrored here; anything else is a bug in this table.
             if getattr(handler.fn, "__func__", None) is not route.handler.fn:  # type: ignore[attr-defined]
                 raise RuntimeError(f"{route.sample_path} is not routed to {route.handler} in the app")
-            routes[path] = _Route(**{**_fields(route), "template": template})
+            routes[path] = dataclasses.replace(route, template=template)
         self._ack = routes.pop("")
         self._routes = routes
 
@@ -258,10 +258,6 @@ class HotRoutes:
         await response.to_asgi_response(None, request)(scope, receive, stamped)
         status: int = response.status_code
         return status
-
-
-def _fields(route: _Route) -> dict[str, Any]:
-    return {name: getattr(route, name) for name in _Route.__slots__}
 
 
 def with_hot_routes(app: Litestar, settings: Settings) -> HotRoutes | Litestar:
