@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 import math
 import uuid
 from collections import Counter
@@ -49,6 +51,8 @@ from mq.quotas import NO_QUOTAS, QuotaCache
 from mq.schemas.formats import CompiledSchemas
 from mq.settings import Settings
 
+log = logging.getLogger(__name__)
+
 # A long poll looks again at least this often even without a wake-up, in case a notification was lost while the
 # listening connection reconnected.
 _LONG_POLL_RECHECK_SECONDS = 5.0
@@ -79,6 +83,7 @@ class QueueService:
         self.metrics = metrics or Metrics()
         self.activity = activity or Activity(repository)
         self.schemas = CompiledSchemas()
+        self._giving_back: set[asyncio.Task[None]] = set()  # see _give_back
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
         """Store one message; returns its id and whether it was new (False: a pending twin was updated).
@@ -285,11 +290,12 @@ class QueueService:
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
         rate = config.throughput_limit
         limited = config.max_inflight is not None
+        orphaned = functools.partial(self._give_back, tenant_id, consumer_group)
         if wait_seconds <= 0:
             if config.paused:
                 return []
             return self._views(
-                (await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited))[0]
+                (await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited, orphaned))[0]
             )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
@@ -306,7 +312,9 @@ class QueueService:
                     rows, throttled_for = (
                         ([], 0.0)
                         if paused
-                        else await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited)
+                        else await self._lease(
+                            tenant_id, topic, count, visibility, rate, consumer, group_id, limited, orphaned
+                        )
                     )
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
@@ -352,12 +360,13 @@ class QueueService:
         consumer: str | None,
         group_id: int | None = None,
         limited: bool = False,
+        orphaned: Callable[[list[Any]], None] | None = None,
     ) -> tuple[list[Any], float]:
         """Lease up to `count` messages, as many as the topic's throughput limit allows now (a Redis token
         bucket shared by every instance; tokens not used are given back). Returns the rows and, when the limit
-        allowed none, the seconds until it will."""
+        allowed none, the seconds until it will. `orphaned`: see `SharedStatements.dequeue`."""
         if rate is None:
-            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer, group_id, limited)
+            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer, group_id, limited, orphaned)
             return self._delivered(tenant_id, topic, rows), 0.0
         bucket = redis_keys.dequeue_bucket(tenant_id, topic, group_id)
         granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
@@ -365,10 +374,28 @@ class QueueService:
             self.metrics.count(self.metrics.throttled, tenant_id, topic)
         if not granted:
             return [], wait
-        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer, group_id, limited)
+        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer, group_id, limited, orphaned)
         if len(rows) < granted:
             await self.buckets.give_back(bucket, rate, granted - len(rows))
         return self._delivered(tenant_id, topic, rows), 0.0
+
+    def _give_back(self, tenant_id: int, consumer_group: str | None, rows: list[Any]) -> None:
+        """Leases taken for a caller that went away while its dequeue ran (a cancelled stream or request): their
+        lease lapses now instead of at its visibility timeout, counted as an attempt as a lapsed lease is (the
+        contract's at-least-once: the attempt may have been seen). In a task of its own: the caller is gone."""
+        if rows:
+            task = asyncio.get_running_loop().create_task(self._lapse_now(tenant_id, consumer_group, rows))
+            self._giving_back.add(task)
+            task.add_done_callback(self._giving_back.discard)
+
+    async def _lapse_now(self, tenant_id: int, consumer_group: str | None, rows: list[Any]) -> None:
+        for row in rows:
+            try:
+                await self.extend(tenant_id, row["id"], row["receipt"], 0, consumer_group)
+            except errors.SkiplockError:
+                pass  # settled or lapsed meanwhile: its receipt no longer matches
+            except Exception:  # a dependency's fault: the lease lapses at its visibility timeout instead
+                log.warning("could not give back a lease taken for a caller gone", exc_info=True)
 
     def _dead_lettered(self, tenant_id: int, dead: list[DeadLettered]) -> None:
         """Messages a dequeue dead-lettered instead of delivering (their lease lapsed once too often)."""

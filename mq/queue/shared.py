@@ -7,6 +7,7 @@ one after the other, in arrival order.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -168,19 +169,28 @@ class SharedStatements:
         consumer: str | None = None,
         group_id: int | None = None,
         limited: bool = False,
+        orphaned: Callable[[list[Any]], None] | None = None,
     ) -> list[Any]:
         """Lease up to `limit` messages of a topic for `consumer` (the user's name the leases record); with
         `group_id`, that consumer group's deliveries of them; `limited`: as many as its max_inflight leaves room
-        for."""
+        for. `orphaned` is handed the rows leased for a caller cancelled while its statement ran (to give them
+        back: nobody will see them)."""
         request = _Dequeue(tenant_id, topic, limit, visibility, consumer, group_id, limited)
         if limit < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
-            return await self._dequeues.submit(request)
+            return await self._dequeues.submit(request, orphaned)
         if limit > _SHARED_MAX_ROWS and self._gate.contended(tenant_id):
             # The contract lets a dequeue answer fewer than asked; the consumer asks again for the rest.
             request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility, consumer, group_id, limited)
         async with self._gate.slot(tenant_id):
-            return await _alone(self._dequeue_many, request)
+            if orphaned is None:
+                return await _alone(self._dequeue_many, request)
+            leasing = asyncio.ensure_future(_alone(self._dequeue_many, request))
+            try:
+                return await asyncio.shield(leasing)
+            except asyncio.CancelledError:
+                leasing.add_done_callback(lambda done: _hand_over(done, orphaned))
+                raise
 
     async def _insert_many(self, inserts: Sequence[_Insert]) -> list[list[tuple[uuid.UUID, bool]] | BaseException]:
         """Coalesced enqueue requests: one statement per tenant among them, results split back per request."""
@@ -323,6 +333,12 @@ async def _per_group(
         for index, outcome in zip(indexes, results, strict=True):
             outcomes[index] = outcome
     return outcomes
+
+
+def _hand_over(leasing: asyncio.Future[list[Any]], orphaned: Callable[[list[Any]], None]) -> None:
+    """A dequeue run alone finished after its caller was cancelled: what it leased goes to `orphaned`."""
+    if not leasing.cancelled() and leasing.exception() is None:
+        orphaned(leasing.result())
 
 
 async def _alone(

@@ -103,3 +103,27 @@ def test_a_shared_statements_results_are_dealt_back_in_order() -> None:
 
     assert split([1, 2, 3, 4, 5], [2, 1, 2]) == [[1, 2], [3], [4, 5]]
     assert split([1, 2], [2, 3]) == [[1, 2], []]  # a dequeue that found fewer rows than asked
+
+
+async def test_a_caller_cancelled_before_its_flush_is_not_sent() -> None:
+    recorder = Recorder()
+    coalescer = Coalescer(recorder.flush, max_batch=100, max_in_flight=1)
+    gone = asyncio.create_task(coalescer.submit(1))
+    kept = asyncio.create_task(coalescer.submit(2))
+    await asyncio.sleep(0)  # both queued; the flush starts on the loop's next turn
+    gone.cancel()
+    assert await kept == 20
+    assert recorder.batches == [[2]]
+
+
+async def test_a_caller_cancelled_while_its_item_is_written_hands_its_result_to_orphaned() -> None:
+    recorder = Recorder(delay=0.05)
+    coalescer = Coalescer(recorder.flush, max_batch=100, max_in_flight=1)
+    handed: list[int] = []
+    gone = asyncio.create_task(coalescer.submit(1, handed.append))
+    kept = asyncio.create_task(coalescer.submit(2, handed.append))
+    await asyncio.sleep(0.01)  # the flush is running
+    gone.cancel()
+    assert await kept == 20
+    assert recorder.batches == [[1, 2]]
+    assert handed == [10]  # the cancelled caller's result (a lease nobody will see) goes to be undone
