@@ -3,7 +3,8 @@ that stopped answering turns into `503 unavailable` with `Retry-After`, never a 
 
 Long polls wait at most 20 s by contract, so the deadline (`SKIPLOCK_REQUEST_TIMEOUT_SECONDS`, 30 s) leaves them
 be. A request cut off at its deadline may still have been written (a coalesced statement completes for every
-request in it): like any 503 of a write, its outcome is unknown and a retry may store it twice.
+request in it): like any 503 of a write, its outcome is unknown and a retry may store it twice. A dequeue cut off
+gives back what its statement leased (`QueueService._give_back`).
 """
 
 from __future__ import annotations
