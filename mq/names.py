@@ -42,3 +42,19 @@ def check_text(value: str, field: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise errors.InvalidRequest(f"{field} is not valid Unicode") from None
+
+
+def check_json_text(value: object, field: str) -> None:
+    """Every string of a JSON value, keys included, as `check_text` checks text: jsonb holds no NUL either (it
+    refuses the escape `\\u0000`). Walked without recursion: depth is the caller's to limit."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            check_text(item, field)
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                check_text(key, field)
+                pending.append(inner)
+        elif isinstance(item, list):
+            pending.extend(item)

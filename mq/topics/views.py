@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from mq.names import GROUP_PATTERN, check_text
+from mq.names import GROUP_PATTERN, check_json_text, check_text
 from mq.queue.types import EffectiveConfig, MessageView, TopicConfig
+from mq.queue.validation import check_depth
 
 FilterStatus = Literal["pending", "delayed", "processing", "failed", "expired"]
 BulkAction = Literal["delete", "retry", "requeue"]
@@ -27,7 +27,8 @@ class MessageFilter(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tr
         if self.key is not None:
             check_text(self.key, "key")
         if self.metadata is not None:
-            check_text(json.dumps(self.metadata), "metadata")
+            check_depth(self.metadata, "metadata")
+            check_json_text(self.metadata, "metadata")
 
 
 class MessagePageView(msgspec.Struct):
