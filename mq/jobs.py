@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 #: Broadcast channel announcing a new delete-reaper schedule (the payload is the schedule).
 SCHEDULE_CHANNEL = redis_keys.SCHEDULE_CHANNEL
+#: How far before a group's creation, and after its staleness, its settle looks for strays (clocks of the instances
+#: that made the messages' ids, an insert that began before the group).
+SETTLE_MARGIN_SECONDS = 5.0
 DELETE_SCHEDULE_SETTING = "delete_reaper_schedule"
 
 
@@ -133,15 +136,23 @@ class AuditTrimmer(_BatchJob):
 
 
 class GroupSettler:
-    """Owes each new consumer group its strays, once, after the config caches' staleness (`sql.GROUP_SETTLE`):
-    messages an instance that did not know the group yet stored without its delivery. Then releases what deleted
-    groups still owe (a deletion's request or background task was interrupted, or met leased deliveries)."""
+    """Owes each new consumer group's topic its strays, once, after the config caches' staleness
+    (`sql.GROUP_SETTLE`): messages an instance that did not know the topic had groups stored as for a topic without
+    them, never owed to any group. Then releases what deleted groups still owe (a deletion's request or background
+    task was interrupted, or met leased deliveries). docs/semantics.md, "Healing jobs", says why neither can give
+    a group a message twice or lose one."""
 
     name = "group_settler"
 
-    def __init__(self, repository: OperationsRepository, stale_seconds: float = STALE_SECONDS) -> None:
+    def __init__(
+        self,
+        repository: OperationsRepository,
+        stale_seconds: float = STALE_SECONDS,
+        margin_seconds: float = SETTLE_MARGIN_SECONDS,
+    ) -> None:
         self.repository = repository
         self.stale_seconds = stale_seconds
+        self.margin_seconds = margin_seconds
 
     async def run_once(self, *, wait: bool = False) -> JobResult:
         started = time.perf_counter()
@@ -149,8 +160,10 @@ class GroupSettler:
             if conn is None:
                 return JobResult(ran=False)
             by_topic: Counter[tuple[str, str]] = Counter()
-            for group_id in await conn.column(sql.GROUPS_UNSETTLED, self.stale_seconds):
-                by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, group_id, self.stale_seconds)))
+            while unsettled := await conn.column(sql.GROUPS_UNSETTLED, self.stale_seconds):
+                for group_id in unsettled:
+                    settle = (group_id, self.stale_seconds, self.margin_seconds)
+                    by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, *settle)))
             for group_id in await conn.column(sql.DELETED_GROUPS):  # what a deletion's request left
                 while await conn.column(sql.GROUP_RELEASE, group_id, RELEASE_BATCH) != [0]:
                     pass
@@ -158,7 +171,11 @@ class GroupSettler:
             total = sum(by_topic.values())
             await conn.record_run(self.name, time.perf_counter() - started, total)
         if total:
-            log.warning("%s: %d messages stored without a new consumer group's delivery owed to it", self.name, total)
+            log.warning(
+                "%s: %d messages stored as for a topic without consumer groups, now owed to its groups",
+                self.name,
+                total,
+            )
         return JobResult(ran=True, rows=total, by_topic=by_topic)
 
 

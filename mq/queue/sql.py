@@ -817,14 +817,31 @@ GROUP_DEQUEUE_LIMITED = (
     )
 )
 
-# Strays: an instance whose cached topic config (`mq.queue.configs`) did not know a group yet, in the moments after
-# it was created on another instance, stores a message as for a topic without groups (no deliveries, `owed` NULL)
-# or without the new group's delivery. Once the caches' staleness has passed ($2 seconds after the group's
-# creation), the group is settled once: each message of its topic created since the group and not owed to it is
-# owed to it and, if no group owed it yet, to every group that existed when it was created. Only that span of the
-# topic is read: ids are UUIDv7, so the span is a primary-key range (5 s of margin for the clocks of the instances
-# that made the ids). A stray a stale instance leased or consumed as a plain message in the meantime is left as it
-# is. Returns the tenant, topic and how many messages were settled. $1 group id, $2 staleness seconds
+# Strays: an instance whose cached topic config (`mq.queue.configs`) did not know the topic had groups yet, in the
+# moments after its first group was created on another instance, stores a message as for a topic without groups:
+# no deliveries, `owed` NULL. (A statement that knows the topic has groups reads them itself, `_OWED` and
+# `_minting`, so it owes the message to every group committed before it began: it never leaves one out.) A
+# message whose insert raced a group's creation (neither saw the other) is stored the same way.
+#
+# What tells a stray apart is a fact stored with the message, not a missing row: `owed` is NULL only on a message
+# that no statement ever owed to any group. A delivery row goes when its group acks, dead-letters, releases or
+# expires it, so "no delivery of group g" also describes a message g has finished: a settle that owed those to g
+# again gave a group back what it had acked. `owed` never returns to NULL on a live message of the topic (a
+# count-down that reaches 0 deletes it; expiry marks it expired or moves it to the DLQ with `original_topic`).
+#
+# Who is owed a never-owed message: every group of its topic that exists now and either starts `earliest` or was
+# created no later than the message (what the statement that stored it, or an `earliest` backfill, would have
+# minted had they seen each other). `NEVER_OWED_TO` is that condition for a group `x` and a message `{m}`; the
+# backfill of an `earliest` group (`mq.topics.sql.GROUP_BACKFILL`) applies it too, so a stray it meets is owed to
+# the groups it missed as well, not only to the new one.
+NEVER_OWED_TO = "(x.start = 'earliest' OR x.created_at <= {m}.created_at)"
+
+# Once the caches' staleness has passed ($2 seconds after a group's creation), the group is settled once: the
+# never-owed pending messages of its topic stored around its creation are owed as above. Only that span of the
+# topic is read: ids are UUIDv7, so the span is a primary-key range ($3 seconds of margin either side, for the
+# clocks of the instances that made the ids and for an insert that began before the group). A stray a stale
+# instance leased or consumed as a plain message in the meantime is left as it is. Returns the tenant, topic and
+# how many messages were settled. $1 group id, $2 staleness seconds, $3 margin seconds
 GROUPS_UNSETTLED = """
 SELECT id FROM consumer_groups WHERE settled_at IS NULL AND created_at < now() - make_interval(secs => $1)
 ORDER BY id LIMIT 100"""
@@ -840,19 +857,17 @@ WITH g AS (
     UPDATE consumer_groups SET settled_at = now() WHERE id = $1 AND settled_at IS NULL
     RETURNING id, tenant_id, topic, created_at
 ), strays AS (
-    SELECT m.id, m.owed, m.priority, m.available_at, m.expires_at, m.created_at
+    SELECT m.id, m.priority, m.available_at, m.expires_at, m.created_at
     FROM g JOIN messages AS m ON m.tenant_id = g.tenant_id AND m.topic = g.topic
-    WHERE m.id >= {_uuid7_at("g.created_at - interval '5 seconds'")}
-      AND m.id < {_uuid7_at("g.created_at + make_interval(secs => $2 + 5)")}
-      AND m.created_at >= g.created_at AND m.original_topic IS NULL AND {_ALIVE}
-      AND (m.status = 'pending' OR (m.status = 'processing' AND m.owed IS NOT NULL))
-      AND NOT EXISTS (SELECT FROM deliveries AS d WHERE d.group_id = g.id AND d.message_id = m.id)
+    WHERE m.id >= {_uuid7_at("g.created_at - make_interval(secs => $3)")}
+      AND m.id < {_uuid7_at("g.created_at + make_interval(secs => $2 + $3)")}
+      AND m.owed IS NULL AND m.status = 'pending' AND m.original_topic IS NULL AND {_ALIVE}
     FOR UPDATE OF m
 ), minted AS (
     INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
     SELECT x.id, s.id, s.priority, s.available_at, s.expires_at
     FROM strays AS s CROSS JOIN g JOIN consumer_groups AS x ON x.tenant_id = g.tenant_id AND x.topic = g.topic
-    WHERE CASE WHEN s.owed IS NULL THEN x.created_at <= s.created_at ELSE x.id = g.id END
+    WHERE {NEVER_OWED_TO.format(m="s")}
     ON CONFLICT DO NOTHING
     RETURNING message_id
 ), counted AS (

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from mq.queue.sql import ALIVE as _ALIVE
 from mq.queue.sql import MESSAGE_COLUMNS
+from mq.queue.sql import NEVER_OWED_TO as _NEVER_OWED_TO
 from mq.queue.sql import rfc3339 as _rfc3339
 
 #: A filter's status -> the condition on a row read from each index ("live" or "done"); None: none of that index.
@@ -185,19 +186,27 @@ RETURNING id, name, start, created_at"""
 
 # `earliest`: the new group also owes every message already pending or processing in the topic (not expired), in
 # the transaction that creates it. A message consumed without groups until now becomes available to the group at
-# once; one that other groups owe keeps its place. Plan: Index Scan using messages_dequeue_idx (the topic's live
-# messages). $2 topic, $3 group id
+# once; one that other groups owe keeps its place. A never-owed message (`owed` NULL: stored before the topic had
+# groups, or a stray, mq/queue/sql.py) is owed as the group settler owes strays (`NEVER_OWED_TO`): to the new
+# group and to each group it would have been owed to had its statement seen them, so that a later settle, which
+# only looks at never-owed messages, does not find it owed to the new group alone. Plan: Index Scan using
+# messages_dequeue_idx (the topic's live messages), a Nested Loop over the topic's groups. $2 topic, $3 group id
 GROUP_BACKFILL = f"""
-WITH owed AS (
-    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
-    SELECT $3, m.id, m.priority,
-           CASE WHEN m.status = 'processing' AND m.owed IS NULL THEN now() ELSE m.available_at END, m.expires_at
+WITH live AS (
+    SELECT m.id, m.owed, m.priority, m.expires_at, m.created_at,
+           CASE WHEN m.status = 'processing' AND m.owed IS NULL THEN now() ELSE m.available_at END AS available_at
     FROM messages AS m
     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND {_ALIVE}
+), owed AS (
+    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
+    SELECT x.id, l.id, l.priority, l.available_at, l.expires_at
+    FROM live AS l JOIN consumer_groups AS x ON x.tenant_id = $1 AND x.topic = $2
+    WHERE x.id = $3 OR (l.owed IS NULL AND {_NEVER_OWED_TO.format(m="l")})
     ON CONFLICT DO NOTHING
     RETURNING message_id
 )
-UPDATE messages AS m SET owed = coalesce(m.owed, 0) + 1 FROM owed AS o WHERE m.id = o.message_id"""
+UPDATE messages AS m SET owed = coalesce(m.owed, 0) + c.n
+FROM (SELECT message_id, count(*)::int AS n FROM owed GROUP BY 1) AS c WHERE m.id = c.message_id"""
 
 # A topic's groups in creation order with their counts: what each still owes (pending: available or delayed, a
 # lapsed lease included; processing: leased now), its dead letters in the topic's DLQ, and how long the oldest

@@ -1,8 +1,10 @@
 """Consumer groups against a model (Hypothesis, stateful): enqueues into a topic with groups, each group's dequeues,
 acks, nacks and extends with current, stale or no receipts, lapsed leases, groups created (`latest` or `earliest`)
-and deleted, and dead letters requeued, in any order. After every step the server's view equals the model's: the
-topic's messages, each message's deliveries (`GET /api/messages/{id}`), the groups in creation order, and the DLQ's
-dead letters by group.
+and deleted, dead letters requeued, strays (what an instance that did not know the topic had groups stores), and
+every job that repairs state (`tests.support.healing`) run at any step, in any order. After every step the server's
+view equals the model's: the topic's messages, each message's deliveries (`GET /api/messages/{id}`), the groups in
+creation order, and the DLQ's dead letters by group; and no group ever receives a message it acked or was never
+owed (a dequeue of up to 100 drains what a group owes: every owed message is received).
 
 Time is not waited for: a lease lapses by moving the delivery's `available_at` into the past in Postgres (an
 instant in 2000, so lapsed deliveries come first, in the order they lapsed). The topic has `max_retries` 2. At
@@ -26,7 +28,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
+from mq.ids import uuid7_batch
+from mq.queue import sql
 from tests.integration.helpers import b64, unb64
+from tests.support.healing import HEALING_JOBS, run_job
 from tests.support.servers import ADMIN, Server
 
 MAX_RETRIES = 2
@@ -53,12 +58,16 @@ class Message:
     payload: bytes
     tick: int
     deliveries: dict[str, Delivery]
+    #: A stray not owed to any group yet: the groups that existed when it was stored (the settler owes it to those
+    #: still there, an `earliest` group's creation to those and itself). None for a message owed when stored.
+    stray_of: set[str] | None = None
 
 
 class GroupLifecycle(RuleBasedStateMachine):
     server: Server
     database_url: str
     tenant_slug: str
+    tenant_id: int
     #: The topic's max_inflight, per group (`LimitedGroupLifecycle`), or None.
     limit: int | None = None
 
@@ -77,6 +86,7 @@ class GroupLifecycle(RuleBasedStateMachine):
         self.names = (f"g{n}" for n in itertools.count())
         self.messages: dict[str, Message] = {}
         self.dead: Counter[tuple[str, bytes]] = Counter()  # the DLQ's copies: (group, payload)
+        self.acked: set[tuple[str, str]] = set()  # (group, message id) of every successful ack
         self.clock = itertools.count(1)
         self.lapses = itertools.count(1)
         for _ in range(2):
@@ -104,7 +114,28 @@ class GroupLifecycle(RuleBasedStateMachine):
         self.held[name] = set()
         if start == "earliest":  # every message stored now, in its queue position
             for m in self.messages.values():
+                if m.stray_of is not None:  # owed at last, to the groups it missed as well
+                    self._settle(m)
+                    m.stray_of = None
                 m.deliveries[name] = Delivery(tick=m.tick)
+
+    def _settle(self, m: Message) -> None:
+        """A stray owed to the groups that existed when it was stored and still do (if any)."""
+        assert m.stray_of is not None
+        owed = [g for g in self.groups if g in m.stray_of]
+        if owed:
+            m.deliveries = {g: Delivery(tick=m.tick) for g in owed}
+            m.stray_of = None
+
+    def _run(self, coroutine: Any) -> Any:
+        async def run() -> Any:
+            pool = await asyncpg.create_pool(self.database_url, min_size=1, max_size=2)
+            try:
+                return await coroutine(pool)
+            finally:
+                await pool.close()
+
+        return asyncio.run(run())
 
     def _done(self, m: Message, group: str) -> None:
         """The group is done with the message: its delivery goes, and the message once no group owes it."""
@@ -154,13 +185,14 @@ class GroupLifecycle(RuleBasedStateMachine):
         tick = next(self.clock)
         self.messages[mid] = Message(mid, payload, tick, {g: Delivery(tick=tick) for g in self.groups})
 
-    @rule(data=st.data(), count=st.integers(1, 3))
+    @rule(data=st.data(), count=st.sampled_from([1, 2, 3, 100]))
     def dequeue(self, data: st.DataObject, count: int) -> None:
         group = data.draw(st.sampled_from(self.groups))
         body = {"topic": self.topic, "count": count, "consumer_group": group}
         r = self.http.post("/api/messages/dequeue", json=body)
         assert r.status_code == 200, r.text
         got = {m["id"]: m for m in r.json()["messages"]}
+        assert not {(group, i) for i in got} & self.acked, "a group received a message it acked"
         available = sorted(
             ((m, m.deliveries[group]) for m in self.messages.values() if group in m.deliveries),
             key=lambda md: (md[1].tick, md[0].id),
@@ -198,6 +230,7 @@ class GroupLifecycle(RuleBasedStateMachine):
         expected = self._lease_outcome(mine, receipt if as_group == group or receipt is None else str(uuid.uuid4()))
         assert r.status_code == (204 if expected == 200 else expected), (r.text, as_group, group)
         if expected == 200:
+            self.acked.add((as_group, m.id))
             self._done(m, as_group)
 
     @precondition(lambda self: self._any_leased())
@@ -294,6 +327,31 @@ class GroupLifecycle(RuleBasedStateMachine):
         owed = [group] if group in self.groups else self.groups
         self.messages[v["id"]] = Message(v["id"], payload, tick, {g: Delivery(tick=tick) for g in owed})
 
+    @rule(payload=st.binary(min_size=0, max_size=8))
+    def stray(self, payload: bytes) -> None:
+        """A message stored by an instance whose cached config does not know the topic has groups: the statement
+        of a topic without groups, owing it to none."""
+        [mid] = uuid7_batch(1)
+        self._run(
+            lambda pool: pool.execute(
+                sql.MESSAGE_INSERT_UNIFORM, self.tenant_id, self.topic, 0, MAX_RETRIES, 0.0, 0, [mid], [payload], [None]
+            )
+        )
+        tick = next(self.clock)
+        self.messages[str(mid)] = Message(str(mid), payload, tick, {}, stray_of=set(self.groups))
+
+    @rule(job=st.sampled_from(HEALING_JOBS))
+    def heal(self, job: str) -> None:
+        """A job that repairs state runs now (the settler as if every group's staleness had passed)."""
+        self._run(lambda pool: run_job(pool, job, self.tenant_id, self.topic))
+        if job == "group_settler":
+            for m in self.messages.values():
+                if m.stray_of is not None:
+                    self._settle(m)
+        if job == "inflight_keeper" and self.limit is not None:  # lapsed leases' slots are freed
+            for group, held in self.held.items():
+                self.held[group] = {i for i in held if not self.messages[i].deliveries[group].lapsed}
+
     # --- the server's view equals the model's ------------------------------------------------------------------
 
     @invariant()
@@ -305,6 +363,9 @@ class GroupLifecycle(RuleBasedStateMachine):
         assert stored == {m.id: ("pending", m.payload) for m in self.messages.values()}
         for m in self.messages.values():
             detail = self.http.get(f"/api/messages/{m.id}").json()
+            if m.stray_of is not None:
+                assert detail["deliveries"] is None, m.id  # owed to no group yet
+                continue
             deliveries = [(x["consumer_group"], x["status"], x["retry_count"]) for x in detail["deliveries"]]
             model = [(g, m.deliveries[g].seen, m.deliveries[g].retry_count) for g in self.groups if g in m.deliveries]
             assert deliveries == model, m.id
@@ -325,6 +386,7 @@ def test_consumer_groups_match_their_model(
     server: Server, database_url: str, tenant: Any, machine: type[GroupLifecycle]
 ) -> None:
     machine.server, machine.database_url, machine.tenant_slug = server, database_url, tenant.slug
+    machine.tenant_id = tenant.id
     run_state_machine_as_test(
         machine,
         settings=settings(
