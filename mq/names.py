@@ -58,3 +58,27 @@ def check_json_text(value: object, field: str) -> None:
                 pending.append(inner)
         elif isinstance(item, list):
             pending.extend(item)
+
+
+#: How deep a JSON value may nest (a request body, a payload checked against a schema): beyond it, decoders and
+#: validators recurse once per level.
+MAX_JSON_DEPTH = 64
+# JSON strings (brackets inside them do not nest), and every byte but a bracket.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+
+
+def json_depth_exceeds(text: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether JSON `text` nests deeper than `limit`, read before decoding it (a decoder recurses per level), in C
+    string operations only: text with at most `limit` opening brackets cannot; otherwise its strings are dropped,
+    then its brackets alone are kept, and each pass deletes the innermost pairs: a value `limit` deep is gone after
+    `limit` passes. (Malformed text is the decoder's to refuse.)"""
+    if text.count(b"[") + text.count(b"{") <= limit:
+        return False
+    brackets = _JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        inner = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if len(inner) == len(brackets):
+            return False
+        brackets = inner
+    return bool(brackets)

@@ -159,13 +159,14 @@ class Runtime:
             topics=TopicAdmin(TopicRepository(pool), queue),
             audit=AuditTrail(AuditRepository(pool)),
             history=History(HistoryRepository(pool), queue),
-            schemas=TopicSchemas(SchemaRepository(pool), queue.configs),
+            schemas=TopicSchemas(SchemaRepository(pool), queue.configs, queue.schemas),
             schedules=Schedules(ScheduleRepository(pool), settings),
             ticks=ScheduleFirer(ScheduleRepository(pool), queue, metrics),
         )
 
     async def close(self) -> None:
         await self.topics.close()
+        await self.queue.schemas.close()
         await self.queue.activity.close()
         await self.broadcast.close()
         await self.wakeups.close()

@@ -90,6 +90,13 @@ class Settings(BaseSettings):
     has an enqueue_rate quota of its own: more answers 429 `rate_limited` with Retry-After. The enqueue-rate quota
     that applies by default, so one tenant's flood does not slow everyone else down (docs/operations.md, "Fairness
     between tenants"). A tenant alone is not limited. 0: no limit."""
+    schema_check_budget_ms: int = Field(default=100, ge=1, le=60_000)
+    """Time budget of one schema check (a payload against its topic's schema, a new version's compilation or
+    compatibility), in CPU milliseconds of the process that runs it: past it the check is stopped and its message
+    refused (400 `schema_violation`, `details.reason` `check_too_costly`; a version: 409 or 400 naming it)."""
+    schema_check_processes: int = Field(default=2, ge=1, le=64)
+    """Processes per API process that run schema checks, apart from the event loop (`mq.schemas.checks`), started
+    as tenants with schemas need them; a spare one is kept warm to replace one stopped over its budget."""
     max_batch_size: int = Field(default=1000, ge=1, le=10000)
     """Most messages in one batch enqueue, acks in one batch ack, and messages in one dequeue."""
     api_instances: int = Field(default=1, ge=1)

@@ -48,7 +48,8 @@ from mq.queue.types import (
 from mq.queue.validation import check_topic, encode_metadata
 from mq.queue.wakeups import WakeupHub
 from mq.quotas import NO_QUOTAS, QuotaCache
-from mq.schemas.formats import CompiledSchemas
+from mq.schemas.checks import CHECK_TOO_COSTLY, SchemaChecks
+from mq.schemas.formats import Violation
 from mq.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class QueueService:
         self.buckets = buckets or TokenBuckets(None, settings.api_instances)
         self.metrics = metrics or Metrics()
         self.activity = activity or Activity(repository)
-        self.schemas = CompiledSchemas()
+        self.schemas = SchemaChecks(settings.schema_check_processes, settings.schema_check_budget_ms / 1000)
         self._giving_back: set[asyncio.Task[None]] = set()  # see _give_back
 
     async def enqueue(self, tenant_id: int, item: EnqueueItem) -> tuple[uuid.UUID, bool]:
@@ -90,7 +91,7 @@ class QueueService:
         Concurrent enqueues share one statement (see `Coalescer`); this returns once the row is committed."""
         config = await self.configs.effective(tenant_id, item.topic)
         if config.schema is not None:
-            self._check_schema(config.schema, item.payload)
+            await self._check_schema(tenant_id, config.schema, item.payload)
         row = item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped)
         [(message_id, inserted)] = await self._store(tenant_id, [row], {item.topic: config})
         metrics = self.metrics
@@ -110,7 +111,7 @@ class QueueService:
         config = await self.configs.effective(tenant_id, topic)
         if config.schema is not None:
             for item in items:
-                self._check_schema(config.schema, item.payload)
+                await self._check_schema(tenant_id, config.schema, item.payload)
         rows = [item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped) for item in items]
         quotas = NO_QUOTAS
         if self.quotas is not None:
@@ -155,29 +156,38 @@ class QueueService:
         self.activity.enqueued(tenant_id, topic, inserted + upserted)
         self.wakeups.published(tenant_id, {topic: polls * (inserted + upserted)})
 
-    def _check_schema(self, schema: SchemaRef, payload: bytes) -> None:
-        violation = self.schemas.checker(schema.format, schema.schema_json)(payload)
+    async def _check_schema(self, tenant_id: int, schema: SchemaRef, payload: bytes) -> None:
+        [violation] = await self.schemas.check(tenant_id, schema.format, schema.schema_json, [payload])
         if violation is not None:
-            raise errors.SchemaViolation(
-                f"the payload does not fit the topic's schema (version {schema.version}) at "
-                f"{violation.pointer or 'its root'}: {violation.reason}",
-                details={"pointer": violation.pointer, "reason": violation.reason, "version": schema.version},
-            )
+            raise errors.SchemaViolation(_violated(schema, violation), details=_violation_details(schema, violation))
 
-    def _check_schemas(self, rows: Sequence[NewRow], configs: dict[str, EffectiveConfig]) -> None:
-        """Every row against its topic's schema; all that do not fit are named, and nothing is stored."""
-        problems = []
+    async def _check_schemas(self, tenant_id: int, rows: Sequence[NewRow], configs: dict[str, EffectiveConfig]) -> None:
+        """Every row against its topic's schema, each schema's rows in one call; all that do not fit are named,
+        and nothing is stored."""
+        by_schema: dict[SchemaRef, list[int]] = {}
         for index, row in enumerate(rows):
             schema = configs[row.topic].schema
-            if schema is None:
-                continue
-            violation = self.schemas.checker(schema.format, schema.schema_json)(row.payload)
-            if violation is not None:
-                error = f"{violation.pointer or '(root)'}: {violation.reason}"
-                problems.append(
-                    {"index": index, "code": "schema_violation", "error": error, "pointer": violation.pointer}
-                )
+            if schema is not None:
+                by_schema.setdefault(schema, []).append(index)
+        verdicts = await asyncio.gather(
+            *(
+                self.schemas.check(tenant_id, schema.format, schema.schema_json, [rows[i].payload for i in indexes])
+                for schema, indexes in by_schema.items()
+            )
+        )
+        problems = []
+        for (schema, indexes), answers in zip(by_schema.items(), verdicts, strict=True):
+            for index, violation in zip(indexes, answers, strict=True):
+                if violation is not None:
+                    error = (
+                        _violated(schema, violation)
+                        if violation.reason == CHECK_TOO_COSTLY
+                        else f"{violation.pointer or '(root)'}: {violation.reason}"
+                    )
+                    problem: dict[str, Any] = {"index": index, "code": "schema_violation", "error": error}
+                    problems.append(problem | _violation_details(schema, violation))
         if problems:
+            problems.sort(key=lambda p: int(p["index"]))
             raise errors.SchemaViolation(
                 f"{len(problems)} of {len(rows)} messages do not fit their topic's schema", details=problems
             )
@@ -195,7 +205,7 @@ class QueueService:
         topics = {r.topic for r in rows}
         configs = {topic: await self.configs.effective(tenant_id, topic) for topic in topics}
         if any(c.schema is not None for c in configs.values()):
-            self._check_schemas(rows, configs)
+            await self._check_schemas(tenant_id, rows, configs)
         stored = await self._store(tenant_id, rows, configs)
         ready = Counter(r.topic for r in rows if r.delay_seconds <= 0)
         self.wakeups.published(tenant_id, {t: n * max(1, len(configs[t].groups)) for t, n in ready.items()})
@@ -743,3 +753,20 @@ def _lease_error_code(status: str | None, *, with_receipt: bool) -> AckFailureCo
     if status is not None and with_receipt and status in ("processing", "pending"):
         return "lease_lost"
     return "message_not_found"
+
+
+def _violated(schema: SchemaRef, violation: Violation) -> str:
+    """The human sentence for a payload the schema refuses."""
+    if violation.reason == CHECK_TOO_COSTLY:
+        return (
+            f"checking the payload against the topic's schema (version {schema.version}) took longer than its "
+            "budget: the schema or the payload makes the check too costly"
+        )
+    return (
+        f"the payload does not fit the topic's schema (version {schema.version}) at "
+        f"{violation.pointer or 'its root'}: {violation.reason}"
+    )
+
+
+def _violation_details(schema: SchemaRef, violation: Violation) -> dict[str, Any]:
+    return {"pointer": violation.pointer, "reason": violation.reason, "version": schema.version}

@@ -3,15 +3,18 @@
 - `json_schema`: JSON Schema draft 2020-12, by `jsonschema-rs` (a Rust validator: about 0.5 µs per valid
   ~170-byte order object once compiled, 1.3 µs with the payload's JSON decode, against ~300 µs for the `jsonschema`
   package; `fastjsonschema` knows drafts 4-7 only and ignores 2020-12 keywords such as `prefixItems`). A schema is
-  checked against the 2020-12 meta-schema when it is stored; `$ref`s resolve within the schema only (offline: a
-  schema never makes the server fetch a URL).
+  checked against the 2020-12 meta-schema when it is stored, and names no other (`$schema`): the meta-schema is
+  the library's own copy. A schema never makes the server fetch anything: `$ref`s resolve within the schema only
+  (a retriever that refuses every URI), and the error for one that does not is the same whatever it
+  named (no file or URL oracle). Patterns run with a backtracking limit.
 - `avro`: queue-ti's default. The payload is JSON, decoded and validated as a datum of the Avro schema by
   `fastavro` (1-5 µs per record, compiled). A schema must parse for both `fastavro` and the Apache `avro` package,
   the stricter of the two (a record without fields, say), which also decides compatibility
   (`mq.schemas.compatibility`).
 
 No schema checking is written here: each library decides validity; this module only turns its answers into the
-contract's errors (a JSON pointer and a reason).
+contract's errors (a JSON pointer and a reason). A payload nested deeper than `MAX_JSON_DEPTH` is refused before
+it is decoded. Checks run in the schema-check processes (`mq.schemas.sandbox`), within a time budget.
 """
 
 from __future__ import annotations
@@ -29,12 +32,20 @@ from fastavro.validation import ValidationError as AvroValidationError
 from fastavro.validation import validate as avro_validate
 
 from mq import errors
+from mq.names import MAX_JSON_DEPTH, json_depth_exceeds
 
 SchemaFormat = Literal["avro", "json_schema"]
 FORMATS: tuple[SchemaFormat, ...] = ("avro", "json_schema")
 _DECODE = msgspec.json.decode
-#: Compiled checkers kept in process, by (format, schema text): a schema compiles once per process.
-_MAX_COMPILED = 10_000
+#: The only `$schema` a JSON Schema may name: draft 2020-12's meta-schema (the library's built-in copy).
+META_SCHEMA_URIS = ("https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#")
+#: Backtracking steps a pattern may take per string (fancy-regex's limit: past it, the check fails).
+PATTERN_BACKTRACK_LIMIT = 100_000
+#: A JSON or Avro schema's own nesting limit (the parsers recurse per level).
+MAX_SCHEMA_DEPTH = 128
+_OUTSIDE = (
+    "a $ref does not resolve within the schema: references resolve within the schema only (put definitions under $defs)"
+)
 
 
 class Violation(msgspec.Struct, frozen=True):
@@ -49,6 +60,8 @@ Checker = Callable[[bytes], Violation | None]
 
 def parse_json(schema_json: str) -> Any:
     try:
+        if json_depth_exceeds(schema_json.encode(), MAX_SCHEMA_DEPTH):
+            raise errors.InvalidSchema(f"schema_json nests deeper than {MAX_SCHEMA_DEPTH} levels")
         return json.loads(schema_json)
     except ValueError as exc:
         raise errors.InvalidSchema(f"schema_json is not JSON: {exc}") from None
@@ -62,24 +75,56 @@ def compile_schema(schema_format: SchemaFormat, schema_json: str) -> Checker:
     return _avro(schema)
 
 
+def _decoded(payload: bytes) -> Any | Violation:
+    """The payload as JSON, or why it cannot be checked."""
+    if json_depth_exceeds(payload):
+        return Violation("", f"the payload nests deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return _DECODE(payload)
+    except msgspec.DecodeError as exc:
+        return Violation("", f"the payload is not JSON: {exc}")
+
+
+def _fetch_nothing(uri: str) -> Any:
+    raise ValueError("references resolve within the schema only")
+
+
 def _json_schema(schema: Any) -> Checker:
     if not isinstance(schema, (dict, bool)):
         raise errors.InvalidSchema("a JSON Schema is an object (or a boolean)")
+    meta = schema.get("$schema") if isinstance(schema, dict) else None
+    if meta is not None and meta not in META_SCHEMA_URIS:
+        raise errors.InvalidSchema(f"$schema must be {META_SCHEMA_URIS[0]} (draft 2020-12), or left out")
     try:
         jsonschema_rs.meta.validate(schema)
-        validator = jsonschema_rs.Draft202012Validator(schema, offline=True)
-    except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+    except jsonschema_rs.ValidationError as exc:
         raise errors.InvalidSchema(f"not a valid JSON Schema (draft 2020-12): {_first_line(exc)}") from None
+    except (jsonschema_rs.ReferencingError, ValueError):
+        raise errors.InvalidSchema(_OUTSIDE) from None
+    try:
+        validator = jsonschema_rs.Draft202012Validator(
+            schema,
+            retriever=_fetch_nothing,
+            pattern_options=jsonschema_rs.FancyRegexOptions(backtrack_limit=PATTERN_BACKTRACK_LIMIT),
+        )
+    except jsonschema_rs.ValidationError as exc:
+        if isinstance(exc.kind, jsonschema_rs.ValidationErrorKind.Referencing):  # its text names what was tried
+            raise errors.InvalidSchema(_OUTSIDE) from None
+        raise errors.InvalidSchema(f"not a valid JSON Schema (draft 2020-12): {_first_line(exc)}") from None
+    except (jsonschema_rs.ReferencingError, ValueError):
+        raise errors.InvalidSchema(_OUTSIDE) from None
 
     def check(payload: bytes) -> Violation | None:
-        try:
-            instance = _DECODE(payload)
-        except msgspec.DecodeError as exc:
-            return Violation("", f"the payload is not JSON: {exc}")
+        instance = _decoded(payload)
+        if isinstance(instance, Violation):
+            return instance
         if validator.is_valid(instance):
             return None
-        error = next(iter(validator.iter_errors(instance)))
-        return Violation(_pointer(error.instance_path), error.message)
+        try:  # the first error only: collecting every error of every `anyOf` branch is what costs
+            validator.validate(instance)
+        except jsonschema_rs.ValidationError as error:
+            return Violation(_pointer(error.instance_path), error.message)
+        return None
 
     return check
 
@@ -94,10 +139,9 @@ def _avro(schema: Any) -> Checker:
         raise errors.InvalidSchema(f"not a valid Avro schema: {type(exc).__name__}: {exc}") from None
 
     def check(payload: bytes) -> Violation | None:
-        try:
-            datum = _DECODE(payload)
-        except msgspec.DecodeError as exc:
-            return Violation("", f"the payload is not JSON: {exc}")
+        datum = _decoded(payload)
+        if isinstance(datum, Violation):
+            return datum
         if avro_validate(datum, parsed, raise_errors=False):  # (with raise_errors, 18 µs instead of 5.7)
             return None
         try:
@@ -173,21 +217,3 @@ def _short(value: Any) -> str:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-class CompiledSchemas:
-    """Checkers by (format, schema text), compiled on first use; shared by every tenant and topic that has the
-    same schema. The text is the config cache's own string, so a lookup hashes it once."""
-
-    def __init__(self, max_entries: int = _MAX_COMPILED) -> None:
-        self._compiled: dict[tuple[str, str], Checker] = {}
-        self._max = max_entries
-
-    def checker(self, schema_format: SchemaFormat, schema_json: str) -> Checker:
-        key = (schema_format, schema_json)
-        found = self._compiled.get(key)
-        if found is None:
-            if len(self._compiled) >= self._max:
-                self._compiled.clear()
-            found = self._compiled[key] = compile_schema(schema_format, schema_json)
-        return found

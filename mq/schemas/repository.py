@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
@@ -24,14 +24,19 @@ class SchemaRepository:
         return row
 
     async def add_version(
-        self, tenant_id: int, topic: str, schema_format: str, schema_json: str, check: Callable[[Record | None], None]
+        self,
+        tenant_id: int,
+        topic: str,
+        schema_format: str,
+        schema_json: str,
+        check: Callable[[Record | None], Awaitable[None]],
     ) -> Record:
         """Store the next version, after `check` has seen the current one (None: the topic has none) in the same
         transaction, with the topic's other replacements waiting; `check` raises to refuse."""
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(sql.LOCK, tenant_id, topic)
             current: Record | None = await conn.fetchrow(sql.GET, tenant_id, topic, None)
-            check(current)
+            await check(current)
             version = 1 if current is None else current["version"] + 1
             row: Record | None = await conn.fetchrow(sql.INSERT, tenant_id, topic, version, schema_format, schema_json)
             assert row is not None  # INSERT ... RETURNING answers its row

@@ -14,18 +14,21 @@ from mq import errors
 from mq.queue.configs import TopicConfigs
 from mq.queue.types import rfc3339
 from mq.queue.validation import check_topic
-from mq.schemas.compatibility import first_break
-from mq.schemas.formats import SchemaFormat, compile_schema
+from mq.schemas.checks import CHECK_TOO_COSTLY, SchemaChecks, TooCostly
+from mq.schemas.formats import SchemaFormat
 from mq.schemas.repository import Record, SchemaRepository
 from mq.schemas.views import SchemaListView, SchemaSummaryView, SchemaView
 
 Compatibility = Literal["none", "backward"]
+#: Versions a topic keeps at most; one more is refused (403 `quota_exceeded`): delete the schema to start again.
+MAX_SCHEMA_VERSIONS = 100
 
 
 class TopicSchemas:
-    def __init__(self, repository: SchemaRepository, configs: TopicConfigs) -> None:
+    def __init__(self, repository: SchemaRepository, configs: TopicConfigs, checks: SchemaChecks) -> None:
         self.repository = repository
         self.configs = configs
+        self.checks = checks
 
     async def list(self, tenant_id: int) -> SchemaListView:
         rows = await self.repository.list(tenant_id)
@@ -53,11 +56,18 @@ class TopicSchemas:
     async def put(
         self, tenant_id: int, topic: str, schema_json: str, schema_format: SchemaFormat, compatibility: Compatibility
     ) -> SchemaView:
-        """Store the next version (1 for a topic without one)."""
+        """Store the next version (1 for a topic without one). Compiling it and checking its compatibility run in
+        the schema-check processes, within their budget (`mq.schemas.checks`)."""
         check_topic(topic, for_enqueue=True)
-        compile_schema(schema_format, schema_json)
+        await self.checks.compile(schema_format, schema_json)
 
-        def compatible(current: Record | None) -> None:
+        async def compatible(current: Record | None) -> None:
+            if current is not None and current["version"] >= MAX_SCHEMA_VERSIONS:
+                raise errors.QuotaExceeded(
+                    f"topic {topic!r} keeps at most {MAX_SCHEMA_VERSIONS} schema versions: delete its schema to "
+                    "start again from version 1",
+                    details={"limit": MAX_SCHEMA_VERSIONS, "version": current["version"]},
+                )
             if compatibility != "backward" or current is None:
                 return
             if current["format"] != schema_format:
@@ -66,7 +76,14 @@ class TopicSchemas:
                     "format cannot be checked for compatibility (replace without compatibility to make it)",
                     details={"version": current["version"]},
                 )
-            problem = first_break(schema_format, current["schema_json"], schema_json)
+            try:
+                problem = await self.checks.first_break(schema_format, current["schema_json"], schema_json)
+            except TooCostly:
+                raise errors.IncompatibleSchema(
+                    f"checking the new version against version {current['version']} took longer than its budget: "
+                    f"{CHECK_TOO_COSTLY} (replace without compatibility to make it)",
+                    details={"version": current["version"], "reason": CHECK_TOO_COSTLY},
+                ) from None
             if problem is not None:
                 raise errors.IncompatibleSchema(
                     f"the new version would refuse messages version {current['version']} accepts: {problem}",
