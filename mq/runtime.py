@@ -125,7 +125,9 @@ class Runtime:
             settings.auth_cache_size,
             limiter,
             passwords,
-            lambda: TokenSigner(signing_key(secret, settings.data_dir), settings.token_ttl_seconds),
+            lambda: TokenSigner(
+                signing_key(secret, settings.data_dir), settings.token_ttl_seconds, settings.token_max_age_seconds
+            ),
         )
 
         def forget() -> None:  # credentials, roles, grants, tenant status or quotas changed somewhere

@@ -25,6 +25,17 @@ class Settings(BaseSettings):
     """Port the HTTP server listens on (0 picks a free one)."""
     grpc_port: int = Field(default=50051, ge=0, le=65535)
     """Port of queue-ti's gRPC service (`queue.QueueService`, plaintext, bearer tokens), on `host`; 0 = off."""
+    grpc_stream_max_unsettled: int = Field(default=32, ge=1, le=10_000)
+    """Deliveries a `Subscribe` stream holds at most that it sent and that no `Ack` or `Nack` settled yet (and
+    whose lease has not lapsed): past it the stream leases nothing more until one is settled. A subscriber that
+    stops reading holds this many messages, not the whole topic."""
+    grpc_max_streams_per_user: int = Field(default=64, ge=1, le=100_000)
+    """`Subscribe` streams one user may have open at once on an API process; one more answers
+    `RESOURCE_EXHAUSTED`."""
+    grpc_keepalive_seconds: float = Field(default=30.0, ge=1, le=3600)
+    """The gRPC server pings an idle connection this often and drops it when the ping is not answered within as
+    long again: a peer gone without closing its connection is dropped within twice this (60 s by default), and its
+    streams' leases released."""
     workers: int = Field(default=1, ge=1, le=64)
     """HTTP server processes. Each uses at most one core: about one per core when Postgres runs elsewhere."""
     keep_alive_seconds: float = Field(default=120.0, gt=0, le=3600)
@@ -175,6 +186,9 @@ class Settings(BaseSettings):
     """How long a bearer token from `POST /api/auth/login` or `/api/auth/refresh` is valid (queue-ti's clients
     refresh it before it ends). A password change, role change, suspension or deletion ends it sooner, on every
     instance within `auth_cache_ttl_seconds`."""
+    token_max_age_seconds: int = Field(default=43200, ge=60, le=31_536_000)
+    """How long a chain of bearer tokens lasts: `POST /api/auth/refresh` renews a token only within this long of the
+    password login that began its chain (401 after); then the client logs in again."""
     token_secret: SecretStr | None = None
     """The key that signs bearer tokens (at least 32 bytes of randomness). Every instance of a deployment must
     share it (the Helm chart keeps it in a Secret). Unset: generated once and kept in `data_dir/token.key`."""

@@ -15,6 +15,14 @@ stream (HTTP/2 flow control holds a write until the reader keeps up), and waits 
 wake-ups of `mq.queue.wakeups`, never a polling loop); the messages it delivered and that no gRPC ack or nack of
 this process settled are released when the stream ends (their lease lapses at once: they are delivered again,
 counted as an attempt, as a lapsed lease is).
+
+What one caller can make it do is bounded as over REST (contract, "Bounds on what one tenant can make the server
+do"): a stream checks its caller again before each lease (a deleted user, a changed password or role, a removed
+grant, a suspended tenant or an expired token ends it), holds at most `grpc_stream_max_unsettled` deliveries not
+yet settled, and a user has at most `grpc_max_streams_per_user` streams open; the server pings idle connections
+(`grpc_keepalive_seconds`) and drops a peer gone silent, releasing its streams' leases. `Ack` and `Nack` by id act
+only on the caller's own lease: the receipt this process delivered to that user, or the lease that user holds
+now. An unexpected error answers `INTERNAL` with the text "internal error" (logged with its stack).
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -42,10 +52,13 @@ from mq.queue.validation import build_item
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
 
+log = logging.getLogger(__name__)
+
 #: A Subscribe stream's long poll: how long one wait lasts before it looks again (the contract's longest).
 _SUBSCRIBE_WAIT_SECONDS = 20.0
-#: Deliveries a stream remembers to release when it ends; older ones were settled on another instance or lapse.
-_UNSETTLED_PER_STREAM = 10_000
+#: Receipts of `Dequeue` and `BatchDequeue` deliveries remembered for acks by id (the oldest forgotten first: an
+#: ack by id then finds the caller's lease in Postgres).
+_RECEIPTS_KEPT = 100_000
 
 _GRPC_CODES = {
     400: grpc.StatusCode.INVALID_ARGUMENT,
@@ -62,12 +75,47 @@ _GRPC_CODES = {
 Reply = TypeVar("Reply")
 
 
+class _Stream:
+    """A Subscribe stream's deliveries that no gRPC ack or nack settled yet: id -> (receipt, lease deadline as Unix
+    time). Those whose lease lapsed no longer count against the stream's bound."""
+
+    def __init__(self, user_id: str, limit: int) -> None:
+        self.user_id = user_id
+        self.limit = limit
+        self.delivered: dict[str, tuple[str | None, float]] = {}
+        self.settled = asyncio.Event()
+
+    def holding(self) -> int:
+        now = time.time()
+        return sum(1 for _, deadline in self.delivered.values() if deadline > now)
+
+    async def room(self, gone: asyncio.Event) -> None:
+        """Wait while the stream holds its limit of live deliveries (until one is settled or lapses)."""
+        while not gone.is_set() and self.holding() >= self.limit:
+            self.settled.clear()
+            next_lapse = min(deadline for _, deadline in self.delivered.values()) - time.time()
+            waits = (asyncio.ensure_future(self.settled.wait()), asyncio.ensure_future(gone.wait()))
+            _, pending = await asyncio.wait(waits, timeout=max(next_lapse, 0.01), return_when=asyncio.FIRST_COMPLETED)
+            for waiting in pending:
+                waiting.cancel()
+            now = time.time()
+            for message_id in [m for m, (_, deadline) in self.delivered.items() if deadline <= now]:
+                del self.delivered[message_id]  # lapsed: delivered again to whoever leases it next
+
+    def settle(self, message_id: str) -> None:
+        if self.delivered.pop(message_id, None) is not None:
+            self.settled.set()
+
+
 class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         #: Messages a Subscribe stream of this process delivered and no gRPC ack or nack of it settled yet: id -> the
-        #: stream's own record of them (id -> receipt), which a settling ack or nack empties too
-        self._unsettled: dict[str, dict[str, str | None]] = {}
+        #: stream, whose record a settling ack or nack empties too
+        self._unsettled: dict[str, _Stream] = {}
+        #: `Dequeue` and `BatchDequeue` deliveries of this process: id -> (the user's id, the receipt)
+        self._receipts: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
+        self._streams: Counter[str] = Counter()  # open Subscribe streams per user id
 
     # --- calls ------------------------------------------------------------------------------------------------
 
@@ -93,6 +141,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             messages = await self._lease(principal, request.topic, 1, visibility, request.consumer_group)
             if not messages:
                 raise errors.NotFound(f"no message available in topic {request.topic!r}")
+            self._remember(principal, messages)
             return _dequeued(messages[0])
 
         return await self._call("Dequeue", context, dequeue)
@@ -106,6 +155,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
                 raise errors.InvalidRequest(f"count must be 1 to {limit}; got {request.count}")
             visibility = _visibility(request)
             messages = await self._lease(principal, request.topic, request.count, visibility, request.consumer_group)
+            self._remember(principal, messages)
             return queue_pb2.BatchDequeueResponse(messages=[_dequeued(m) for m in messages])
 
         return await self._call("BatchDequeue", context, batch)
@@ -116,7 +166,8 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         async def ack(principal: Principal) -> queue_pb2.AckResponse:
             group = _group(request.consumer_group)
             tenant = await self._tenant_for_message(principal, request.id, group)
-            await self.runtime.queue.ack(tenant, request.id, None, group)
+            receipt = await self._own_receipt(principal, tenant, request.id, group)
+            await self.runtime.queue.ack(tenant, request.id, receipt, group)
             self._settled(request.id)
             return queue_pb2.AckResponse()
 
@@ -128,7 +179,8 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         async def nack(principal: Principal) -> queue_pb2.NackResponse:
             group = _group(request.consumer_group)
             tenant = await self._tenant_for_message(principal, request.id, group)
-            await self.runtime.queue.nack(tenant, request.id, None, request.error or None, None, group)
+            receipt = await self._own_receipt(principal, tenant, request.id, group)
+            await self.runtime.queue.nack(tenant, request.id, receipt, request.error or None, None, group)
             self._settled(request.id)
             return queue_pb2.NackResponse()
 
@@ -138,30 +190,43 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         self, request: queue_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[queue_pb2.SubscribeResponse]:
         code = grpc.StatusCode.OK
-        delivered: dict[str, str | None] = {}  # this stream's: id -> receipt
         gone = asyncio.Event()
         context.add_done_callback(lambda _: gone.set())
         principal: Principal | None = None
+        stream: _Stream | None = None
         try:
             principal = await self._caller(context)
+            stream = self._open_stream(principal)
             visibility = _visibility(request)
             queue = self.runtime.queue
+
+            async def recheck() -> None:  # before each lease: the caller as stored now, its grants
+                nonlocal principal
+                principal = await self._caller(context)
+                self._allowed(principal, request.topic, request.consumer_group)
+
             while not gone.is_set() and not queue.wakeups.closing:
-                messages = await self._lease(principal, request.topic, 1, visibility, request.consumer_group, gone.wait)
+                await stream.room(gone)
+                if gone.is_set():
+                    break
+                messages = await self._lease(
+                    principal, request.topic, 1, visibility, request.consumer_group, gone.wait, recheck
+                )
                 for message in messages:
-                    delivered[message.id] = message.receipt
-                    self._unsettled[message.id] = delivered
-                    if len(delivered) > _UNSETTLED_PER_STREAM:  # settled elsewhere, or lapsed: forget the oldest
-                        self._unsettled.pop(next(iter(delivered)), None)
-                        delivered.pop(next(iter(delivered)))
+                    stream.delivered[message.id] = (message.receipt, _unix(message.visibility_deadline))
+                    self._unsettled[message.id] = stream
                     yield _subscribed(message)
         except Exception as exc:  # a refusal, or a dependency's fault (UNAVAILABLE); anything else INTERNAL
             code = _code(exc)
             await _abort(context, exc)
         finally:
             self.runtime.metrics.grpc_calls.labels("Subscribe", code.name).inc()
-            if principal is not None and delivered:
-                await self._release(principal, request, delivered)
+            if stream is not None:
+                self._streams[stream.user_id] -= 1
+                if not self._streams[stream.user_id]:
+                    del self._streams[stream.user_id]
+                if principal is not None and stream.delivered:
+                    await self._release(principal, request, stream)
 
     # --- the parts ----------------------------------------------------------------------------------------------
 
@@ -201,20 +266,65 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         visibility: int | None,
         consumer_group: str,
         caller_gone: Callable[[], Awaitable[Any]] | None = None,
+        before_lease: Callable[[], Awaitable[None]] | None = None,
     ) -> list[MessageView]:
+        tenant, group = self._allowed(principal, topic, consumer_group)
+        wait = _SUBSCRIBE_WAIT_SECONDS if caller_gone is not None else 0
+        return await self.runtime.queue.dequeue(
+            tenant,
+            topic,
+            count,
+            visibility,
+            wait,
+            caller_gone,
+            consumer=principal.username,
+            consumer_group=group,
+            before_lease=before_lease,
+        )
+
+    def _open_stream(self, principal: Principal) -> _Stream:
+        """A new Subscribe stream of the caller, within its user's count of open streams."""
+        limit = self.runtime.settings.grpc_max_streams_per_user
+        if self._streams[principal.user_id] >= limit:
+            raise errors.RateLimited(f"a user may have {limit} Subscribe streams open at once")
+        self._streams[principal.user_id] += 1
+        return _Stream(principal.user_id, self.runtime.settings.grpc_stream_max_unsettled)
+
+    @staticmethod
+    def _allowed(principal: Principal, topic: str, consumer_group: str) -> tuple[int, str | None]:
+        """The tenant a consumer of `topic` (as `consumer_group`) addresses, if its grants allow it."""
         tenant = tenant_for(principal, action="consume", topic=topic)
         group = _group(consumer_group)
         require_consumer_group(principal, topic, group)
-        wait = _SUBSCRIBE_WAIT_SECONDS if caller_gone is not None else 0
-        return await self.runtime.queue.dequeue(
-            tenant, topic, count, visibility, wait, caller_gone, consumer=principal.username, consumer_group=group
-        )
+        return tenant, group
+
+    def _remember(self, principal: Principal, messages: list[MessageView]) -> None:
+        for message in messages:
+            self._receipts[message.id] = (principal.user_id, message.receipt)
+            self._receipts.move_to_end(message.id)
+        while len(self._receipts) > _RECEIPTS_KEPT:
+            self._receipts.popitem(last=False)
+
+    async def _own_receipt(self, principal: Principal, tenant: int, message_id: str, group: str | None) -> str:
+        """The receipt of the caller's own lease of the message: the one this process delivered to the caller
+        (a stream's, or a dequeue's), else the lease the caller holds now (LeaseLost when another consumer holds
+        it: an ack by id never ends someone else's lease)."""
+        stream = self._unsettled.get(message_id)
+        if stream is not None and stream.user_id == principal.user_id:
+            receipt = stream.delivered.get(message_id, (None, 0.0))[0]
+            if receipt is not None:
+                return receipt
+        known = self._receipts.get(message_id)
+        if known is not None and known[0] == principal.user_id and known[1] is not None:
+            return known[1]
+        return await self.runtime.queue.own_receipt(tenant, message_id, principal.username, group)
 
     def _settled(self, message_id: str) -> None:
         """A gRPC ack or nack of this process settled the message: its stream does not release it."""
+        self._receipts.pop(message_id, None)
         stream = self._unsettled.pop(message_id, None)
         if stream is not None:
-            stream.pop(message_id, None)
+            stream.settle(message_id)
 
     async def _tenant_for_message(self, principal: Principal, message_id: str, group: str | None) -> int:
         tenant = tenant_for(principal, action="consume")
@@ -225,16 +335,15 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
                     require_consumer_group(principal, found[0], group)
         return tenant
 
-    async def _release(
-        self, principal: Principal, request: queue_pb2.SubscribeRequest, delivered: dict[str, str | None]
-    ) -> None:
+    async def _release(self, principal: Principal, request: queue_pb2.SubscribeRequest, stream: _Stream) -> None:
         """The stream ended: its deliveries that no gRPC ack or nack settled lapse now (a lease extended to 0 s:
         available again at once, its slot of a max_inflight freed). One already settled elsewhere is left as it
         is (its receipt no longer matches)."""
         tenant = principal.tenant_id
         group = _group(request.consumer_group)
-        for message_id, receipt in list(delivered.items()):
-            self._unsettled.pop(message_id, None)
+        for message_id, (receipt, _) in list(stream.delivered.items()):
+            if self._unsettled.get(message_id) is stream:
+                del self._unsettled[message_id]
             if tenant is None:
                 continue
             with contextlib.suppress(errors.SkiplockError):
@@ -266,7 +375,8 @@ def _code(exc: Exception) -> grpc.StatusCode:
 
 async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> None:
     """End the call with `_code(exc)`, the error's message and the contract's code in the trailing metadata
-    (`skiplock-code`); raises. An unexpected error is raised as it is: grpc answers INTERNAL and logs it."""
+    (`skiplock-code`); raises. An unexpected error answers INTERNAL "internal error" (its text and stack go to the
+    log only)."""
     status = status_of(exc)
     if isinstance(exc, errors.SkiplockError):
         message, contract_code = exc.message, code_of(exc)
@@ -274,14 +384,14 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) ->
         message, contract_code = "a dependency is unavailable; retry later", "unavailable"
     else:
         message, contract_code = "internal error", "internal"
-    if isinstance(exc, errors.SkiplockError) or status == 503:
-        code = _code(exc)
-        info = any_pb2.Any()
-        info.Pack(error_details_pb2.ErrorInfo(reason=contract_code, domain="skiplock"))
-        rich = status_pb2.Status(code=code.value[0], message=message, details=[info])
-        trailer = (("skiplock-code", contract_code), ("grpc-status-details-bin", rich.SerializeToString()))
-        await context.abort(code, message, trailer)
-    raise exc
+    if not isinstance(exc, errors.SkiplockError) and status != 503:
+        log.error("gRPC call failed", exc_info=exc)
+    code = _code(exc)
+    info = any_pb2.Any()
+    info.Pack(error_details_pb2.ErrorInfo(reason=contract_code, domain="skiplock"))
+    rich = status_pb2.Status(code=code.value[0], message=message, details=[info])
+    trailer = (("skiplock-code", contract_code), ("grpc-status-details-bin", rich.SerializeToString()))
+    await context.abort(code, message, trailer)
 
 
 def _metadata(view: MessageView) -> dict[str, str]:
@@ -290,6 +400,11 @@ def _metadata(view: MessageView) -> dict[str, str]:
         return {}
     decoded = json.loads(bytes(view.metadata))
     return {k: v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for k, v in decoded.items()}
+
+
+def _unix(rfc3339: str | None) -> float:
+    """A lease deadline as Unix time (none: already past)."""
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp() if rfc3339 else 0.0
 
 
 def _timestamp(rfc3339: str | None) -> Timestamp:
@@ -333,7 +448,26 @@ async def grpc_server(runtime: Runtime) -> AsyncIterator[None]:
     if not port:
         yield
         return
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 1)])
+    keepalive_ms = int(runtime.settings.grpc_keepalive_seconds * 1000)
+    server = grpc.aio.server(
+        options=[
+            ("grpc.so_reuseport", 1),
+            # the server pings a connection idle for keepalive_ms and drops it when the ping goes unanswered as
+            # long: a peer gone without closing its connection ends its streams (their leases released)
+            ("grpc.keepalive_time_ms", keepalive_ms),
+            ("grpc.keepalive_timeout_ms", keepalive_ms),
+            ("grpc.http2.ping_timeout_ms", keepalive_ms),  # what bounds the wait for a ping's ack (grpc 1.5x+)
+            ("grpc.keepalive_permit_without_calls", 1),
+            # an idle stream sends no data: the pings must not wait for any (grpc's defaults allow 2, then none
+            # for 5 minutes)
+            ("grpc.http2.max_pings_without_data", 0),
+            ("grpc.http2.min_sent_ping_interval_without_data_ms", keepalive_ms),
+            ("grpc.http2.min_time_between_pings_ms", keepalive_ms),
+            # clients may ping as often as every 10 s (queue-ti's Go client's default is never)
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+            ("grpc.http2.max_ping_strikes", 2),
+        ]
+    )
     queue_pb2_grpc.add_QueueServiceServicer_to_server(QueueTiService(runtime), server)  # type: ignore[no-untyped-call]
     address = f"{runtime.settings.host}:{port}"
     if server.add_insecure_port(address) == 0:

@@ -37,7 +37,9 @@ def _cookies(request: AnyRequest, session: str, csrf: str, max_age: int) -> list
     tags=["session"],
 )
 async def login(request: AnyRequest) -> Response[None]:
-    if "authorization" not in request.headers:
+    # Only a password starts a session: a bearer token (15 minutes, a chain bounded by token_max_age_seconds) or a
+    # session cookie must not be turned into a 12-hour session, nor that into new token chains.
+    if request.headers.get("authorization", "")[:6].lower() != "basic ":
         raise errors.Unauthorized("log in with HTTP Basic credentials")
     runtime: Runtime = request.app.state.runtime
     ttl = runtime.settings.session_ttl_seconds
@@ -75,13 +77,19 @@ async def token_login(request: AnyRequest, data: TokenLoginBody) -> TokenView:
     "/api/auth/refresh",
     status_code=200,
     summary="A new bearer token for the caller, read from the user as stored now",
-    description="A deleted user, a suspended tenant or a changed password ends the token instead (401 or 403).",
+    description=(
+        "A deleted user, a suspended tenant or a changed password ends the token instead (401 or 403). A refreshed "
+        "token continues its chain: refreshing is refused (401) once token_max_age_seconds (12 hours) have passed "
+        "since the password login that began it."
+    ),
     operation_id="tokenRefresh",
     tags=["session"],
 )
 async def token_refresh(request: AnyRequest) -> TokenView:
     runtime: Runtime = request.app.state.runtime
-    return TokenView(token=await runtime.auth.refresh(request.user.username, request.user.user_id))
+    authorization = request.headers.get("authorization", "")
+    token = authorization[7:].strip() if authorization[:7].lower() == "bearer " else None
+    return TokenView(token=await runtime.auth.refresh(request.user.username, request.user.user_id, token))
 
 
 @delete(

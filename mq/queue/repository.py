@@ -506,6 +506,12 @@ class MessageRepository:
         """The message with its attempts (JSON text, the last column)."""
         return await self.pool.fetchrow(sql.MESSAGE_GET_DETAIL, tenant_id, message_id)
 
+    async def lease_holder(self, tenant_id: int, message_id: uuid.UUID, consumer_group: str | None) -> Record | None:
+        """The current lease of a processing message (or of a group's delivery of it): receipt, leased_by, live."""
+        if consumer_group is None:
+            return await self.pool.fetchrow(sql.MESSAGE_LEASE_HOLDER, tenant_id, message_id)
+        return await self.pool.fetchrow(sql.GROUP_LEASE_HOLDER, tenant_id, message_id, consumer_group)
+
     async def delete(self, tenant_id: int, message_id: uuid.UUID) -> str | None:
         """The deleted message's topic; None when there was none."""
         topic: str | None = await self.pool.fetchval(sql.MESSAGE_DELETE, tenant_id, message_id)

@@ -288,12 +288,14 @@ class QueueService:
         caller_gone: Callable[[], Awaitable[None]] | None = None,
         consumer: str | None = None,
         consumer_group: str | None = None,
+        before_lease: Callable[[], Awaitable[None]] | None = None,
     ) -> list[MessageView]:
         """Lease up to `count` messages; with `wait_seconds`, wait for the first (a long poll). `caller_gone`:
         returns when the caller went away; a wait watches it (only a poll that has to wait pays for the watch), and
         it ends the wait at once without leasing more: a message leased for a closed connection would be lost to
         everyone until its lease lapsed. A topic with consumer groups is consumed as one of them
-        (`consumer_group`), and each group leases its own deliveries."""
+        (`consumer_group`), and each group leases its own deliveries. `before_lease` runs before each attempt to
+        lease (a long-lived caller's credentials and grants checked again: it raises to refuse)."""
         check_topic(topic, for_enqueue=False)
         config = await self.configs.effective(tenant_id, topic)
         group_id = _group_of(config, topic, consumer_group)
@@ -301,12 +303,14 @@ class QueueService:
         rate = config.throughput_limit
         limited = config.max_inflight is not None
         orphaned = functools.partial(self._give_back, tenant_id, consumer_group)
+
+        async def lease() -> tuple[list[Any], float]:
+            if before_lease is not None:
+                await before_lease()
+            return await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited, orphaned)
+
         if wait_seconds <= 0:
-            if config.paused:
-                return []
-            return self._views(
-                (await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited, orphaned))[0]
-            )
+            return [] if config.paused else self._views((await lease())[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         gone: asyncio.Future[None] | None = None
@@ -319,13 +323,7 @@ class QueueService:
                         return []
                     # A paused topic answers empty; its resume wakes the waiting polls (`Console.resume`).
                     paused = (await self.configs.effective(tenant_id, topic)).paused
-                    rows, throttled_for = (
-                        ([], 0.0)
-                        if paused
-                        else await self._lease(
-                            tenant_id, topic, count, visibility, rate, consumer, group_id, limited, orphaned
-                        )
-                    )
+                    rows, throttled_for = ([], 0.0) if paused else await lease()
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
                         return self._views(rows)
@@ -622,6 +620,21 @@ class QueueService:
         if status is None:
             raise errors.MessageNotFound()
         raise errors.MessageNotFound(f"message is {status}, not processing")
+
+    async def own_receipt(
+        self, tenant_id: int, message_id: str, consumer: str, consumer_group: str | None = None
+    ) -> str:
+        """The receipt of the lease `consumer` holds now on the message (or on the group's delivery of it), for a
+        caller that acks or nacks by id alone (queue-ti's clients): MessageNotFound when nothing of it is leased,
+        LeaseLost when another consumer holds it or the lease lapsed."""
+        mid, _ = _ids(message_id, None)
+        lease = await self.repository.lease_holder(tenant_id, mid, consumer_group) if mid is not None else None
+        if lease is None:
+            raise errors.MessageNotFound(f"no processing message {message_id}")
+        if lease["leased_by"] != consumer or not lease["live"] or lease["receipt"] is None:
+            raise errors.LeaseLost("the message's lease is not the caller's: it lapsed, or another consumer holds it")
+        receipt: str = lease["receipt"]
+        return receipt
 
     async def topics_of(self, tenant_id: int, message_ids: Sequence[str]) -> list[tuple[str, str | None] | None]:
         """For each of `message_ids`, its message's topic and (a dead letter's) consumer group; None where no such

@@ -525,6 +525,17 @@ SELECT g.n, (SELECT id FROM reserved) AS reservation FROM granted AS g"""
 MESSAGE_DEQUEUE = _dequeue(limited=False)
 MESSAGE_DEQUEUE_LIMITED = _dequeue(limited=True)
 
+# Who holds a message's lease now (gRPC's ack and nack by id act only on the caller's own lease): its receipt, its
+# holder's name and whether it is unexpired; no row when the message (the group's delivery) is not processing.
+# $2 message id; the group's: $3 group name (a tenant's groups of that name, one per topic: the message picks one).
+MESSAGE_LEASE_HOLDER = """
+SELECT receipt::text, leased_by, available_at > now() AS live FROM messages
+WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND owed IS NULL"""
+GROUP_LEASE_HOLDER = """
+SELECT d.receipt::text, d.leased_by, d.available_at > now() AS live
+FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'processing'"""
+
 # --- Concurrency limits ----------------------------------------------------------------------------------------
 # A topic with `max_inflight` has a counter row (`inflight_counts`, group 0) and a record of each lease in flight
 # with its deadline (`inflight_leases`, by receipt). Its dequeue is two statements. The first (`INFLIGHT_RESERVE`,

@@ -156,15 +156,23 @@ class Authenticator:
         await self.authenticate_header(credential, lambda _: (username, password), address)
         return await self.refresh(username)
 
-    async def refresh(self, username: str, user_id: str | None = None) -> str:
+    async def refresh(self, username: str, user_id: str | None = None, token: str | None = None) -> str:
         """A new token for the user as stored now (`POST /api/auth/refresh`: `user_id` the caller's, so that a
-        user deleted and made again under the same name is not the same user)."""
+        user deleted and made again under the same name is not the same user). `token`: the bearer token the
+        caller refreshes; the new one continues its chain, which ends `token_max_age_seconds` after the password
+        login that began it (401 after). Without one (a login, Basic credentials) a chain begins."""
+        began_at = None
+        if token is not None:
+            claims = self.tokens.read(token)
+            if not self.tokens.renewable(claims):
+                raise errors.Unauthorized("the token's login is too old to refresh: log in again")
+            began_at = claims.began_at
         user = await self._repository.user_by_username(username)
         if user is None or (user_id is not None and str(user.id) != user_id):
             raise errors.Unauthorized("the user no longer exists")
         if user.tenant_status == "suspended":
             raise errors.Forbidden("this tenant is suspended")
-        return self.tokens.issue(user)
+        return self.tokens.issue(user, began_at)
 
     async def authenticate_bearer(self, token: str) -> Principal:
         """The caller of a bearer token: its signature, issuer and expiry checked on every request (PyJWT), its

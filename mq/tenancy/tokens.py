@@ -8,6 +8,10 @@ password change, a role change or a deletion changes or removes what the version
 every token issued before, on every instance, within the credential cache's bound (`Authenticator`); a suspended
 tenant is refused as with any credential.
 
+A token also carries when the password login that began its chain happened (`auth_time`, OpenID Connect's
+claim); a refresh keeps it, and refuses once `token_max_age_seconds` has passed since: a stolen token cannot be
+refreshed forever without the password.
+
 The key comes from `token_secret`, or is generated once and kept in `data_dir/token.key` (mode 0600): the
 instances of a deployment must share one (the Helm chart's Secret).
 """
@@ -39,26 +43,37 @@ class TokenClaims:
     user_id: str
     credentials_version: str
     expires_at: float
+    #: When the password login that began this token's chain happened (a token without it: its `iat`).
+    began_at: float
 
 
 class TokenSigner:
-    def __init__(self, key: bytes, ttl_seconds: int) -> None:
+    def __init__(self, key: bytes, ttl_seconds: int, max_age_seconds: int = 43200) -> None:
         if len(key) < _MIN_KEY_BYTES:
             raise ValueError(f"the token signing key needs at least {_MIN_KEY_BYTES} bytes")
         self._key = key
         self.ttl_seconds = ttl_seconds
+        self.max_age_seconds = max_age_seconds
 
-    def issue(self, user: UserRecord) -> str:
+    def issue(self, user: UserRecord, began_at: float | None = None) -> str:
+        """A token for the user; `began_at`: its chain's password login (None: now, a login). A token never
+        outlives its chain."""
         now = int(time.time())
+        began = now if began_at is None else int(began_at)
         claims = {
             "iss": ISSUER,
             "sub": user.username,
             "uid": str(user.id),
             "cv": self.credentials_version(user),
             "iat": now,
-            "exp": now + self.ttl_seconds,
+            "auth_time": began,
+            "exp": min(now + self.ttl_seconds, began + self.max_age_seconds),
         }
         return jwt.encode(claims, self._key, algorithm=ALGORITHM)
+
+    def renewable(self, claims: TokenClaims) -> bool:
+        """Whether a refresh may renew the token: its chain began less than `max_age_seconds` ago."""
+        return time.time() < claims.began_at + self.max_age_seconds
 
     def read(self, token: str) -> TokenClaims:
         """The token's claims once its signature, issuer and expiry hold; Unauthorized otherwise (one message for
@@ -75,7 +90,10 @@ class TokenSigner:
             raise errors.Unauthorized("invalid or expired bearer token") from None
         if not all(isinstance(claims[k], str) for k in ("sub", "uid", "cv")):
             raise errors.Unauthorized("invalid or expired bearer token")
-        return TokenClaims(claims["sub"], claims["uid"], claims["cv"], float(claims["exp"]))
+        began = claims.get("auth_time", claims["iat"])
+        if not isinstance(began, int | float) or isinstance(began, bool):
+            raise errors.Unauthorized("invalid or expired bearer token")
+        return TokenClaims(claims["sub"], claims["uid"], claims["cv"], float(claims["exp"]), float(began))
 
     def credentials_version(self, user: UserRecord) -> str:
         material = f"{user.id}\x00{user.password_hash}\x00{user.role}\x00{user.tenant_id}".encode()

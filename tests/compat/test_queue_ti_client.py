@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 import httpx
+import jwt
 import pytest
 from queueti import (
     AdminOptions,
@@ -149,13 +151,38 @@ async def test_batch_consumption_per_consumer_group(queue_ti: AsyncClient, serve
 
 
 async def test_the_clients_token_refresh_gives_a_working_token(queue_ti: AsyncClient, login: QueueTiAuth) -> None:
-    """The client's refresher (its `token_refresher` hook) logs in again; the new token works over gRPC."""
+    """The client's refresher (its `token_refresher` hook) logs in again; the new token works over gRPC, and the
+    first stays valid until it expires (a refresh revokes nothing): the fresh token publishes, the first receives
+    exactly that message."""
     first = login.token
+    assert first
+    # Tokens are signed claims with second-resolution times: a login in the first's second would return the same
+    # string, and "the first still works" would then prove nothing about the first.
+    issued = jwt.decode(first, options={"verify_signature": False})["iat"]
+    await asyncio.sleep(max(0.0, issued + 1 - time.time()))
     fresh = await login.async_refresh()
-    assert fresh and fresh == login.token
+    assert fresh and fresh == login.token and fresh != first
     queue_ti.set_token(fresh)
-    assert await queue_ti.producer().publish("refreshed", b"after a refresh")
-    assert first  # (the first stays valid until it expires: tokens are not revoked by a refresh)
+    published = await queue_ti.producer().publish(
+        "refreshed", b"after a refresh", PublishOptions(metadata={"by": "the fresh token"})
+    )
+    queue_ti.set_token(first)
+    received: list[Message] = []
+
+    async def handle(message: Message) -> None:
+        received.append(message)
+
+    task = asyncio.create_task(queue_ti.consumer("refreshed").consume(handle))
+    await _until(lambda: bool(received))
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    [message] = received
+    assert (message.id, message.topic, message.payload, message.metadata) == (
+        published,
+        "refreshed",
+        b"after a refresh",
+        {"by": "the fresh token"},
+    )
 
 
 async def test_a_forged_token_is_refused_with_unauthenticated(server: Server) -> None:

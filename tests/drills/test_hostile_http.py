@@ -16,12 +16,21 @@ import httpx
 import psutil
 import pytest
 
+from api.http_protocol import HEADER_TIMEOUT_SECONDS
 from tests.drills.harness import report, seconds
 from tests.integration.helpers import b64
 from tests.support.servers import ADMIN, Server, start_server, stop_server
 from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.drill
+
+#: How long a bystander's enqueue and dequeue may take while an attack goes on. Unhindered they take a fraction of
+#: a second (docs/reliability.md); 2 s leaves a busy shared runner its noise, and is still well under what waiting
+#: behind the attack would cost: the trickle lasts 6 s (60 s in the long version), an idle connection is held 10 s.
+BYSTANDER_SECONDS = 2.0
+#: How long the idle-connections drill watches for its peak: the server closes them HEADER_TIMEOUT_SECONDS after they
+#: open, and the last reading (a few tenths of a second with 10,000 sockets) must come before.
+IDLE_PEAK_WINDOW_SECONDS = HEADER_TIMEOUT_SECONDS - 2
 
 
 @pytest.fixture
@@ -145,9 +154,14 @@ async def test_a_trickled_request_does_not_stop_anyone_else(hostile_server: Serv
         "bystander_seconds_max": max(served),
     }
     report("trickled request", figures)
-    # Headers that take longer than 10 s are cut off (408); a body slower than the request deadline (30 s) gets
-    # 503; anything quicker is served as any other request.
-    assert status.startswith(("HTTP/1.1 201", "HTTP/1.1 408", "HTTP/1.1 503")), figures
+    assert max(served) < BYSTANDER_SECONDS, figures
+    # One answer is right for each version. The head is most of the request: trickled over 60 s it is still
+    # arriving at the header deadline, which cuts it off (408); over 6 s it arrives in time, and the whole request
+    # well within the request deadline (30 s), so it is served (201). The deadline's 503 for a slow body would need
+    # a body trickled for 30 s after a timely head, which neither version sends.
+    head_trickle_seconds = duration * len(head) / len(request)
+    expected = "HTTP/1.1 408" if head_trickle_seconds > HEADER_TIMEOUT_SECONDS else "HTTP/1.1 201"
+    assert status.startswith(expected), figures
 
 
 async def test_ten_thousand_idle_connections(hostile_server: Server, tenant: Tenant) -> None:
@@ -157,14 +171,19 @@ async def test_ten_thousand_idle_connections(hostile_server: Server, tenant: Ten
     before_rss, before_connections = _rss_mib(server), _connections(server)
     sockets: list[socket.socket] = []
     try:
+        opened = time.monotonic()
         for _ in range(count):
             s = socket.socket()
             s.setblocking(False)
             with contextlib.suppress(BlockingIOError):
                 s.connect((host, int(port)))
             sockets.append(s)
-        await asyncio.sleep(2)
-        peak_connections, peak_rss = _connections(server), _rss_mib(server)
+        # The server takes them from the kernel's accept queue as its loop turns: watch until it holds them all.
+        peak_connections = before_connections
+        while peak_connections - before_connections < count and time.monotonic() - opened < IDLE_PEAK_WINDOW_SECONDS:
+            await asyncio.sleep(0.25)
+            peak_connections = max(peak_connections, _connections(server))
+        peak_seconds, peak_rss = round(time.monotonic() - opened, 1), _rss_mib(server)
         served = await _served(server, tenant)
         await asyncio.sleep(12)  # connections that send no request within 10 s are closed
         later_connections = _connections(server)
@@ -175,13 +194,18 @@ async def test_ten_thousand_idle_connections(hostile_server: Server, tenant: Ten
         "idle_connections_opened": count,
         "server_connections_before": before_connections,
         "server_connections_peak": peak_connections,
+        "peak_seconds": peak_seconds,
         "server_connections_later": later_connections,
         "rss_mib_before": round(before_rss, 1),
         "rss_mib_peak": round(peak_rss, 1),
         "bystander_seconds": served,
     }
     report("10,000 idle connections", figures)
+    # The server held them (nearly) all at once: one that accepted only a few would pass every bound below. Both
+    # versions open 10,000 (the drill's length changes only the trickle), so both must pass 9,000 of them.
+    assert peak_connections - before_connections > 0.9 * count, figures
     assert peak_rss - before_rss < 400, figures
+    assert served < BYSTANDER_SECONDS, figures
     assert later_connections < 100, figures
 
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from api.queue_ti import queue_pb2, queue_pb2_grpc
@@ -175,17 +175,24 @@ async def test_tenants_are_isolated_over_grpc(
 
 
 _TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
+# Valid names and timeouts alongside arbitrary ones: with arbitrary text alone nearly every request was refused as
+# invalid before it reached a lease, and Subscribe almost never streamed a message back.
+_TOPIC = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,30}", fullmatch=True) | _TEXT
+_GROUP = st.just("") | _TEXT  # "": no consumer group; a made-up one is not registered (NOT_FOUND)
+#: How long each example reads its Subscribe stream: refusals and deliveries take milliseconds, and a stream still
+#: open after it is waiting for messages; a longer window would only add its length to most examples.
+SUBSCRIBE_WINDOW_SECONDS = 0.1
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    topic=_TEXT,
+    topic=_TOPIC,
     payload=st.binary(max_size=2048),
     metadata=st.dictionaries(_TEXT, _TEXT, max_size=4),
     key=st.none() | _TEXT,
     count=st.integers(0, 2**32 - 1),
-    visibility=st.none() | st.integers(0, 2**32 - 1),
-    group=_TEXT,
+    visibility=st.none() | st.integers(1, 43200) | st.integers(0, 2**32 - 1),
+    group=_GROUP,
     message_id=_TEXT,
 )
 def test_no_request_is_answered_internal(
@@ -200,7 +207,8 @@ def test_no_request_is_answered_internal(
     group: str,
     message_id: str,
 ) -> None:
-    """Hypothesis over the proto's messages: every answer is a success or a refusal, never INTERNAL or UNKNOWN."""
+    """Hypothesis over the proto's messages, every method (Subscribe's stream read briefly, then cancelled): every
+    answer is a success or a refusal, never INTERNAL or UNKNOWN."""
 
     async def run() -> None:
         failures: list[grpc.aio.AioRpcError] = []
@@ -224,6 +232,25 @@ def test_no_request_is_answered_internal(
                     await call
                 except grpc.aio.AioRpcError as exc:
                     failures.append(exc)
+            stream = stub.Subscribe(
+                queue_pb2.SubscribeRequest(topic=topic, consumer_group=group, **extra), metadata=auth
+            )
+            delivered, outcome = 0, "ended"
+            try:
+                # A refusal comes at once and so does what the topic holds; then a valid stream waits on its long poll
+                # (20 s), which the window ends. The cancel releases whatever the stream leased.
+                async with asyncio.timeout(SUBSCRIBE_WINDOW_SECONDS):
+                    while await stream.read() is not grpc.aio.EOF:
+                        delivered += 1
+            except TimeoutError:
+                outcome = "waiting"
+            except grpc.aio.AioRpcError as exc:
+                failures.append(exc)
+                outcome = exc.code().name
+            finally:
+                stream.cancel()
+            # What Subscribe met, in --hypothesis-show-statistics: refusals alone would leave the streaming untried.
+            event(f"Subscribe {outcome}, {'with' if delivered else 'without'} deliveries")
             assert all(e.code() not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN) for e in failures), failures
 
     asyncio.run(run())
