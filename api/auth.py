@@ -98,21 +98,14 @@ _LOGIN_PATH = "/api/auth/session"
 
 
 async def _audit_refused_login(scope: Scope, headers: dict[bytes, bytes]) -> None:
-    """A platform-wide entry naming the username tried (never the password) and the address it came from."""
+    """A platform-wide entry with the username tried (never the password) and the address it came from."""
     try:
         username, _ = _basic_credentials(headers.get(b"authorization"))
     except errors.Unauthorized:
         username = ""
     client = scope.get("client")
     runtime: Runtime = scope["app"].state.runtime
-    await runtime.audit.record(
-        username or "(none)",
-        "auth.login_refused",
-        username or "(none)",
-        tenant_id=None,
-        tenant=None,
-        details={"address": client[0] if client else None},
-    )
+    await runtime.audit.login_refused(username, "session", client[0] if client else None)
 
 
 def refuse_cross_site(headers: dict[bytes, bytes]) -> None:
@@ -198,6 +191,13 @@ def require_consumer_group(principal: Principal, topic: str, consumer_group: str
     if pinned is not None and consumer_group not in pinned:
         names = ", ".join(sorted(pinned))
         raise errors.Forbidden(f"your consume grant on topic {topic!r} is for consumer group {names} only")
+
+
+def pinned_groups(principal: Principal, topic: str) -> frozenset[str] | None:
+    """The consumer groups a member consumes `topic` as, when its consume grants pin them; None: any."""
+    if not principal.is_member:
+        return None
+    return grants.consumer_groups(principal.grants, topic)
 
 
 def require_platform_admin(principal: Principal) -> None:

@@ -1,7 +1,10 @@
 """Request ids, the request log line and the HTTP duration histogram, for every HTTP request.
 
-The request id is the caller's `X-Request-ID` when it is a sane token (at most 128 visible ASCII characters),
-else a new one; every response echoes it, and every log line written while serving the request carries it.
+Every request gets the server's own id (`request_id_of`), which every log line written while serving it and every
+audit entry it writes carry. A caller's `X-Request-ID`, when it is a sane token (at most 128 visible ASCII
+characters), is kept beside it (`client_request_id` in the logs and in an audit entry's details), never instead
+of it: an audit entry's request id is the server's, which no caller chooses. Every response answers
+`X-Request-ID`: the caller's own when it sent one (its trace goes on), else the server's.
 `ObservabilityMiddleware` times a routed request; `stamp_response` (an app-level `before_send` hook, so it sees
 error responses too, which Litestar sends from outside the middleware) adds the header and notes the status.
 """
@@ -17,7 +20,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import status_of
-from mq.logs import REQUEST_ID
+from mq.logs import CLIENT_REQUEST_ID, REQUEST_ID
 from mq.metrics import Metrics
 
 log = logging.getLogger("skiplock.http")
@@ -27,17 +30,25 @@ _STATUS_KEY = "skiplock_status"
 
 
 def request_id_of(scope: Scope) -> str:
+    """The server's id of the request: 128 random bits as 32 hex digits, like a uuid4's hex, without a getrandom(2)
+    call per request (an id to find a request's log lines by, not a secret)."""
     known: str | None = scope.get(_ID_KEY)  # type: ignore[assignment]
     if known is None:
-        known = ""
-        for name, value in scope["headers"]:
-            if name == b"x-request-id" and _SANE_ID.fullmatch(value):
-                known = value.decode()
-                break
-        # 128 random bits as 32 hex digits, like a uuid4's hex, without a getrandom(2) call per request: an id to
-        # find a request's log lines by, not a secret.
-        known = scope[_ID_KEY] = known or f"{random.getrandbits(128):032x}"  # type: ignore[literal-required]
+        known = scope[_ID_KEY] = f"{random.getrandbits(128):032x}"  # type: ignore[literal-required]
     return known
+
+
+def client_request_id_of(scope: Scope) -> str | None:
+    """The caller's `X-Request-ID`, when it is a sane token."""
+    for name, value in scope["headers"]:
+        if name == b"x-request-id" and _SANE_ID.fullmatch(value):
+            return value.decode()
+    return None
+
+
+def answered_request_id(scope: Scope) -> str:
+    """The `X-Request-ID` a response carries: the caller's own, else the server's."""
+    return client_request_id_of(scope) or request_id_of(scope)
 
 
 #: On every response: no content sniffing (a JSON answer is never read as HTML or script by a browser).
@@ -57,7 +68,7 @@ _SCHEMA_HEADERS = ((b"content-security-policy", _SCHEMA_CSP), (b"x-frame-options
 async def stamp_response(message: Message, scope: Scope) -> None:
     if message["type"] == "http.response.start":
         scope[_STATUS_KEY] = message["status"]  # type: ignore[literal-required]
-        headers = [*message.get("headers", ()), (b"x-request-id", request_id_of(scope).encode())]
+        headers = [*message.get("headers", ()), (b"x-request-id", answered_request_id(scope).encode())]
         names = {name.lower() for name, _ in headers}
         if b"x-content-type-options" not in names:
             headers.append(_NOSNIFF)
@@ -75,6 +86,7 @@ class ObservabilityMiddleware:
             await self.app(scope, receive, send)
             return
         token = REQUEST_ID.set(request_id_of(scope))
+        client_token = CLIENT_REQUEST_ID.set(client_request_id_of(scope))
         started = time.perf_counter()
         failed: BaseException | None = None
         try:
@@ -95,3 +107,4 @@ class ObservabilityMiddleware:
                     extra={"method": method, "route": route, "status": status, "duration_ms": round(elapsed * 1e3, 2)},
                 )
             REQUEST_ID.reset(token)
+            CLIENT_REQUEST_ID.reset(client_token)

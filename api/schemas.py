@@ -390,6 +390,18 @@ class Quotas(Strict, omit_defaults=True):
     max_messages: Annotated[int, Meta(ge=0, le=MAX_BIGINT)] | None = None
     max_payload_bytes: Annotated[int, Meta(ge=0, le=MAX_BIGINT)] | None = None
     enqueue_rate: Annotated[int, Meta(ge=1, le=MAX_ENQUEUE_RATE)] | None = None
+    max_schedules: (
+        Annotated[
+            int,
+            Meta(
+                ge=0,
+                le=MAX_TOPICS_LIMIT,
+                description="Schedules (periodic messages) the tenant may have; absent: the platform's default "
+                "(max_schedules_per_tenant, 1,000).",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class TenantCreateBody(Strict):

@@ -1,5 +1,6 @@
 """Process logging: one JSON object per line (or plain text), each carrying the request id of the request being
-served, if any.
+served, if any: the server's own id (`request_id`), and the caller's `X-Request-ID` (`client_request_id`) when it
+sent one.
 
 What is never logged: passwords, Authorization headers, cookies, payloads. Nothing here reads them, and the
 request line (`api.observability`) holds only the method, route template, status, duration and request id.
@@ -13,8 +14,12 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-#: The id of the request this task is serving ("" outside requests).
+#: The server's id of the request this task is serving ("" outside requests).
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("skiplock_request_id", default="")
+#: The caller's own `X-Request-ID` for it, if it sent a sane one (kept beside the server's, never instead of it).
+CLIENT_REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "skiplock_client_request_id", default=None
+)
 
 # Attributes every LogRecord has; anything else was passed in `extra=` and goes into the JSON object.
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
@@ -35,6 +40,9 @@ class JsonFormatter(logging.Formatter):
         request_id = REQUEST_ID.get()
         if request_id:
             entry["request_id"] = request_id
+            client_id = CLIENT_REQUEST_ID.get()
+            if client_id is not None and client_id != request_id:
+                entry["client_request_id"] = client_id
         for name, value in record.__dict__.items():
             if name not in _STANDARD and not name.startswith("_"):
                 entry[name] = value

@@ -19,6 +19,7 @@ class Quotas(msgspec.Struct, frozen=True, gc=False):
     max_messages: int | None = None
     max_payload_bytes: int | None = None
     enqueue_rate: int | None = None
+    max_schedules: int | None = None  # None: the platform's `max_schedules_per_tenant`
 
 
 NO_QUOTAS = Quotas()

@@ -162,7 +162,7 @@ class Runtime:
             audit=AuditTrail(AuditRepository(pool)),
             history=History(HistoryRepository(pool), queue),
             schemas=TopicSchemas(SchemaRepository(pool), queue.configs, queue.schemas),
-            schedules=Schedules(ScheduleRepository(pool), settings),
+            schedules=Schedules(ScheduleRepository(pool), settings, quotas),
             ticks=ScheduleFirer(ScheduleRepository(pool), queue, metrics),
         )
 

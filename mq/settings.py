@@ -108,6 +108,9 @@ class Settings(BaseSettings):
     schema_check_processes: int = Field(default=2, ge=1, le=64)
     """Processes per API process that run schema checks, apart from the event loop (`mq.schemas.checks`), started
     as tenants with schemas need them; a spare one is kept warm to replace one stopped over its budget."""
+    max_schedules_per_tenant: int = Field(default=1000, ge=0, le=2**31 - 1)
+    """Schedules (periodic messages) a tenant may have when its quotas set no `max_schedules`; one more is refused
+    with 403 `quota_exceeded`."""
     max_batch_size: int = Field(default=1000, ge=1, le=10000)
     """Most messages in one batch enqueue, acks in one batch ack, and messages in one dequeue."""
     api_instances: int = Field(default=1, ge=1)

@@ -3,6 +3,7 @@ tenant admins; the workers fire them (`mq.schedules.firer`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -15,9 +16,17 @@ from api.body import strict_body
 from api.schemas import PeriodicScheduleBody
 from mq.schedules.service import Schedules, ScheduleSpec
 from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView
+from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
+
+
+def _readable(principal: Principal) -> Callable[[str], bool]:
+    """Whose topics the caller may read: a schedule holds a message (payload, metadata) of its topic."""
+    if not principal.is_member:
+        return lambda _topic: True
+    return lambda topic: grants.allowed(principal.grants, "read", topic)
 
 
 def _schedules(request: AnyRequest) -> Schedules:
@@ -29,13 +38,21 @@ class ScheduleController(Controller):
     path = "/api/schedules"
     tags = ["schedules"]
 
-    @get("/", summary="The tenant's schedules (periodic messages)", operation_id="listSchedules")
+    @get(
+        "/",
+        summary="The tenant's schedules (periodic messages) whose topic the caller may read",
+        operation_id="listSchedules",
+    )
     async def list_schedules(self, request: AnyRequest) -> PeriodicScheduleListView:
-        return await _schedules(request).list(tenant_for(request.user, action="read"))
+        return await _schedules(request).list(tenant_for(request.user, action="read"), _readable(request.user))
 
-    @get("/{name:str}", summary="One schedule", operation_id="getSchedule")
+    @get(
+        "/{name:str}",
+        summary="One schedule (404 when its topic is not one the caller may read)",
+        operation_id="getSchedule",
+    )
     async def get_schedule(self, request: AnyRequest, name: str) -> PeriodicScheduleView:
-        return await _schedules(request).get(tenant_for(request.user, action="read"), name)
+        return await _schedules(request).get(tenant_for(request.user, action="read"), name, _readable(request.user))
 
     @put(
         "/{name:str}",

@@ -65,10 +65,7 @@ async def token_login(request: AnyRequest, data: TokenLoginBody) -> TokenView:
     try:
         token = await runtime.auth.login(data.username, data.password, address)
     except errors.Unauthorized:
-        details = {"address": address}
-        await runtime.audit.record(
-            data.username, "auth.login_refused", data.username, tenant_id=None, tenant=None, details=details
-        )
+        await runtime.audit.login_refused(data.username, "token", address)
         raise
     return TokenView(token=token)
 

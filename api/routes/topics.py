@@ -14,7 +14,7 @@ from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import require_consumer_group, require_grant, tenant_for
+from api.auth import pinned_groups, require_consumer_group, require_grant, tenant_for
 from api.body import json_post, strict_body
 from api.errors import code_of
 from api.schemas import (
@@ -126,7 +126,8 @@ class TopicController(Controller):
     )
     async def requeue_topic(self, request: AnyRequest, topic: str) -> RequeuedView:
         tenant = tenant_for(request.user, action="consume", topic=topic)
-        requeued = await _topics(request).requeue_topic(tenant, topic)
+        pinned = pinned_groups(request.user, topic)  # a member consuming as some groups requeues only theirs
+        requeued = await _topics(request).requeue_topic(tenant, topic, pinned)
         await audit(request, "topic.requeue", topic, {"requeued": requeued})
         return RequeuedView(requeued=requeued)
 

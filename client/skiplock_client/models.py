@@ -222,6 +222,7 @@ class Quotas(msgspec.Struct, frozen=True, omit_defaults=True):
     max_messages: int | None = None
     max_payload_bytes: int | None = None
     enqueue_rate: int | None = None
+    max_schedules: int | None = None
 
 
 class TenantUsage(msgspec.Struct, frozen=True):

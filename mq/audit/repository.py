@@ -21,7 +21,7 @@ class AuditRepository:
         entry_id: uuid.UUID,
         tenant_id: int | None,
         tenant: str | None,
-        actor: str,
+        actor: str | None,
         action: str,
         target: str,
         details: str | None,

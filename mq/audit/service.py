@@ -16,21 +16,25 @@ import msgspec
 from mq import errors
 from mq.audit.repository import AuditRepository
 from mq.ids import uuid7
-from mq.logs import REQUEST_ID
+from mq.logs import CLIENT_REQUEST_ID, REQUEST_ID
 
 log = logging.getLogger(__name__)
 
 #: Largest page of entries.
 MAX_AUDIT_PAGE = 200
+#: Characters of a refused login's tried name kept in its entry.
+MAX_TRIED_NAME = 256
 
 
 class AuditEntryView(msgspec.Struct, omit_defaults=False):
     """One entry: `actor` did `action` (a stable dotted name, e.g. `topic.purge`) to `target` in `tenant` (None:
-    platform-wide, e.g. a reaper run), while serving the request `request_id`."""
+    platform-wide, e.g. a reaper run), while serving the request `request_id` (the server's id; the caller's
+    `X-Request-ID`, when it sent another, is `details.client_request_id`). `actor` is None for a refused login:
+    the name tried is in `details.username`."""
 
     id: str
     at: str
-    actor: str
+    actor: str | None
     tenant: str | None
     action: str
     target: str
@@ -61,7 +65,7 @@ class AuditTrail:
 
     async def record(
         self,
-        actor: str,
+        actor: str | None,
         action: str,
         target: str,
         *,
@@ -69,7 +73,12 @@ class AuditTrail:
         tenant: str | None,
         details: dict[str, Any] | None = None,
     ) -> None:
-        """Append an entry for an action that succeeded, with the request id of the request being served."""
+        """Append an entry for an action that succeeded, with the server's id of the request being served (and the
+        caller's own in the details, when it sent another)."""
+        request_id = REQUEST_ID.get() or None
+        client_id = CLIENT_REQUEST_ID.get()
+        if client_id is not None and client_id != request_id:
+            details = {**(details or {}), "client_request_id": client_id}
         await self.repository.insert(
             uuid7(),
             tenant_id,
@@ -78,8 +87,16 @@ class AuditTrail:
             action,
             target,
             None if details is None else msgspec.json.encode(details).decode(),
-            REQUEST_ID.get() or None,
+            request_id,
         )
+
+    async def login_refused(self, username: str, target: str, address: str | None) -> None:
+        """A refused login (`target`: `session` for the console's, `token` for a bearer token's): anyone may try any
+        name, so the name tried is only a detail, never the entry's actor or target (which it could then forge)."""
+        # (as text jsonb can hold: no NUL, no lone surrogate)
+        tried = username[:MAX_TRIED_NAME].replace("\x00", "\ufffd").encode("utf-8", "replace").decode()
+        details = {"username": tried, "address": address}
+        await self.record(None, "auth.login_refused", target, tenant_id=None, tenant=None, details=details)
 
     async def page(self, tenant_id: int | None, cursor: str | None, limit: int, where: AuditFilter) -> AuditPageView:
         if not 1 <= limit <= MAX_AUDIT_PAGE:

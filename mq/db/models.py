@@ -310,7 +310,7 @@ class PeriodicSchedule(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
-    __table_args__ = (Index("schedules_due_idx", "next_run_at", postgresql_where=text("enabled")),)
+    __table_args__ = (Index("schedules_tenant_due_idx", "tenant_id", "next_run_at", postgresql_where=text("enabled")),)
 
 
 class InflightCount(Base):
@@ -585,7 +585,7 @@ class AuditEntry(Base):
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     tenant_id: Mapped[int | None] = mapped_column(BigInteger)
     tenant: Mapped[str | None] = mapped_column(Text)
-    actor: Mapped[str] = mapped_column(Text)
+    actor: Mapped[str | None] = mapped_column(Text)
     action: Mapped[str] = mapped_column(Text)
     target: Mapped[str] = mapped_column(Text)
     details: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

@@ -468,15 +468,26 @@ class MessageRepository:
         """What a dead letter back in its topic takes when the topic has no config: max_retries and TTL."""
         return self.defaults.max_retries, self.defaults.message_ttl_seconds
 
-    async def requeue_topic(self, tenant_id: int, dlq_topic: str, topic: str, depth_cap: DepthCap) -> int:
-        """Every pending message of `dlq_topic` back to `topic`, all or none when `topic` is capped."""
+    async def requeue_topic(
+        self, tenant_id: int, dlq_topic: str, topic: str, depth_cap: DepthCap, groups: Sequence[str] | None = None
+    ) -> int:
+        """Every pending message of `dlq_topic` back to `topic`, all or none when `topic` is capped. `groups`: only
+        those consumer groups' dead letters, and Forbidden when the DLQ holds others'."""
         async with self.pool.acquire() as conn, conn.transaction():
+            if groups is not None and await conn.fetchval(sql.MESSAGE_DLQ_OTHERS, tenant_id, dlq_topic, list(groups)):
+                names = ", ".join(sorted(groups))
+                raise errors.Forbidden(
+                    f"{dlq_topic!r} holds dead letters of consumer groups other than {names}: your consume grant is "
+                    f"for {names} only (requeue yours one by one, or by a bulk job filtered by your group)"
+                )
             if await depth_cap(topic) is not None:
                 waiting = await conn.fetchval(sql.MESSAGE_DLQ_PENDING, tenant_id, dlq_topic)
                 if waiting:
                     await _admit_moved(conn, tenant_id, topic, waiting, depth_cap)
             await conn.fetchval(sql.TOPIC_EXPIRE_DLQ_TWINS, tenant_id, dlq_topic, *self._expiry_defaults)
-            return len(await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, *self._restore))
+            restore = self._restore
+            requeued = await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, *restore, groups)
+            return len(requeued)
 
     async def retry(self, tenant_id: int, message_id: uuid.UUID, depth_cap: DepthCap) -> str | None:
         """The topic of a failed, expired or delayed message made pending and available now, or None when the
@@ -505,6 +516,15 @@ class MessageRepository:
     async def get_detail(self, tenant_id: int, message_id: uuid.UUID) -> Record | None:
         """The message with its attempts (JSON text, the last column)."""
         return await self.pool.fetchrow(sql.MESSAGE_GET_DETAIL, tenant_id, message_id)
+
+    async def leased_metadata(self, tenant_id: int, message_id: uuid.UUID, consumer_group: str | None) -> str | None:
+        """The metadata (JSON text) a processing message's (or a group's delivery's) consumer sees; None when it is
+        not processing."""
+        if consumer_group is None:
+            found: str | None = await self.pool.fetchval(sql.MESSAGE_LEASED_METADATA, tenant_id, message_id)
+        else:
+            found = await self.pool.fetchval(sql.GROUP_LEASED_METADATA, tenant_id, message_id, consumer_group)
+        return found
 
     async def lease_holder(self, tenant_id: int, message_id: uuid.UUID, consumer_group: str | None) -> Record | None:
         """The current lease of a processing message (or of a group's delivery of it): receipt, leased_by, live."""

@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import msgspec
+
 from mq import errors, redis_keys
 from mq.buckets import TokenBuckets
 from mq.ids import uuid7_batch
@@ -47,7 +49,7 @@ from mq.queue.types import (
 )
 from mq.queue.validation import check_topic, encode_metadata
 from mq.queue.wakeups import WakeupHub
-from mq.quotas import NO_QUOTAS, QuotaCache
+from mq.quotas import NO_QUOTAS, QuotaCache, Quotas
 from mq.schemas.checks import CHECK_TOO_COSTLY, SchemaChecks
 from mq.schemas.formats import Violation
 from mq.settings import Settings
@@ -118,15 +120,9 @@ class QueueService:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
         if quotas.max_payload_bytes is not None:
             _check_payloads(rows, quotas.max_payload_bytes)
-        if quotas.enqueue_rate is not None:
-            bucket = redis_keys.enqueue_bucket(tenant_id)
-            granted, wait = await self.buckets.take(bucket, quotas.enqueue_rate, len(rows), whole=True)
-            if not granted:
-                raise errors.RateLimited(
-                    f"the tenant's enqueue_rate quota is {quotas.enqueue_rate} messages per second",
-                    details={"quota": "enqueue_rate", "limit": quotas.enqueue_rate},
-                    retry_after=max(1, math.ceil(wait)),
-                )
+        self.shared.seen(tenant_id)  # ticks count toward fairness as enqueues do
+        self._fair_share(tenant_id, quotas, len(rows))
+        await self._quota_rate(tenant_id, quotas, len(rows))
         depths = ((topic, config.max_depth),) if config.max_depth is not None else ()
         caps = Caps(quotas.max_messages, quotas.max_topics, depths)
         admit = caps.arguments(Counter({topic: len(rows)})) if caps else None
@@ -244,37 +240,45 @@ class QueueService:
         quotas = NO_QUOTAS
         if self.quotas is not None:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
-        if quotas.enqueue_rate is None:
-            wait = self.shared.enqueue_wait(tenant_id, len(rows))
-            if wait:
-                fair = self.settings.tenant_enqueue_rate
-                raise errors.RateLimited(
-                    f"while other tenants are active, a tenant without an enqueue_rate quota may enqueue {fair} "
-                    "messages per second on each server process",
-                    details={"quota": "tenant_enqueue_rate", "limit": fair},
-                    retry_after=max(1, math.ceil(wait)),
-                )
+        self._fair_share(tenant_id, quotas, len(rows))
         if quotas is NO_QUOTAS and all(c.max_depth is None for c in configs.values()):
             return await self.shared.insert(tenant_id, rows)
         depths = tuple(sorted((t, c.max_depth) for t, c in configs.items() if c.max_depth is not None))
         if quotas.max_payload_bytes is not None:
             _check_payloads(rows, quotas.max_payload_bytes)
         caps = Caps(quotas.max_messages, quotas.max_topics, depths)
-        rate, bucket = quotas.enqueue_rate, redis_keys.enqueue_bucket(tenant_id)
-        if rate is not None:
-            granted, wait = await self.buckets.take(bucket, rate, len(rows), whole=True)
-            if not granted:
-                raise errors.RateLimited(
-                    f"the tenant's enqueue_rate quota is {rate} messages per second",
-                    details={"quota": "enqueue_rate", "limit": rate},
-                    retry_after=max(1, math.ceil(wait)),
-                )
+        await self._quota_rate(tenant_id, quotas, len(rows))
         try:
             return await self.shared.insert(tenant_id, rows, caps)
         except (errors.QueueFull, errors.QuotaExceeded):
-            if rate is not None:
-                await self.buckets.give_back(bucket, rate, len(rows))
+            if quotas.enqueue_rate is not None:
+                await self.buckets.give_back(redis_keys.enqueue_bucket(tenant_id), quotas.enqueue_rate, len(rows))
             raise
+
+    def _fair_share(self, tenant_id: int, quotas: Quotas, rows: int) -> None:
+        """A tenant without an enqueue_rate quota enqueues at most the default fair rate while others are active
+        (mq/queue/fairness.py); RateLimited past it."""
+        if quotas.enqueue_rate is None and (wait := self.shared.enqueue_wait(tenant_id, rows)):
+            fair = self.settings.tenant_enqueue_rate
+            raise errors.RateLimited(
+                f"while other tenants are active, a tenant without an enqueue_rate quota may enqueue {fair} "
+                "messages per second on each server process",
+                details={"quota": "tenant_enqueue_rate", "limit": fair},
+                retry_after=max(1, math.ceil(wait)),
+            )
+
+    async def _quota_rate(self, tenant_id: int, quotas: Quotas, rows: int) -> None:
+        """The tenant's enqueue_rate quota, a bucket every instance shares; RateLimited past it."""
+        rate = quotas.enqueue_rate
+        if rate is None:
+            return
+        granted, wait = await self.buckets.take(redis_keys.enqueue_bucket(tenant_id), rate, rows, whole=True)
+        if not granted:
+            raise errors.RateLimited(
+                f"the tenant's enqueue_rate quota is {rate} messages per second",
+                details={"quota": "enqueue_rate", "limit": rate},
+                retry_after=max(1, math.ceil(wait)),
+            )
 
     # --- consume -----------------------------------------------------------------------------------------------
 
@@ -540,6 +544,8 @@ class QueueService:
         metadata_json = None if metadata is None else encode_metadata(self.settings, metadata)
         if mid is None:
             raise errors.MessageNotFound()
+        if metadata:
+            await self._check_merged_metadata(tenant_id, mid, consumer_group, metadata)
         backoff = self.settings.retry_backoff_seconds
         counted = (await self.configs.ack_flags(tenant_id)).counted
         if consumer_group is None:
@@ -568,6 +574,25 @@ class QueueService:
             if config.max_inflight is not None:  # its slot is free: a waiting poll may take another message
                 self.wakeups.published(tenant_id, {topic: 1})
         return outcome
+
+    async def _check_merged_metadata(
+        self, tenant_id: int, mid: uuid.UUID, consumer_group: str | None, metadata: dict[str, Any]
+    ) -> None:
+        """A nack's metadata is merged only if the merged object stays within `max_metadata_bytes` serialized, as
+        an enqueue's must: InvalidRequest otherwise, before anything changes (the message keeps its lease and its
+        metadata). Only the lease's holder can change a processing message's metadata (by this nack, which ends
+        the lease), so what is read here is what the nack merges into."""
+        current = await self.repository.leased_metadata(tenant_id, mid, consumer_group)
+        if current is None:
+            return  # nothing leased: the nack answers its lease error
+        size = len(msgspec.json.encode(msgspec.json.decode(current) | metadata))
+        limit = self.settings.max_metadata_bytes
+        if size > limit:
+            raise errors.InvalidRequest(
+                f"the message's metadata merged with the nack's would be {size} bytes serialized, over {limit}: "
+                "nothing was changed (the message keeps its lease and its metadata)",
+                details={"merged_bytes": size, "limit": limit},
+            )
 
     async def extend(
         self, tenant_id: int, message_id: str, receipt: str | None, seconds: int, consumer_group: str | None = None

@@ -137,6 +137,10 @@ class SharedStatements:
         async with self._gate.slot(tenant_id):
             return await _alone(self._insert_many, request)
 
+    def seen(self, tenant_id: int) -> None:
+        """The tenant is active (a statement of its that does not go through these: a schedule's ticks)."""
+        self._gate.seen(tenant_id)
+
     def enqueue_wait(self, tenant_id: int, rows: int) -> float:
         """Seconds before the tenant may enqueue `rows` more while other tenants are active (mq/queue/fairness.py);
         0: go ahead."""

@@ -525,6 +525,16 @@ SELECT g.n, (SELECT id FROM reserved) AS reservation FROM granted AS g"""
 MESSAGE_DEQUEUE = _dequeue(limited=False)
 MESSAGE_DEQUEUE_LIMITED = _dequeue(limited=True)
 
+# The metadata a nack's own would be merged into (a nack may merge at most `max_metadata_bytes` in all): a processing
+# message's, or what a group's delivery of it carries (the message's with the group's saved state on top).
+MESSAGE_LEASED_METADATA = """
+SELECT coalesce(metadata, '{}')::text FROM messages
+WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND owed IS NULL"""
+GROUP_LEASED_METADATA = """
+SELECT (coalesce(m.metadata, '{}') || coalesce(d.metadata, '{}'))::text
+FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id JOIN messages AS m ON m.id = d.message_id
+WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'processing' AND m.tenant_id = $1"""
+
 # Who holds a message's lease now (gRPC's ack and nack by id act only on the caller's own lease): its receipt, its
 # holder's name and whether it is unexpired; no row when the message (the group's delivery) is not processing.
 # $2 message id; the group's: $3 group name (a tenant's groups of that name, one per topic: the message picks one).
@@ -1188,14 +1198,22 @@ MESSAGE_ORIGINAL_TOPIC = "SELECT original_topic FROM messages WHERE tenant_id = 
 MESSAGE_DLQ_PENDING = f"""
 SELECT count(*) FROM messages AS m
 WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND {_TAKEABLE}"""
+# Whether a DLQ holds a requeueable dead letter of a group other than $3's (or of none): a member pinned to those
+# groups may not requeue the whole DLQ then.
+MESSAGE_DLQ_OTHERS = f"""
+SELECT EXISTS (SELECT FROM messages AS m
+               WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND {_TAKEABLE}
+                 AND (m.consumer_group IS NULL OR m.consumer_group <> ALL($3::text[])))"""
 
 # Requeue every pending message of a DLQ. Messages whose key has a pending twin in the original topic stay in the
 # DLQ (requeueing would break the one-pending-per-key rule); among DLQ messages sharing a key the newest goes.
 # $2 dlq topic, $3 default max_retries, $4 default TTL
+# $5: the consumer groups whose dead letters go (a member pinned to them), NULL: every one.
 MESSAGE_REQUEUE_TOPIC = f"""
 WITH locked AS (
     SELECT m.id, m.key, m.original_topic FROM messages AS m
     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND {_TAKEABLE}
+      AND ($5::text[] IS NULL OR m.consumer_group = ANY($5::text[]))
     FOR UPDATE OF m SKIP LOCKED
 ), candidates AS (
     SELECT DISTINCT ON (coalesce(l.key, l.id::text)) l.id

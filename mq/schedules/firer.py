@@ -73,18 +73,20 @@ class ScheduleFirer:
         self._polls: dict[tuple[int, str], int] = {}
 
     async def run_once(self) -> FireResult:
-        """Fire what is due, a batch per transaction, until nothing is (or `_MAX_BATCHES`)."""
+        """Fire what is due, a batch per transaction, until a batch finds nothing (or `_MAX_BATCHES`): a batch
+        gives each tenant a share, so one smaller than `batch` does not mean nothing is left."""
         total = FireResult()
         for _ in range(_MAX_BATCHES):
-            result = await self._batch()
+            result = await self.fire_batch()
             total.fired += result.fired
             total.refused += result.refused
             total.batches += 1
-            if result.fired + result.refused < self.batch:
+            if not result.fired + result.refused:
                 break
         return total
 
-    async def _batch(self) -> FireResult:
+    async def fire_batch(self) -> FireResult:
+        """One transaction: a batch of due schedules (fairly across tenants: `mq.schedules.sql.DUE`) fired."""
         result = FireResult()
         async with self.repository.firing() as conn:
             due = await self.repository.due(conn, self.batch)

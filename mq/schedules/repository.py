@@ -27,11 +27,17 @@ class ScheduleRepository:
         row: Record | None = await self.pool.fetchrow(sql.GET, tenant_id, name)
         return row
 
-    async def put(self, tenant_id: int, name: str, values: Sequence[Any]) -> Record:
-        """`values`: topic, cron, timezone, payload, key, metadata (JSON text), priority, enabled, next_run_at."""
-        row: Record | None = await self.pool.fetchrow(sql.PUT, tenant_id, name, *values)
-        assert row is not None  # an upsert answers its row
-        return row
+    async def put(self, tenant_id: int, name: str, values: Sequence[Any], limit: int) -> Record | None:
+        """Create or replace; None when the schedule is new and the tenant already has `limit` schedules.
+        `values`: topic, cron, timezone, payload, key, metadata (JSON text), priority, enabled, next_run_at."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(sql.SCHEDULES_LOCK, tenant_id)
+            new = not await conn.fetchval(sql.SCHEDULE_EXISTS, tenant_id, name)
+            if new and await conn.fetchval(sql.SCHEDULES_COUNT, tenant_id) >= limit:
+                return None
+            row: Record | None = await conn.fetchrow(sql.PUT, tenant_id, name, *values)
+            assert row is not None  # an upsert answers its row
+            return row
 
     async def delete(self, tenant_id: int, name: str) -> bool:
         status: str = await self.pool.execute(sql.DELETE, tenant_id, name)

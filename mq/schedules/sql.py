@@ -22,17 +22,44 @@ RETURNING {_COLUMNS}"""
 
 DELETE = "DELETE FROM schedules WHERE tenant_id = $1 AND name = $2"
 
-# The firer: due schedules, oldest tick first, each taken by one worker (SKIP LOCKED); with the database's clock,
-# which decides what is due. Plan: Limit <- LockRows <- Nested Loop <- Index Scan using schedules_due_idx
-# (Index Cond: next_run_at <= now()), Index Scan using tenants_pkey.
+# The firer: due schedules, each taken by one worker (SKIP LOCKED), with the database's clock, which decides what
+# is due; fairly across tenants: each tenant with a due schedule takes at most an equal share of the batch ($1 over
+# how many tenants have one due), its oldest due ticks first, so one tenant's backlog of due ticks never holds
+# another tenant's tick back for more than a batch. (A batch may then be smaller than $1 while one tenant has more
+# due: the firer goes on while batches find any.) The tenants with enabled schedules are found by a skip scan of
+# schedules_tenant_due_idx (one probe per such tenant); each one's share is locked by its own index entries, SKIP
+# LOCKED, so racing workers take different rows. Plan: Recursive Union (Index Only Scan using
+# schedules_tenant_due_idx per tenant), then per tenant with one due a Limit <- LockRows <- Index Scan using
+# schedules_tenant_due_idx (Index Cond: tenant_id, next_run_at <= now()). Tenants are few next to schedules.
 DUE = """
+WITH RECURSIVE owners AS (
+    (SELECT tenant_id FROM schedules WHERE enabled ORDER BY tenant_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT s.tenant_id FROM schedules AS s WHERE s.enabled AND s.tenant_id > o.tenant_id
+            ORDER BY s.tenant_id LIMIT 1)
+    FROM owners AS o WHERE o.tenant_id IS NOT NULL
+), due_owners AS MATERIALIZED (
+    SELECT o.tenant_id FROM owners AS o
+    WHERE EXISTS (SELECT FROM schedules AS s WHERE s.tenant_id = o.tenant_id AND s.enabled AND s.next_run_at <= now())
+)
 SELECT s.tenant_id, t.slug, t.status, s.name, s.topic, s.cron, s.timezone, s.payload, s.key,
        s.metadata::text AS metadata, s.priority, s.next_run_at, now() AS now
-FROM schedules AS s JOIN tenants AS t ON t.id = s.tenant_id
-WHERE s.enabled AND s.next_run_at <= now()
-ORDER BY s.next_run_at
-LIMIT $1
-FOR UPDATE OF s SKIP LOCKED"""
+FROM due_owners AS o
+CROSS JOIN LATERAL (
+    SELECT x.* FROM schedules AS x
+    WHERE x.tenant_id = o.tenant_id AND x.enabled AND x.next_run_at <= now()
+    ORDER BY x.next_run_at
+    LIMIT (SELECT greatest(1, ceil($1::float8 / greatest(count(*), 1)))::int8 FROM due_owners)
+    FOR UPDATE OF x SKIP LOCKED
+) AS s
+JOIN tenants AS t ON t.id = s.tenant_id"""
+
+# A new schedule counts against its tenant's limit (`max_schedules`, or the platform's default): the tenant's
+# schedules are counted under a lock of the tenant's own, so two creations cannot both take the last place; a
+# replacement is never refused. $1 tenant, $2 name
+SCHEDULES_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('skiplock:schedules:' || $1::bigint, 0))"
+SCHEDULE_EXISTS = "SELECT EXISTS (SELECT FROM schedules WHERE tenant_id = $1 AND name = $2)"
+SCHEDULES_COUNT = "SELECT count(*) FROM schedules WHERE tenant_id = $1"
 
 # The same transaction moves each fired schedule on: the next tick, the tick fired, and why it was refused (NULL:
 # it was not). $1 tenants, $2 names, $3 next ticks, $4 ticks fired, $5 errors

@@ -82,12 +82,14 @@ class TopicAdmin:
 
     # --- summaries, stats, configs ------------------------------------------------------------------------------
 
-    async def requeue_topic(self, tenant_id: int, topic: str) -> int:
-        """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted."""
+    async def requeue_topic(self, tenant_id: int, topic: str, groups: frozenset[str] | None = None) -> int:
+        """Every pending message of `<topic>.dlq` back to `<topic>`. Either name is accepted. `groups`: the caller
+        is pinned to those consumer groups (Forbidden when the DLQ holds dead letters of others)."""
         check_topic(topic, for_enqueue=False)
         base = topic[: -len(DLQ_SUFFIX)] if topic.endswith(DLQ_SUFFIX) else topic
         cap = self.queue.depth_cap_of(tenant_id)
-        count = await self.messages.requeue_topic(tenant_id, base + DLQ_SUFFIX, base, cap)
+        pinned = sorted(groups) if groups is not None else None
+        count = await self.messages.requeue_topic(tenant_id, base + DLQ_SUFFIX, base, cap, pinned)
         if count:
             self.queue.metrics.count(self.queue.metrics.requeued, tenant_id, base, count)
             self.queue.wakeups.published(tenant_id, {base: count})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -52,7 +53,9 @@ async def test_administrative_actions_are_recorded_with_who_what_and_the_request
         "to": "tenant_admin",
     }
     assert purge["target"] == "orders" and purge["details"] == {"statuses": None, "deleted": 1}
-    assert config["request_id"] == "req-config-1" and config["details"]["max_retries"] == 5  # type: ignore[index]
+    # the request id is the server's (no caller chooses it); the caller's own is kept beside it
+    assert config["details"]["client_request_id"] == "req-config-1"  # type: ignore[index]
+    assert re.fullmatch(r"[0-9a-f]{32}", str(config["request_id"])) and config["details"]["max_retries"] == 5  # type: ignore[index]
     assert {"id", "at", "actor", "tenant", "action", "target", "details", "request_id"} == set(config)
     assert str(config["at"]).endswith("Z")
 
@@ -109,12 +112,24 @@ async def test_pages_go_back_by_cursor(make_client, make_user, tenant) -> None: 
 
 
 async def test_refused_logins_are_recorded_for_platform_admins(make_client) -> None:  # type: ignore[no-untyped-def]
-    name = f"mallory-{uuid.uuid4().hex[:6]}"
-    stranger = make_client(auth=(name, "not the password"))
+    """Contract, "Bounds...": a refused login has no actor; the name tried is a detail, never the actor or target
+    (anyone may try any name: one with a newline and a fake action is stored as the text it is)."""
+    forged = f'mallory-{uuid.uuid4().hex[:6]}\n{{"action" "user.delete"}}'  # (no ':' in a Basic name)
+    stranger = make_client(auth=(forged, "not the password"), headers={"X-Request-ID": "chosen-by-the-caller"})
     assert_error(await stranger.post("/api/auth/session"), 401, "unauthorized")
-    (entry,) = await _entries(make_client(), action="auth.login_refused", actor=name)
-    assert entry["target"] == name and entry["tenant"] is None
-    assert "not the password" not in str(entry)
+    async with httpx.AsyncClient(base_url=stranger.base_url, timeout=30) as anonymous:
+        r = await anonymous.post("/api/auth/login", json={"username": forged, "password": "not the password"})
+        assert_error(r, 401, "unauthorized")
+    refused = await _entries(make_client(), action="auth.login_refused")
+    entries = [e for e in refused if e["details"]["username"] == forged]
+    assert sorted(e["target"] for e in entries) == ["session", "token"]
+    for entry in entries:
+        assert entry["actor"] is None and entry["tenant"] is None
+        assert "not the password" not in str(entry)
+    [session] = [e for e in entries if e["target"] == "session"]
+    assert session["request_id"] != "chosen-by-the-caller" and re.fullmatch(r"[0-9a-f]{32}", session["request_id"])
+    assert session["details"]["client_request_id"] == "chosen-by-the-caller"
+    assert await _entries(make_client(), action="auth.login_refused", actor=forged) == []
 
 
 async def test_entries_past_the_retention_are_dropped(make_client, db) -> None:  # type: ignore[no-untyped-def]

@@ -97,7 +97,7 @@ async def test_logs_are_json_with_request_ids_and_hold_no_secrets(server_env, ma
         log = srv.log()
         entries = [json.loads(line) for line in log.splitlines() if line.strip()]
         requests = [e for e in entries if e.get("message") == "request"]
-        assert any(e.get("request_id") == "trace-abc-123" and e["route"] == "/api/messages" for e in requests)
+        assert any(e.get("client_request_id") == "trace-abc-123" and e["route"] == "/api/messages" for e in requests)
         assert any(e.get("request_id") == generated and e["status"] == 401 for e in requests)
         basic = httpx.BasicAuth(username, password)._auth_header
         for secret in (password, "wrong-secret-password-123", payload, "top-secret", "4111-1111", session, basic):

@@ -73,7 +73,7 @@ export function AuditPage() {
                   <td>
                     <time dateTime={e.at}>{formatTime(e.at)}</time>
                   </td>
-                  <td className="mono">{e.actor}</td>
+                  <td className="mono">{e.actor ?? "—"}</td>
                   <td>{e.tenant ?? <span className="muted">platform</span>}</td>
                   <td>
                     <code>{e.action}</code>

@@ -17,6 +17,7 @@ const QUOTAS: { name: keyof Quotas; label: string }[] = [
   { name: "max_messages", label: "Max messages" },
   { name: "max_payload_bytes", label: "Max payload (bytes)" },
   { name: "enqueue_rate", label: "Enqueue rate (/s)" },
+  { name: "max_schedules", label: "Max schedules" },
 ];
 
 /** The quotas a form holds (an empty field: no quota), or the errors of the fields that are not whole numbers. */
