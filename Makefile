@@ -61,8 +61,10 @@ test-fast: $(STAMP) ## Unit tests only (no servers)
 drills: $(STAMP) ## The long reliability drills (kill -9, Postgres restart, Redis loss, ...); prints their figures
 	SKIPLOCK_DRILL_LONG=1 $(BIN)/python -m pytest tests/drills -s -p no:cacheprovider -q --timeout=3600
 
-fuzz: $(STAMP) ## The recorded OpenAPI fuzzing run (schemathesis, over 20,000 generated requests as two roles)
-	SKIPLOCK_FUZZ_EXAMPLES=400 $(BIN)/python -m pytest tests/fuzz -s -p no:cacheprovider -q --timeout=3600
+fuzz: $(STAMP) ## The recorded fuzzing run: OpenAPI (schemathesis, as two roles) and queue-ti's gRPC messages (Hypothesis)
+	SKIPLOCK_FUZZ_EXAMPLES=400 SKIPLOCK_GRPC_FUZZ_EXAMPLES=3000 $(BIN)/python -m pytest tests/fuzz \
+		tests/integration/test_grpc.py::test_no_request_is_answered_internal -s -p no:cacheprovider -q \
+		--timeout=3600 --hypothesis-show-statistics
 
 deploy-check: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Chart, compose file and Dockerfile: helm lint, kubernetes-validate, checkov, compose config, chart tests
 	DEPLOY_TOOLS=$(DEPLOY_TOOLS) bash helm/deploy-check.sh

@@ -15,6 +15,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from api.auth import AuthMiddleware
 from api.deadline import RequestDeadline
 from api.errors import EXCEPTION_HANDLERS
+from api.input_checks import RequestChecks
 from api.observability import ObservabilityMiddleware, stamp_response
 from api.openapi import finish_document
 from api.routes.admin import AdminController
@@ -80,6 +81,7 @@ def create_app(
             ObservabilityMiddleware,
             DefineMiddleware(RequestDeadline, seconds=settings.request_timeout_seconds),
             auth_middleware,
+            RequestChecks,  # after authentication: parameters and bodies no request may hold (`api.input_checks`)
         ],
         before_send=[stamp_response],
         exception_handlers=EXCEPTION_HANDLERS,

@@ -2,7 +2,9 @@
 
 Litestar converts bodies with `strict=False` (it would take "3" for an integer) and decodes twice (JSON to
 builtins, builtins to the struct). This DTO keeps Litestar's OpenAPI schema for the body but decodes strictly,
-in one pass; an empty body decodes as the type's defaults (for bodies whose fields are all optional).
+in one pass; an empty body decodes as the type's defaults (for bodies whose fields are all optional). Every decoded
+body then passes `api.input_checks.check_body` (NUL characters, nesting, times), on the framework's routes and the
+hot routes alike.
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ from litestar.exceptions import ValidationException
 from litestar.openapi.spec import Reference, Schema
 from litestar.typing import FieldDefinition
 
+from api.input_checks import BODY_REQUIRED, BodyCheckedOnDecode, check_body
 from api.schemas import BatchEnqueueBody, decode_batch
+from mq import errors
+from mq.names import MAX_JSON_DEPTH
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
 
 T = TypeVar("T", bound=msgspec.Struct)
 
-# msgspec decodes nested JSON recursively and raises RecursionError past Python's limit (about 1,000 levels).
-_TOO_DEEP = "body is not valid JSON: nested too deeply"
+# msgspec decodes nested JSON recursively and raises RecursionError past Python's limit (about 1,000 levels);
+# shallower nesting past the contract's limit is `check_body`'s to refuse, in the same words.
+_TOO_DEEP = f"the body is nested deeper than {MAX_JSON_DEPTH} levels"
 
 
 @cache
@@ -34,7 +40,7 @@ def _decoder(model_type: type[Any]) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(model_type)
 
 
-class StrictBody(MsgspecDTO[T], Generic[T]):
+class StrictBody(MsgspecDTO[T], BodyCheckedOnDecode, Generic[T]):
     @classmethod
     def create_openapi_schema(
         cls, field_definition: FieldDefinition, handler_id: str, schema_creator: SchemaCreator
@@ -48,26 +54,29 @@ class StrictBody(MsgspecDTO[T], Generic[T]):
 
 def decode_strict(model_type: type[T], value: bytes) -> T:
     """`value` decoded strictly into `model_type`; `ValidationException` (a 400 in the contract's shape) if it is
-    not one. An empty body is the type's defaults, when all its fields have them."""
+    not one, `errors.InvalidRequest` if it holds what no request may (`check_body`). An empty body is the type's
+    defaults, when all its fields have them."""
     if not value.strip():
         try:
             return model_type()
         except TypeError:
-            raise ValidationException("a JSON body is required") from None
+            raise errors.InvalidRequest(BODY_REQUIRED) from None
     decoded: T = _refusing(_decoder(model_type).decode, value)
     return decoded
 
 
 def _refusing(decode: Callable[[bytes], T], value: bytes) -> T:
-    """`decode(value)`, its failures as `ValidationException`."""
+    """`decode(value)`, then `check_body`; a body it cannot decode refused as 400 (`ValidationException`)."""
     try:
-        return decode(value)
+        decoded = decode(value)
     except RecursionError:
-        raise ValidationException(_TOO_DEEP) from None
+        raise errors.InvalidRequest(_TOO_DEEP) from None
     except msgspec.ValidationError as exc:
         raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
     except msgspec.DecodeError as exc:
         raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
+    check_body(value, decoded)
+    return decoded
 
 
 def strict_body(body: type[msgspec.Struct]) -> dict[str, Any]:
@@ -88,5 +97,7 @@ class BatchBody(StrictBody[BatchEnqueueBody]):
 
 
 def decode_batch_body(value: bytes) -> BatchEnqueueBody:
-    """The batch enqueue body (`decode_batch`), or `ValidationException` as `decode_strict`."""
+    """The batch enqueue body (`decode_batch`), or a refusal as `decode_strict`'s."""
+    if not value.strip():
+        raise errors.InvalidRequest(BODY_REQUIRED)
     return _refusing(decode_batch, value)

@@ -6,7 +6,8 @@ per-request layers: routing, the middleware chain, signature and dependency reso
 send wrappers. `HotRoutes` sits in front of the app and answers these five itself, from the same parts the app uses:
 
 - the same checks, in the same order: the Host header (Litestar's), cross-site refusal and authentication
-  (`api.auth`), the body size limit (Litestar's exceptions), strict body decoding (`api.body`);
+  (`api.auth`), the text of the query string and path parameter (`api.input_checks`, as the app's `RequestChecks`),
+  the body size limit (Litestar's exceptions), strict body decoding and its checks (`api.body`);
 - the same work: the handler functions of `api.routes.messages`, which the app's controller calls too;
 - the same answers: success bodies encoded by msgspec with the headers Litestar sends, every error rendered by
   the app's own exception handlers (`api.errors`) through Litestar's response classes, the request id and the
@@ -37,11 +38,13 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from api.auth import READ_HEADERS, AuthMiddleware, refuse_cross_site
 from api.body import decode_batch_body, decode_strict
 from api.errors import EXCEPTION_HANDLERS
-from api.observability import log, request_id_of, stamp_response
+from api.input_checks import check_query_string
+from api.observability import client_request_id_of, log, request_id_of, stamp_response
 from api.routes import messages
 from api.schemas import AckBody, BatchAckBody, DequeueBody, EnqueueBody
 from mq import errors
-from mq.logs import REQUEST_ID
+from mq.logs import CLIENT_REQUEST_ID, REQUEST_ID
+from mq.names import check_text
 
 if TYPE_CHECKING:
     from litestar import Litestar
@@ -164,7 +167,9 @@ class HotRoutes:
         scope["app"] = self.app  # as Litestar does: authentication and the handlers find the runtime there
         scope["path_template"] = route.template
         request_id = request_id_of(scope)
+        client_id = client_request_id_of(scope)
         token = REQUEST_ID.set(request_id)
+        client_token = CLIENT_REQUEST_ID.set(client_id)
         started = time.perf_counter()
         status = 500
         answered = False
@@ -178,7 +183,8 @@ class HotRoutes:
                 ) from None
             status = route.status
             body = b"" if result is None else msgspec.json.encode(result)
-            response_headers = [(b"x-request-id", request_id.encode()), _NOSNIFF]
+            # as `api.observability.stamp_response` answers: the caller's own id, else the server's
+            response_headers = [(b"x-request-id", (client_id or request_id).encode()), _NOSNIFF]
             if status != 204:
                 response_headers[:0] = [_JSON, (b"content-length", str(len(body)).encode())]
             answered = True
@@ -209,12 +215,17 @@ class HotRoutes:
                     },
                 )
             REQUEST_ID.reset(token)
+            CLIENT_REQUEST_ID.reset(client_token)
 
     async def _work(
         self, route: _Route, message_id: str, headers: dict[bytes, bytes], scope: Scope, receive: Receive
     ) -> msgspec.Struct | None:
         refuse_cross_site(headers)
         await self._authenticate(scope, headers, True)
+        if scope["query_string"]:  # the routes read none, but the app refuses what no parameter may hold
+            check_query_string(scope["query_string"])
+        if message_id:
+            check_text(message_id, "message_id")  # the app's route calls its path parameter so
         data = route.decode(await self._body(headers, receive))
         return await route.handle(_Call(scope["user"], self.app, receive), data, message_id)
 

@@ -39,11 +39,13 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from google.rpc import error_details_pb2, status_pb2
 
 from api.auth import require_consumer_group, require_grant, tenant_for
 from api.errors import code_of, status_of
+from api.input_checks import check_message, lenient
 from api.queue_ti import queue_pb2, queue_pb2_grpc
 from mq import errors
 from mq.names import GROUP_PATTERN, GROUP_RE
@@ -131,7 +133,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             message_id, _ = await queue.enqueue(tenant, item)
             return queue_pb2.EnqueueResponse(id=str(message_id))
 
-        return await self._call("Enqueue", context, enqueue)
+        return await self._call("Enqueue", request, context, enqueue)
 
     async def Dequeue(  # noqa: N802
         self, request: queue_pb2.DequeueRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -144,7 +146,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             self._remember(principal, messages)
             return _dequeued(messages[0])
 
-        return await self._call("Dequeue", context, dequeue)
+        return await self._call("Dequeue", request, context, dequeue)
 
     async def BatchDequeue(  # noqa: N802
         self, request: queue_pb2.BatchDequeueRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -158,7 +160,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             self._remember(principal, messages)
             return queue_pb2.BatchDequeueResponse(messages=[_dequeued(m) for m in messages])
 
-        return await self._call("BatchDequeue", context, batch)
+        return await self._call("BatchDequeue", request, context, batch)
 
     async def Ack(  # noqa: N802
         self, request: queue_pb2.AckRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -171,7 +173,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             self._settled(request.id)
             return queue_pb2.AckResponse()
 
-        return await self._call("Ack", context, ack)
+        return await self._call("Ack", request, context, ack)
 
     async def Nack(  # noqa: N802
         self, request: queue_pb2.NackRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -184,7 +186,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             self._settled(request.id)
             return queue_pb2.NackResponse()
 
-        return await self._call("Nack", context, nack)
+        return await self._call("Nack", request, context, nack)
 
     async def Subscribe(  # noqa: N802
         self, request: queue_pb2.SubscribeRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -196,6 +198,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         stream: _Stream | None = None
         try:
             principal = await self._caller(context)
+            check_message(request)
             stream = self._open_stream(principal)
             visibility = _visibility(request)
             queue = self.runtime.queue
@@ -233,12 +236,15 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
     async def _call(
         self,
         method: str,
+        request: Message,
         context: grpc.aio.ServicerContext[Any, Any],
         run: Callable[[Principal], Awaitable[Reply]],
     ) -> Reply:
         code = grpc.StatusCode.OK
         try:
-            return await run(await self._caller(context))
+            principal = await self._caller(context)
+            check_message(request)  # after authentication, as over REST
+            return await run(principal)
         except Exception as exc:
             code = _code(exc)
             await _abort(context, exc)
@@ -440,6 +446,26 @@ def _subscribed(view: MessageView) -> queue_pb2.SubscribeResponse:
     )
 
 
+class _Lenient:
+    """Registers the generated handlers on `server` with request deserializers that never raise (`lenient`): a
+    request that does not decode reaches the service, which refuses it as INVALID_ARGUMENT, instead of grpc
+    answering UNKNOWN with the parser's text."""
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self.server = server
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        pass  # the same methods as `add_registered_method_handlers`, which serves them
+
+    def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        handlers = {
+            name: handler._replace(request_deserializer=lenient(handler.request_deserializer))
+            for name, handler in handlers.items()
+        }
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+        self.server.add_registered_method_handlers(service, handlers)
+
+
 @contextlib.asynccontextmanager
 async def grpc_server(runtime: Runtime) -> AsyncIterator[None]:
     """queue-ti's gRPC service on `grpc_port` (0: none), in this process's event loop, for as long as the app runs;
@@ -468,7 +494,7 @@ async def grpc_server(runtime: Runtime) -> AsyncIterator[None]:
             ("grpc.http2.max_ping_strikes", 2),
         ]
     )
-    queue_pb2_grpc.add_QueueServiceServicer_to_server(QueueTiService(runtime), server)  # type: ignore[no-untyped-call]
+    queue_pb2_grpc.add_QueueServiceServicer_to_server(QueueTiService(runtime), _Lenient(server))  # type: ignore[no-untyped-call]
     address = f"{runtime.settings.host}:{port}"
     if server.add_insecure_port(address) == 0:
         raise OSError(f"cannot listen on {address} for gRPC")

@@ -58,6 +58,7 @@ async def login(request: AnyRequest) -> Response[None]:
     operation_id="tokenLogin",
     tags=["session"],
     security=[],
+    **strict_body(TokenLoginBody),
 )
 async def token_login(request: AnyRequest, data: TokenLoginBody) -> TokenView:
     runtime: Runtime = request.app.state.runtime

@@ -97,7 +97,7 @@ def _metadata_filter(metadata: str | None) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(metadata)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise errors.InvalidRequest('metadata: not JSON; give an object, e.g. {"region": "eu"}') from None
     if not isinstance(value, dict):
         raise errors.InvalidRequest("metadata: give a JSON object; messages whose metadata contains it match")

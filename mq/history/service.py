@@ -228,5 +228,5 @@ def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         micros, entry_id = raw.split(".", 1)
         at = _EPOCH + int(micros) * _MICROSECOND
         return at, uuid.UUID(entry_id)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+    except (binascii.Error, UnicodeDecodeError, ValueError, OverflowError):  # overflow: a time outside years 1 to 9999
         raise errors.InvalidRequest("cursor: not one this log gave") from None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import json
 import logging
 import uuid
@@ -24,7 +23,7 @@ from mq import errors
 from mq.db.engine import DATABASE_ERRORS
 from mq.names import DLQ_SUFFIX, check_text
 from mq.queue.service import QueueService
-from mq.queue.types import STATUSES, MessageView, TopicConfig, TopicSummaryView, parse_uuid, rfc3339
+from mq.queue.types import MAX_PRIORITY, STATUSES, MessageView, TopicConfig, TopicSummaryView, parse_uuid, rfc3339
 from mq.queue.validation import check_topic
 from mq.quotas import NO_QUOTAS
 from mq.topics import sql
@@ -584,14 +583,24 @@ def _decode_cursor(cursor: str, reverse: bool) -> tuple[str, Position]:
             raise errors.InvalidRequest("cursor: not one of this direction's (reverse)")
         phase = phase.removeprefix("-")
         if phase == "live" and len(parts) == 4:
-            return phase, (int(parts[1]), datetime.fromisoformat(parts[2]), uuid.UUID(parts[3]))
+            priority, at = int(parts[1]), _aware(datetime.fromisoformat(parts[2]))
+            if 0 <= priority <= MAX_PRIORITY:
+                return phase, (priority, at, uuid.UUID(parts[3]))
         if phase == "done" and len(parts) == 2:
             return phase, uuid.UUID(parts[1])
         if phase in _PHASES and len(parts) == 1:
             return phase, None
-    except (ValueError, TypeError, IndexError, binascii.Error, UnicodeDecodeError):
-        pass
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError, RecursionError):
+        pass  # (binascii.Error and UnicodeDecodeError are ValueErrors)
     raise errors.InvalidRequest("cursor: not one this server gave")
+
+
+def _aware(at: datetime) -> datetime:
+    """A cursor's time, if it has a UTC equivalent (ValueError or OverflowError otherwise)."""
+    at.astimezone(UTC)  # (year 1 or 9999 with an offset has none)
+    if at.tzinfo is None:
+        raise ValueError(at)
+    return at
 
 
 def _check_group_topic(topic: str) -> None:

@@ -5,6 +5,7 @@ holds leases releases them (nothing lost); tenants isolated; and no request, how
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -184,7 +185,11 @@ _GROUP = st.just("") | _TEXT  # "": no consumer group; a made-up one is not regi
 SUBSCRIBE_WINDOW_SECONDS = 0.1
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+#: `make fuzz` runs the recorded run with more (SKIPLOCK_GRPC_FUZZ_EXAMPLES, docs/reliability.md).
+GRPC_FUZZ_EXAMPLES = int(os.environ.get("SKIPLOCK_GRPC_FUZZ_EXAMPLES", "150"))
+
+
+@settings(max_examples=GRPC_FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     topic=_TOPIC,
     payload=st.binary(max_size=2048),
