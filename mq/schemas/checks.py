@@ -3,7 +3,9 @@ in schema-check processes (`mq.schemas.sandbox`), never on the event loop, each 
 
 Why processes: the validators hold the GIL and cannot be interrupted (measured: a thread running a 0.8 s
 `jsonschema-rs` check let the event loop run twice), so a costly check in the API's process holds every tenant's
-requests. A process that outlives the budget is killed, and a warm spare takes its place.
+requests. A process that outlives the budget is killed (`mq.schemas.processes`), and a warm spare takes its place.
+The usual round trip runs on callbacks alone (a frame written, the reply read by the pipe's protocol): no task per
+check.
 
 - **Budget**: `schema_check_budget_ms` of the process's own CPU time per check (read from /proc: a check waiting
   for a core on a busy machine is not charged for it), and at most `WALL_FACTOR` times that in wall time. A check
@@ -12,121 +14,42 @@ requests. A process that outlives the budget is killed, and a warm spare takes i
 - **Sharing**: the checks of one tenant that arrive in the same turn of the event loop travel in one frame (one
   round trip for many concurrent enqueues). Tenants take turns for the processes; a tenant whose check ran over
   the budget in the last `COSTLY_SECONDS` gets one process at a time, so the others keep theirs.
-- **Cost when off**: nothing. The processes start with the first check (a tenant with a schema), one by one as
-  load needs them.
+- **In process when bounded**: a check whose cost is bounded by construction (`mq.schemas.cost`: a schema that is
+  a finite tree once its references are followed, and payloads small enough for it) runs in the API's process, a
+  slice of about 2 ms at the very most at a time, at a fraction of a round trip's cost; everything else goes to
+  the processes.
+- **Cost when off**: nothing. The processes start with the first check that needs one, one by one as load needs
+  them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-import os
-import struct
-import sys
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from mq import errors
-from mq.schemas.formats import SchemaFormat, Violation
+from mq.schemas.cost import PAYLOAD_UNITS, REQUEST_UNITS, Weight, inline_weight
+from mq.schemas.formats import UNEXPLAINED, Checker, SchemaFormat, Violation, compile_schema
+from mq.schemas.processes import SandboxProcess, TooCostly
 from mq.schemas.wire import Check, Checked, Compare, Compared, Compile, Compiled, Missing, Reply, Request
 
 log = logging.getLogger(__name__)
 
 #: The reason a message is refused when checking it ran over the budget (the contract's `details.reason`).
 CHECK_TOO_COSTLY = "check_too_costly"
-#: A check may take this many times its budget in wall time (waiting for a core) before it is stopped all the same.
-WALL_FACTOR = 20
 #: How long a tenant whose check ran over the budget gets one process at a time.
 COSTLY_SECONDS = 60.0
 #: Schema texts the API keeps keys for; past it, every process is told again what it needs.
 MAX_KEYS = 10_000
 
-_HEADER = struct.Struct(">I")
-_ENCODE = msgspec.msgpack.Encoder().encode
-_REPLIES: msgspec.msgpack.Decoder[Reply] = msgspec.msgpack.Decoder(Reply)
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-class TooCostly(Exception):
-    """A check ran over its budget (its process was stopped)."""
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) of a process so far, or None where /proc does not tell."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rpartition(b")")[2].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
-class _Process:
-    """One schema-check process and the schema keys it has been told."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.known: set[int] = set()
-
-    @classmethod
-    async def start(cls) -> _Process:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "mq.schemas.sandbox",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-        )
-        started = cls(proc)
-        await started._read()  # the process's "ready" (its imports are done)
-        return started
-
-    async def _read(self) -> bytes:
-        assert self.proc.stdout is not None
-        size = _HEADER.unpack(await self.proc.stdout.readexactly(_HEADER.size))[0]
-        return await self.proc.stdout.readexactly(size) if size else b""
-
-    async def ask(self, request: Request, budget: float) -> Reply:
-        """One round trip, within `budget` seconds of the process's CPU (`TooCostly` past it: the process is
-        killed)."""
-        assert self.proc.stdin is not None
-        data = _ENCODE(request)
-        self.proc.stdin.write(_HEADER.pack(len(data)) + data)
-        reading = asyncio.ensure_future(self._read())
-        used_before = _cpu_seconds(self.proc.pid)
-        started = time.monotonic()
-        wait = budget
-        while True:
-            done, _ = await asyncio.wait((reading,), timeout=wait)
-            if done:
-                try:
-                    return _REPLIES.decode(reading.result())
-                except asyncio.IncompleteReadError:  # the process died on it (memory, a crash): as costly
-                    log.warning("a schema-check process exited during a check (code %s)", self.proc.returncode)
-                    self.kill()
-                    raise TooCostly from None
-            used = _cpu_seconds(self.proc.pid)
-            spent = budget if used is None or used_before is None else used - used_before
-            if spent >= budget or time.monotonic() - started >= budget * WALL_FACTOR:
-                reading.cancel()
-                self.kill()
-                raise TooCostly
-            wait = max(budget - spent, 0.005)
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-
-    async def close(self) -> None:
-        self.kill()
-        with contextlib.suppress(Exception):
-            await self.proc.wait()
+__all__ = ["CHECK_TOO_COSTLY", "SchemaChecks", "TooCostly"]
 
 
 @dataclass
@@ -142,6 +65,10 @@ class _Job:
     tenant_id: int
     requests: list[_Request] = field(default_factory=list)
 
+    @property
+    def items(self) -> list[tuple[int, bytes]]:
+        return [item for request in self.requests for item in request.items]
+
 
 class SchemaChecks:
     def __init__(self, processes: int, budget_seconds: float) -> None:
@@ -150,9 +77,11 @@ class SchemaChecks:
         self._keys: dict[tuple[SchemaFormat, str], int] = {}
         self._texts: dict[int, tuple[SchemaFormat, str]] = {}
         self._next_key = 1  # keys are never reused: a process may still hold an old one
-        self._idle: list[_Process] = []
-        self._running = 0  # processes started (idle or busy), spare excluded
-        self._spare: asyncio.Task[_Process] | None = None
+        #: (format, text) -> (weight, checker) of a schema checked in process; None: always in the processes
+        self._inline: dict[tuple[SchemaFormat, str], tuple[Weight, Checker] | None] = {}
+        self._idle: list[SandboxProcess] = []
+        self._running = 0  # processes started or starting (idle or busy), the spare excluded
+        self._spare: asyncio.Task[SandboxProcess] | None = None
         self._gathering: dict[int, _Job] = {}
         self._waiting: dict[int, deque[_Job]] = {}
         self._turns: deque[int] = deque()
@@ -168,6 +97,15 @@ class SchemaChecks:
     ) -> list[Violation | None]:
         """One verdict per payload: None when it fits, or why not (`CHECK_TOO_COSTLY` as the reason when its
         check ran over the budget)."""
+        inline = self._inline.get((schema_format, schema_json))
+        if inline is None and (schema_format, schema_json) not in self._inline:
+            inline = self._inline_checker(schema_format, schema_json)
+        if inline is not None:
+            quick = await _in_process(inline[0], inline[1], payloads)
+            if quick is not None and not any(verdict is UNEXPLAINED for verdict in quick):
+                return quick
+            # too costly for the event loop, or some do not fit: why is the processes' to say (explaining costs far
+            # more than checking)
         key = self._key(schema_format, schema_json)
         loop = asyncio.get_running_loop()
         request = _Request([(key, p) for p in payloads], loop.create_future())
@@ -186,7 +124,7 @@ class SchemaChecks:
             reply = await self._alone(Compile(schema_format, schema_json))
         except TooCostly:
             raise errors.InvalidSchema(
-                f"compiling the schema took longer than its budget ({self._budget_text()})",
+                f"compiling the schema took longer than its budget ({round(self.budget * 1000)} ms)",
                 details={"reason": CHECK_TOO_COSTLY},
             ) from None
         assert isinstance(reply, Compiled)
@@ -203,17 +141,28 @@ class SchemaChecks:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
-        processes = list(self._idle)
+        for process in self._idle:
+            process.close()
         self._idle.clear()
         if self._spare is not None:
             self._spare.cancel()
-            with contextlib.suppress(BaseException):
-                processes.append(await self._spare)
-        for process in processes:
-            await process.close()
+            with contextlib.suppress(BaseException):  # cancelled while starting: nothing to close
+                (await self._spare).close()
 
-    def _budget_text(self) -> str:
-        return f"{round(self.budget * 1000)} ms"
+    def _inline_checker(self, schema_format: SchemaFormat, schema_json: str) -> tuple[Weight, Checker] | None:
+        """The weight and in-process checker of a schema whose checks are bounded (`mq.schemas.cost`), else None;
+        kept per schema text."""
+        if len(self._inline) >= MAX_KEYS:
+            self._inline.clear()
+        weight = inline_weight(schema_format, schema_json)
+        found = None
+        if weight is not None:
+            try:  # (bounded too: a schema of at most `MAX_INLINE_WEIGHT` nodes)
+                found = (weight, compile_schema(schema_format, schema_json))
+            except errors.InvalidSchema:
+                found = None  # the processes answer for it
+        self._inline[(schema_format, schema_json)] = found
+        return found
 
     def _key(self, schema_format: SchemaFormat, schema_json: str) -> int:
         found = self._keys.get((schema_format, schema_json))
@@ -226,9 +175,14 @@ class SchemaChecks:
             self._texts[found] = (schema_format, schema_json)
         return found
 
+    def _told(self, process: SandboxProcess, keys: set[int]) -> list[tuple[int, SchemaFormat, str]]:
+        process.known.update(keys)
+        return [(key, *self._texts[key]) for key in sorted(keys)]
+
     # --- processes -------------------------------------------------------------------------------------------
 
-    async def _take(self) -> _Process:
+    async def _take(self) -> SandboxProcess:
+        """An idle process, the spare, or a new one (counted in `_running`)."""
         if self._idle:
             return self._idle.pop()
         self._running += 1
@@ -237,28 +191,20 @@ class SchemaChecks:
                 spare, self._spare = self._spare, None
                 process = await spare
             else:
-                process = await _Process.start()
+                process = await SandboxProcess.start()
         except BaseException:
             self._running -= 1
             raise
-        self._keep_spare()
+        if self._spare is None:
+            self._spare = asyncio.get_running_loop().create_task(SandboxProcess.start())
         return process
 
-    def _keep_spare(self) -> None:
-        if self._spare is None:
-            self._spare = asyncio.get_running_loop().create_task(_Process.start())
-
-    async def _replace(self) -> _Process:
-        """Another process for one that was killed."""
-        self._running -= 1
-        return await self._take()
-
-    def _give_back(self, process: _Process | None) -> None:
-        """A process back to the idle ones (None: it was killed)."""
-        if process is None:
-            self._running -= 1
-        else:
+    def _give_back(self, process: SandboxProcess | None) -> None:
+        """A process back to the idle ones (None or dead: it was killed, one fewer runs)."""
+        if process is not None and process.alive:
             self._idle.append(process)
+        else:
+            self._running -= 1
         self._dispatch()
 
     async def _alone(self, request: Request) -> Reply:
@@ -267,7 +213,7 @@ class SchemaChecks:
         try:
             reply = await process.ask(request, self.budget)
         except BaseException:
-            await process.close()
+            process.close()
             self._give_back(None)
             raise
         self._give_back(process)
@@ -285,7 +231,7 @@ class SchemaChecks:
         self._dispatch()
 
     def _dispatch(self) -> None:
-        """Start waiting jobs while processes are free (or may be started), tenants in turn."""
+        """Send waiting jobs while processes are free (or may be started), tenants in turn."""
         now = time.monotonic()
         skipped = 0
         while self._turns and skipped < len(self._turns) and (self._idle or self._running < self.processes):
@@ -300,75 +246,110 @@ class SchemaChecks:
                 del self._waiting[tenant_id]
                 self._turns.remove(tenant_id)
             self._busy[tenant_id] = self._busy.get(tenant_id, 0) + 1
-            task = asyncio.get_running_loop().create_task(self._run(job))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
             skipped = 0
+            if self._idle:
+                self._send(self._idle.pop(), job)
+            else:
+                self._in_task(self._start_then_send(job))
 
-    async def _run(self, job: _Job) -> None:
-        process: _Process | None = None
+    def _in_task(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _start_then_send(self, job: _Job) -> None:
         try:
             process = await self._take()
-            process = await self._answer(process, job)
-        except BaseException as exc:
-            for request in job.requests:
-                if not request.future.done():
-                    request.future.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
-            if process is not None:
-                await process.close()
-                process = None
-            if not isinstance(exc, Exception):
-                raise
-        finally:
-            self._busy[job.tenant_id] -= 1
-            if not self._busy[job.tenant_id]:
-                del self._busy[job.tenant_id]
-            self._give_back(process)
+        except Exception as exc:  # the process would not start: the callers get the error
+            self._done(job, None, exc)
+            return
+        self._send(process, job)
 
-    async def _answer(self, process: _Process, job: _Job) -> _Process | None:
-        """Check the job's payloads together; if that runs over the budget, one at a time. Returns the process
-        (or a replacement) to give back, None if the last one was killed."""
-        items = [item for request in job.requests for item in request.items]
-        try:
-            verdicts = await self._checked(process, items)
-        except TooCostly:
+    def _send(self, process: SandboxProcess, job: _Job) -> None:
+        items = job.items
+        keys = {key for key, _ in items}
+        reply = process.ask(Check(self._told(process, keys - process.known), items), self.budget)
+        reply.add_done_callback(functools.partial(self._answered, process, job))
+
+    def _answered(self, process: SandboxProcess, job: _Job, reply: asyncio.Future[Reply]) -> None:
+        exc = reply.exception()
+        if isinstance(exc, TooCostly):
             self._over_budget(job.tenant_id)
-            if len(items) == 1:
-                job.requests[0].future.set_result([_costly()])
-                return None
-            process = await self._replace()
+            self._running -= 1  # (that process is gone)
+            if len(job.items) == 1:
+                self._done(job, None, [CHECK_TOO_COSTLY_VIOLATION])
+            else:
+                self._in_task(self._one_by_one(job))
+            return
+        if exc is not None:
+            self._done(job, process, exc)
+            return
+        answer = reply.result()
+        if isinstance(answer, Missing):  # the process forgot (it started again from none): tell it again
+            process.known.difference_update(answer.keys)
+            self._send(process, job)
+            return
+        assert isinstance(answer, Checked)
+        self._done(job, process, [None if v is None else Violation(v.pointer, v.reason) for v in answer.verdicts])
+
+    async def _one_by_one(self, job: _Job) -> None:
+        """A job that ran over the budget, checked again a payload at a time, each with the budget; the rest of a
+        request once one of its payloads ran over is not checked (the request is refused)."""
+        process: SandboxProcess | None = None
+        try:
+            process = await self._take()
             for request in job.requests:
                 answers: list[Violation | None] = []
-                for item in request.items:  # the others of a refused request need no check
-                    if answers and answers[-1] is not None and answers[-1].reason == CHECK_TOO_COSTLY:
+                for item in request.items:
+                    if any(a is CHECK_TOO_COSTLY_VIOLATION for a in answers):
                         answers.append(None)
                         continue
                     try:
-                        answers.append((await self._checked(process, [item]))[0])
+                        answers.append(await self._checked_alone(process, item))
                     except TooCostly:
                         self._over_budget(job.tenant_id)
-                        answers.append(_costly())
-                        process = await self._replace()
-                request.future.set_result(answers)
-            return process
+                        answers.append(CHECK_TOO_COSTLY_VIOLATION)
+                        self._running -= 1
+                        process = await self._take()
+                if not request.future.done():
+                    request.future.set_result(answers)
+        except BaseException as exc:
+            self._done(job, process, exc if isinstance(exc, Exception) else asyncio.CancelledError())
+            if not isinstance(exc, Exception):
+                raise
+            return
+        self._done(job, process, None)
+
+    async def _checked_alone(self, process: SandboxProcess, item: tuple[int, bytes]) -> Violation | None:
+        reply = await process.ask(Check(self._told(process, {item[0]} - process.known), [item]), self.budget)
+        if isinstance(reply, Missing):
+            process.known.difference_update(reply.keys)
+            reply = await process.ask(Check(self._told(process, {item[0]}), [item]), self.budget)
+        assert isinstance(reply, Checked)
+        verdict = reply.verdicts[0]
+        return None if verdict is None else Violation(verdict.pointer, verdict.reason)
+
+    def _done(
+        self, job: _Job, process: SandboxProcess | None, outcome: list[Violation | None] | BaseException | None
+    ) -> None:
+        """Answer the job's callers (a list: their verdicts in order; an exception: each fails with it; None: they
+        were answered already), and free its process and its tenant's turn."""
         at = 0
         for request in job.requests:
-            request.future.set_result(verdicts[at : at + len(request.items)])
+            if request.future.done():
+                continue
+            if isinstance(outcome, BaseException):
+                request.future.set_exception(outcome)
+            elif outcome is not None:
+                request.future.set_result(outcome[at : at + len(request.items)])
             at += len(request.items)
-        return process
-
-    async def _checked(self, process: _Process, items: list[tuple[int, bytes]]) -> list[Violation | None]:
-        keys = {key for key, _ in items}
-        reply = await process.ask(Check(self._told(process, keys - process.known), items), self.budget)
-        if isinstance(reply, Missing):  # the process forgot (it started again from none): tell it again
-            process.known.difference_update(reply.keys)
-            reply = await process.ask(Check(self._told(process, set(reply.keys)), items), self.budget)
-        assert isinstance(reply, Checked)
-        return [None if v is None else Violation(v.pointer, v.reason) for v in reply.verdicts]
-
-    def _told(self, process: _Process, keys: set[int]) -> list[tuple[int, SchemaFormat, str]]:
-        process.known.update(keys)
-        return [(key, *self._texts[key]) for key in sorted(keys)]
+        self._busy[job.tenant_id] -= 1
+        if not self._busy[job.tenant_id]:
+            del self._busy[job.tenant_id]
+        if process is not None:
+            self._give_back(process)
+        else:
+            self._dispatch()
 
     def _over_budget(self, tenant_id: int) -> None:
         self.too_costly += 1
@@ -379,5 +360,22 @@ class SchemaChecks:
         log.warning("a schema check of tenant %s ran over its budget; its process was stopped", tenant_id)
 
 
-def _costly() -> Violation:
-    return Violation("", CHECK_TOO_COSTLY)
+#: The verdict of a payload whose check ran over the budget.
+CHECK_TOO_COSTLY_VIOLATION = Violation("", CHECK_TOO_COSTLY)
+
+
+async def _in_process(weight: Weight, checker: Checker, payloads: Sequence[bytes]) -> list[Violation | None] | None:
+    """The cheap pass (`Checker.quickly`) over the payloads in this process, a slice of at most `PAYLOAD_UNITS`
+    at a time with the event loop free between slices; None when a payload or the request is too costly for it."""
+    units = [weight.units(payload) for payload in payloads]
+    if max(units, default=0) > PAYLOAD_UNITS or sum(units) > REQUEST_UNITS:
+        return None
+    verdicts: list[Violation | None] = []
+    done = 0
+    for payload, cost in zip(payloads, units, strict=True):
+        if done + cost > PAYLOAD_UNITS:
+            await asyncio.sleep(0)  # others' requests run between slices
+            done = 0
+        verdicts.append(checker.quickly(payload))
+        done += cost
+    return verdicts

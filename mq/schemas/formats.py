@@ -55,7 +55,34 @@ class Violation(msgspec.Struct, frozen=True):
     reason: str
 
 
-Checker = Callable[[bytes], Violation | None]
+#: `Checker.quickly`'s answer for a payload that does not fit, before anyone says why.
+UNEXPLAINED = Violation("", "does not fit the schema")
+
+
+class Checker:
+    """A compiled schema's payload check, in two passes: `fits` (the decoded payload fits: the validators' cheap
+    answer, no error built) and `explain` (why it does not: where and what, which for a schema of many branches
+    costs far more). Called, it answers the Violation, or None when the payload fits."""
+
+    __slots__ = ("explain", "fits")
+
+    def __init__(self, fits: Callable[[Any], bool], explain: Callable[[Any], Violation | None]) -> None:
+        self.fits = fits
+        self.explain = explain
+
+    def __call__(self, payload: bytes) -> Violation | None:
+        decoded = _decoded(payload)
+        if isinstance(decoded, Violation):
+            return decoded
+        return None if self.fits(decoded) else self.explain(decoded)
+
+    def quickly(self, payload: bytes) -> Violation | None:
+        """The cheap pass alone: None when the payload fits, a Violation when it is not JSON or nests too deep,
+        `UNEXPLAINED` when it does not fit (the explanation is left to `__call__`)."""
+        decoded = _decoded(payload)
+        if isinstance(decoded, Violation):
+            return decoded
+        return None if self.fits(decoded) else UNEXPLAINED
 
 
 def parse_json(schema_json: str) -> Any:
@@ -114,19 +141,14 @@ def _json_schema(schema: Any) -> Checker:
     except (jsonschema_rs.ReferencingError, ValueError):
         raise errors.InvalidSchema(_OUTSIDE) from None
 
-    def check(payload: bytes) -> Violation | None:
-        instance = _decoded(payload)
-        if isinstance(instance, Violation):
-            return instance
-        if validator.is_valid(instance):
-            return None
-        try:  # the first error only: collecting every error of every `anyOf` branch is what costs
+    def explain(instance: Any) -> Violation | None:
+        try:  # the first error only (collecting every error of every `anyOf` branch would cost more still)
             validator.validate(instance)
         except jsonschema_rs.ValidationError as error:
             return Violation(_pointer(error.instance_path), error.message)
         return None
 
-    return check
+    return Checker(validator.is_valid, explain)
 
 
 def _avro(schema: Any) -> Checker:
@@ -138,19 +160,17 @@ def _avro(schema: Any) -> Checker:
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # the parsers' answer to odd shapes
         raise errors.InvalidSchema(f"not a valid Avro schema: {type(exc).__name__}: {exc}") from None
 
-    def check(payload: bytes) -> Violation | None:
-        datum = _decoded(payload)
-        if isinstance(datum, Violation):
-            return datum
-        if avro_validate(datum, parsed, raise_errors=False):  # (with raise_errors, 18 µs instead of 5.7)
-            return None
+    def fits(datum: Any) -> bool:
+        return bool(avro_validate(datum, parsed, raise_errors=False))  # (with raise_errors, 18 µs instead of 5.7)
+
+    def explain(datum: Any) -> Violation | None:
         try:
             avro_validate(datum, parsed, raise_errors=True)
         except AvroValidationError as exc:
             return _avro_violation(datum, exc, parsed)
         return None
 
-    return check
+    return Checker(fits, explain)
 
 
 def _avro_violation(datum: Any, exc: AvroValidationError, parsed: Any) -> Violation:

@@ -6,15 +6,16 @@ its depth, an Avro record's error pass grows with the payload's nesting, a patte
 API's process (its event loop or a thread) holds every other request while it runs. Here it runs in a process of
 its own, which the API kills when a check outlives its time budget (`mq.schemas.checks`).
 
-Frames on stdin and stdout: a 4-byte big-endian length, then a msgpack-encoded request (`Request`) or reply.
+Frames on stdin and stdout: a 4-byte big-endian length (a reply's header also holds the process's CPU seconds
+so far, `mq.schemas.processes`), then a msgpack-encoded request (`Request`) or reply.
 The process keeps each schema it compiled (by the key the API gave it) and is told a schema's text only the first
 time; it answers `Missing` for a key it no longer holds, and the API sends the text again.
 """
 
 from __future__ import annotations
 
-import struct
 import sys
+import time
 from typing import BinaryIO
 
 import msgspec
@@ -22,6 +23,7 @@ import msgspec
 from mq import errors
 from mq.schemas.compatibility import first_break
 from mq.schemas.formats import Checker, SchemaFormat, Violation, compile_schema
+from mq.schemas.processes import REPLY_HEADER, REQUEST_HEADER
 from mq.schemas.wire import (
     Check,
     Checked,
@@ -37,8 +39,6 @@ from mq.schemas.wire import (
 
 #: Compiled schemas a process keeps; past it, it starts again from none (the API resends what it needs).
 MAX_COMPILED = 10_000
-
-_HEADER = struct.Struct(">I")
 
 
 class Sandbox:
@@ -59,7 +59,7 @@ class Sandbox:
             try:
                 self.compiled[key] = compile_schema(schema_format, text)
             except Exception:  # stored schemas compiled when they were stored; a library change may refuse one
-                self.compiled[key] = _refuse_all
+                self.compiled[key] = _REFUSE_ALL
         missing = sorted({key for key, _ in request.items if key not in self.compiled})
         if missing:
             return Missing(keys=missing)
@@ -70,8 +70,8 @@ class Sandbox:
         return Checked(verdicts=verdicts)
 
 
-def _refuse_all(payload: bytes) -> Violation:
-    return Violation("", "the topic's schema no longer compiles: store it again")
+#: The checker of a stored schema that no longer compiles (a library changed): every payload refused, saying so.
+_REFUSE_ALL = Checker(lambda _: False, lambda _: Violation("", "the topic's schema no longer compiles: store it again"))
 
 
 def _compile_error(schema_format: SchemaFormat, text: str) -> str | None:
@@ -101,18 +101,17 @@ def main() -> None:
     decoder = msgspec.msgpack.Decoder(Request)
     encoder = msgspec.msgpack.Encoder()
     sandbox = Sandbox()
-    stdout.write(_HEADER.pack(0))  # ready: the imports are done
+    stdout.write(REPLY_HEADER.pack(0, time.process_time()))  # ready: the imports are done
     stdout.flush()
     while True:
-        header = _read(stdin, _HEADER.size)
+        header = _read(stdin, REQUEST_HEADER.size)
         if header is None:
             return
-        body = _read(stdin, _HEADER.unpack(header)[0])
+        body = _read(stdin, REQUEST_HEADER.unpack(header)[0])
         if body is None:
             return
-        reply = sandbox.handle(decoder.decode(body))
-        data = encoder.encode(reply)
-        stdout.write(_HEADER.pack(len(data)) + data)
+        data = encoder.encode(sandbox.handle(decoder.decode(body)))
+        stdout.write(REPLY_HEADER.pack(len(data), time.process_time()) + data)  # with the CPU it used so far
         stdout.flush()
 
 
