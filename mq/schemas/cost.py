@@ -17,11 +17,11 @@ or None for a schema it cannot bound:
 
 A payload's check then costs about `units`: its bytes (decoding them, and scanning them for each string keyword
 of the schema: patterns, lengths, formats) plus the schema's weight times the payload's values (counted in C from
-its separators). A request is checked in process when none of its payloads is over `PAYLOAD_UNITS` and all of
-them add up to at most `REQUEST_UNITS`, a slice of at most `PAYLOAD_UNITS` at a time, the event loop free between
-slices (bench/RESULTS.md, "Schema checks in process": at most about 60 ns a unit in the worst shapes measured, so
-about 2 ms a slice at the very most, and far less for ordinary schemas); anything else, and any schema with a None
-weight, goes to the schema-check processes.
+its separators). A request is checked in process when none of its payloads is over `PAYLOAD_UNITS` (bench/RESULTS.md,
+"Schema checks in process": at most about 90 ns a unit in the worst shapes measured, so about 3 ms a payload at
+the very most, far less for ordinary schemas) and all of them add up to at most `REQUEST_UNITS`; the checks give
+the event loop to other requests every couple of milliseconds (`mq.schemas.checks`). Anything else, and any schema
+with a None weight, goes to the schema-check processes.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Any
 
 from mq.schemas.formats import SchemaFormat
 
-#: The units (`Weight.units`) of the in-process checks run in one go, between which the event loop runs others; a
-#: payload over it is checked in a schema-check process.
+#: The units (`Weight.units`) a payload's in-process check may take; a payload over it is checked in a schema-check
+#: process.
 PAYLOAD_UNITS = 32_000
 #: The units a request's in-process checks may add up to; a request over it is checked in the processes.
 REQUEST_UNITS = 1_000_000
@@ -69,11 +69,16 @@ class Weight:
     nodes: int
     scans: int
 
+    @property
+    def per_byte(self) -> int:
+        """Units per payload byte at the most (a payload has at most as many values as bytes)."""
+        return 2 + self.scans + self.nodes
+
     def units(self, payload: bytes) -> int:
-        """About what checking `payload` costs (a unit: tens of nanoseconds at the very most): an upper bound
-        first (a payload has at most as many values as bytes), counted exactly only when that is over a slice."""
+        """About what checking `payload` costs (a unit: tens of nanoseconds at the very most): the bound by its
+        size, counted exactly only when that is over a payload's limit."""
         size = len(payload)
-        bound = size * (2 + self.scans + self.nodes)
+        bound = size * self.per_byte
         if bound <= PAYLOAD_UNITS:
             return bound
         values = payload.count(b",") + payload.count(b":") + payload.count(b"[") + payload.count(b"{") + 1

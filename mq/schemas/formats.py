@@ -104,7 +104,7 @@ def compile_schema(schema_format: SchemaFormat, schema_json: str) -> Checker:
 
 def _decoded(payload: bytes) -> Any | Violation:
     """The payload as JSON, or why it cannot be checked."""
-    if json_depth_exceeds(payload):
+    if len(payload) > MAX_JSON_DEPTH and json_depth_exceeds(payload):  # (shorter text cannot nest that deep)
         return Violation("", f"the payload nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         return _DECODE(payload)
