@@ -165,12 +165,12 @@ class QueueService:
             schema = configs[row.topic].schema
             if schema is not None:
                 by_schema.setdefault(schema, []).append(index)
-        verdicts = await asyncio.gather(
-            *(
-                self.schemas.check(tenant_id, schema.format, schema.schema_json, [rows[i].payload for i in indexes])
-                for schema, indexes in by_schema.items()
-            )
-        )
+        checks = [
+            self.schemas.check(tenant_id, schema.format, schema.schema_json, [rows[i].payload for i in indexes])
+            for schema, indexes in by_schema.items()
+        ]
+        # (one schema, the usual batch: awaited in this task; several: side by side)
+        verdicts = [await checks[0]] if len(checks) == 1 else await asyncio.gather(*checks)
         problems = []
         for (schema, indexes), answers in zip(by_schema.items(), verdicts, strict=True):
             for index, violation in zip(indexes, answers, strict=True):
