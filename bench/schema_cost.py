@@ -90,7 +90,7 @@ def main() -> None:
         shape = f"{weight.nodes:>6}/{weight.scans:<4} {len(payload):>7} {units:>8}"
         print(f"{name:34} {shape} {took * 1e6:>8.1f} {took / units * 1e9:>8.2f}")
     slice_ms = worst * PAYLOAD_UNITS * 1e3
-    print(f"worst {worst * 1e9:.1f} ns a unit: a payload of PAYLOAD_UNITS ({PAYLOAD_UNITS}) takes at most {slice_ms:.2f} ms")
+    print(f"worst {worst * 1e9:.1f} ns a unit: a payload of {PAYLOAD_UNITS} units takes at most {slice_ms:.2f} ms")
 
 
 if __name__ == "__main__":
