@@ -11,31 +11,9 @@ import json
 import time
 from typing import Any
 
-from bench.schemas import ORDER_JSON_SCHEMA
+from bench.schemas import ORDER, ORDER_AVRO, ORDER_JSON_SCHEMA
 from mq.schemas.cost import PAYLOAD_UNITS, inline_weight
 from mq.schemas.formats import SchemaFormat, compile_schema
-
-ORDER = {
-    "order_id": "o-1",
-    "amount": 12.5,
-    "currency": "EUR",
-    "items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}],
-    "customer": {"id": 7, "email": "a@b"},
-}
-ORDER_AVRO = {
-    "type": "record",
-    "name": "Order",
-    "fields": [
-        {"name": "id", "type": "string"},
-        {
-            "name": "items",
-            "type": {
-                "type": "array",
-                "items": {"type": "record", "name": "Item", "fields": [{"name": "sku", "type": "string"}]},
-            },
-        },
-    ],
-}
 
 
 def _fan_out(depth: int) -> dict[str, Any]:
@@ -55,7 +33,7 @@ def _cases() -> list[tuple[str, SchemaFormat, Any, bytes]]:
     records = [{"type": "record", "name": f"R{i}", "fields": [{"name": "f", "type": "int"}]} for i in range(200)]
     union = {"type": "array", "items": records}
     integers = {"type": "array", "items": {"type": "integer"}}
-    avro_items = json.dumps({"id": "x", "items": [{"sku": "s"}] * 300}).encode()
+    avro_items = json.dumps({**ORDER, "items": ORDER["items"] * 150}).encode()
     return [
         ("an order (ordinary)", "json_schema", ORDER_JSON_SCHEMA, json.dumps(ORDER).encode()),
         ("fan-out of 10 levels, invalid", "json_schema", _fan_out(10), b'"x"'),

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import asyncpg
+import grpc
 import httpx
 import pytest
 
@@ -158,6 +159,13 @@ async def client(server: Server, tenant: Tenant) -> AsyncIterator[httpx.AsyncCli
     async with httpx.AsyncClient(
         base_url=server.base_url, auth=ADMIN, headers={"X-Tenant": tenant.slug}, timeout=30
     ) as c:
+        yield c
+
+
+@pytest.fixture
+async def channel(server: Server) -> AsyncIterator[grpc.aio.Channel]:
+    """A gRPC channel to the session's server (calls carry their own token: `tests.support.grpc_calls.bearer`)."""
+    async with grpc.aio.insecure_channel(server.grpc_address) as c:
         yield c
 
 

@@ -10,7 +10,7 @@ import contextlib
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import asyncpg
@@ -24,33 +24,16 @@ from mq import errors
 from mq.tenancy.repository import UserRecord
 from mq.tenancy.tokens import TokenSigner
 from tests.integration.helpers import b64
+from tests.support.grpc_calls import bearer, login_token
 from tests.support.servers import TOKEN_SECRET, Server, start_server, stop_server
 from tests.support.tenants import Tenant
 
 Stub = queue_pb2_grpc.QueueServiceStub
 
 
-async def _token(server: Server, username: str, password: str) -> str:
-    async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as c:
-        r = await c.post("/api/auth/login", json={"username": username, "password": password})
-        assert r.status_code == 200, r.text
-        token: str = r.json()["token"]
-        return token
-
-
-def _auth(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
-
-
 async def _user_id(db: asyncpg.Pool[Any], username: str) -> uuid.UUID:
     found: uuid.UUID = await db.fetchval("SELECT id FROM users WHERE username = $1", username)
     return found
-
-
-@pytest.fixture
-async def channel(server: Server) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(server.grpc_address) as c:
-        yield c
 
 
 @pytest.fixture
@@ -74,12 +57,12 @@ async def _ends_at_the_next_lease(
 ) -> grpc.StatusCode:
     """A stream receives a message; `change` happens; the next message's lease ends the stream: its status, once
     checked that it came within a second of that message's enqueue."""
-    stream = Stub(channel).Subscribe(queue_pb2.SubscribeRequest(topic="feed"), metadata=_auth(token))
+    stream = Stub(channel).Subscribe(queue_pb2.SubscribeRequest(topic="feed"), metadata=bearer(token))
     r = await client.post("/api/messages", json={"topic": "feed", "payload": b64(b"first")})
     assert r.status_code == 201, r.text
     first = await asyncio.wait_for(stream.read(), 10)
     assert first.payload == b"first"
-    await Stub(channel).Ack(queue_pb2.AckRequest(id=first.id), metadata=_auth(token))
+    await Stub(channel).Ack(queue_pb2.AckRequest(id=first.id), metadata=bearer(token))
     await change()
     await asyncio.sleep(0.2)  # the change reached every cache (a broadcast)
     started = time.perf_counter()
@@ -97,7 +80,7 @@ async def test_a_subscribe_stream_ends_when_its_grant_is_removed(
     server: Server, channel: grpc.aio.Channel, client: httpx.AsyncClient, member: tuple[str, str, uuid.UUID]
 ) -> None:
     username, password, user_id = member
-    token = await _token(server, username, password)
+    token = await login_token(server, username, password)
 
     async def remove_grant() -> None:
         [grant] = (await client.get(f"/api/users/{user_id}/grants")).json()["items"]
@@ -118,7 +101,7 @@ async def test_a_subscribe_stream_ends_when_its_user_changes(
     change: str,
 ) -> None:
     username, password, user_id = member
-    token = await _token(server, username, password)
+    token = await login_token(server, username, password)
 
     async def changed() -> None:
         if change == "delete_user":
@@ -168,7 +151,7 @@ async def test_a_stream_holds_at_most_its_unsettled_deliveries(
     items = [{"payload": b64(f"m{n}".encode())} for n in range(1000)]
     assert (await client.post("/api/messages/batch", json={"topic": "flood", "messages": items})).status_code == 201
     stream = Stub(channel).Subscribe(
-        queue_pb2.SubscribeRequest(topic="flood", visibility_timeout_seconds=600), metadata=_auth(admin_token)
+        queue_pb2.SubscribeRequest(topic="flood", visibility_timeout_seconds=600), metadata=bearer(admin_token)
     )
     await asyncio.wait_for(stream.read(), 10)
     await asyncio.sleep(2)  # time to lease what it would
@@ -188,7 +171,7 @@ async def test_acked_messages_make_room_for_more(
 ) -> None:
     items = [{"payload": b64(f"m{n}".encode())} for n in range(100)]
     assert (await client.post("/api/messages/batch", json={"topic": "acked", "messages": items})).status_code == 201
-    stub, auth = Stub(channel), _auth(admin_token)
+    stub, auth = Stub(channel), bearer(admin_token)
     stream = stub.Subscribe(queue_pb2.SubscribeRequest(topic="acked"), metadata=auth)
     for _ in range(100):
         message = await asyncio.wait_for(stream.read(), 10)
@@ -198,7 +181,7 @@ async def test_acked_messages_make_room_for_more(
 
 
 async def test_streams_are_capped_per_user(channel: grpc.aio.Channel, admin_token: str) -> None:
-    stub, auth = Stub(channel), _auth(admin_token)
+    stub, auth = Stub(channel), bearer(admin_token)
     streams = [stub.Subscribe(queue_pb2.SubscribeRequest(topic="idle"), metadata=auth) for _ in range(64)]
     reads = [asyncio.ensure_future(stream.read()) for stream in streams]  # each waits for a message
     await asyncio.sleep(1)  # each of them is open on the server
@@ -223,7 +206,7 @@ async def test_ack_by_id_touches_only_the_callers_own_lease(
 ) -> None:
     """A's gRPC lease lapses, B leases the message over REST; A's ack by id is `lease_lost` and B's lease stands:
     B's nack retries the message."""
-    stub, auth = Stub(channel), _auth(admin_token)
+    stub, auth = Stub(channel), bearer(admin_token)
     r = await client.post("/api/messages", json={"topic": "owned", "payload": b64(b"x")})
     message_id = r.json()["id"]
     a = await stub.Dequeue(queue_pb2.DequeueRequest(topic="owned", visibility_timeout_seconds=1), metadata=auth)
@@ -267,8 +250,8 @@ async def test_an_unexpected_error_answers_internal_with_a_fixed_text() -> None:
 
 
 @pytest.fixture
-async def admin_token(server: Server, tenant: Tenant, make_user: Any) -> str:
-    return await _token(server, *(await make_user("tenant_admin", tenant)))
+async def adminlogin_token(server: Server, tenant: Tenant, make_user: Any) -> str:
+    return await login_token(server, *(await make_user("tenant_admin", tenant)))
 
 
 class _Freezer:
@@ -320,7 +303,7 @@ async def test_a_peer_gone_silent_is_dropped_and_its_leases_released(
     quick_keepalive_server: Server, tenant: Tenant, make_user: Any
 ) -> None:
     server = quick_keepalive_server
-    token = await _token(server, *(await make_user("tenant_admin", tenant)))
+    token = await login_token(server, *(await make_user("tenant_admin", tenant)))
     host, port = server.grpc_address.rsplit(":", 1)
     freezer = _Freezer((host, int(port)))
     await freezer.start()
@@ -330,7 +313,7 @@ async def test_a_peer_gone_silent_is_dropped_and_its_leases_released(
         message_id = r.json()["id"]
         async with grpc.aio.insecure_channel(f"127.0.0.1:{freezer.port}") as channel:
             stream = Stub(channel).Subscribe(
-                queue_pb2.SubscribeRequest(topic="silent", visibility_timeout_seconds=3600), metadata=_auth(token)
+                queue_pb2.SubscribeRequest(topic="silent", visibility_timeout_seconds=3600), metadata=bearer(token)
             )
             got = await asyncio.wait_for(stream.read(), 10)
             assert got.id == message_id

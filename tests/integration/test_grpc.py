@@ -8,7 +8,6 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -20,33 +19,16 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from api.queue_ti import queue_pb2, queue_pb2_grpc
+from tests.support.grpc_calls import bearer, login_token
 from tests.support.servers import Server, start_server, stop_server
 from tests.support.tenants import Tenant
 
 Stub = queue_pb2_grpc.QueueServiceStub
 
 
-async def _token(server: Server, username: str, password: str) -> str:
-    async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as c:
-        r = await c.post("/api/auth/login", json={"username": username, "password": password})
-        assert r.status_code == 200, r.text
-        token: str = r.json()["token"]
-        return token
-
-
-@pytest.fixture
-async def channel(server: Server) -> AsyncIterator[grpc.aio.Channel]:
-    async with grpc.aio.insecure_channel(server.grpc_address) as c:
-        yield c
-
-
 @pytest.fixture
 async def admin_token(server: Server, tenant: Tenant, make_user: Any) -> str:
-    return await _token(server, *(await make_user("tenant_admin", tenant)))
-
-
-def _auth(token: str) -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {token}"),)
+    return await login_token(server, *(await make_user("tenant_admin", tenant)))
 
 
 async def _refused(call: Any, code: grpc.StatusCode, contract_code: str) -> None:
@@ -66,7 +48,7 @@ async def _refused(call: Any, code: grpc.StatusCode, contract_code: str) -> None
 async def test_rest_errors_are_grpc_status_codes(
     channel: grpc.aio.Channel, admin_token: str, server: Server, tenant: Tenant, make_user: Any
 ) -> None:
-    stub, auth = Stub(channel), _auth(admin_token)
+    stub, auth = Stub(channel), bearer(admin_token)
     await _refused(
         stub.Enqueue(queue_pb2.EnqueueRequest(topic="x.dlq", payload=b"p"), metadata=auth),
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -101,9 +83,9 @@ async def test_rest_errors_are_grpc_status_codes(
         grpc.StatusCode.INVALID_ARGUMENT,
         "consumer_group_required",
     )
-    member = await _token(server, *(await make_user("member", tenant)))
+    member = await login_token(server, *(await make_user("member", tenant)))
     await _refused(
-        stub.Enqueue(queue_pb2.EnqueueRequest(topic="capped", payload=b"3"), metadata=_auth(member)),
+        stub.Enqueue(queue_pb2.EnqueueRequest(topic="capped", payload=b"3"), metadata=bearer(member)),
         grpc.StatusCode.PERMISSION_DENIED,
         "forbidden",
     )
@@ -113,7 +95,7 @@ async def test_rest_errors_are_grpc_status_codes(
 
 
 async def test_subscribe_is_woken_by_an_enqueue(channel: grpc.aio.Channel, admin_token: str) -> None:
-    stub, auth = Stub(channel), _auth(admin_token)
+    stub, auth = Stub(channel), bearer(admin_token)
     stream = stub.Subscribe(queue_pb2.SubscribeRequest(topic="woken"), metadata=auth)
     await asyncio.sleep(0.5)  # the stream waits: nothing to deliver
     started = time.monotonic()
@@ -130,7 +112,7 @@ async def test_subscribe_is_woken_by_an_enqueue(channel: grpc.aio.Channel, admin
 async def test_a_stream_cut_with_leases_releases_them(
     channel: grpc.aio.Channel, admin_token: str, server: Server
 ) -> None:
-    stub, auth = Stub(channel), _auth(admin_token)
+    stub, auth = Stub(channel), bearer(admin_token)
     ids = {
         (await stub.Enqueue(queue_pb2.EnqueueRequest(topic="cut", payload=f"m{n}".encode()), metadata=auth)).id
         for n in range(3)
@@ -158,9 +140,9 @@ async def test_tenants_are_isolated_over_grpc(
     stub = Stub(channel)
     other_slug = f"t-{time.monotonic_ns()}"
     other_id = await db.fetchval("INSERT INTO tenants (slug, name) VALUES ($1, $1) RETURNING id", other_slug)
-    other = _auth(await _token(server, *(await make_user("tenant_admin", Tenant(other_id, other_slug)))))
+    other = bearer(await login_token(server, *(await make_user("tenant_admin", Tenant(other_id, other_slug)))))
     mine = await stub.Enqueue(
-        queue_pb2.EnqueueRequest(topic="shared-name", payload=b"mine"), metadata=_auth(admin_token)
+        queue_pb2.EnqueueRequest(topic="shared-name", payload=b"mine"), metadata=bearer(admin_token)
     )
     await stub.Enqueue(queue_pb2.EnqueueRequest(topic="shared-name", payload=b"theirs"), metadata=other)
     got = await stub.BatchDequeue(queue_pb2.BatchDequeueRequest(topic="shared-name", count=10), metadata=other)
@@ -218,7 +200,7 @@ def test_no_request_is_answered_internal(
     async def run() -> None:
         failures: list[grpc.aio.AioRpcError] = []
         async with grpc.aio.insecure_channel(server.grpc_address) as channel:
-            stub, auth = Stub(channel), _auth(admin_token)
+            stub, auth = Stub(channel), bearer(admin_token)
             extra = {} if visibility is None else {"visibility_timeout_seconds": visibility}
             calls = [
                 stub.Enqueue(
@@ -268,9 +250,9 @@ async def test_a_graceful_shutdown_ends_subscribe_streams(
     within the HTTP server's graceful shutdown."""
     own = start_server(server_env)
     try:
-        token = await _token(own, *(await make_user("tenant_admin", tenant)))
+        token = await login_token(own, *(await make_user("tenant_admin", tenant)))
         async with grpc.aio.insecure_channel(own.grpc_address) as channel:
-            stream = Stub(channel).Subscribe(queue_pb2.SubscribeRequest(topic="draining"), metadata=_auth(token))
+            stream = Stub(channel).Subscribe(queue_pb2.SubscribeRequest(topic="draining"), metadata=bearer(token))
             reading = asyncio.create_task(stream.read())
             await asyncio.sleep(0.5)
             assert not reading.done()  # waiting: nothing to deliver
