@@ -20,6 +20,7 @@ import pytest
 
 from mq.db.engine import asyncpg_dsn
 from mq.tenancy.passwords import hash_password
+from tests.support.grpc_calls import login_token
 from tests.support.servers import (
     ADMIN,
     TOKEN_SECRET,
@@ -167,6 +168,12 @@ async def channel(server: Server) -> AsyncIterator[grpc.aio.Channel]:
     """A gRPC channel to the session's server (calls carry their own token: `tests.support.grpc_calls.bearer`)."""
     async with grpc.aio.insecure_channel(server.grpc_address) as c:
         yield c
+
+
+@pytest.fixture
+async def admin_token(server: Server, tenant: Tenant, make_user: Callable[..., Any]) -> str:
+    """A bearer token of a tenant admin of this test's tenant (for gRPC calls: `tests.support.grpc_calls.bearer`)."""
+    return await login_token(server, *(await make_user("tenant_admin", tenant)))
 
 
 @pytest.fixture

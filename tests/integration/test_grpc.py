@@ -26,11 +26,6 @@ from tests.support.tenants import Tenant
 Stub = queue_pb2_grpc.QueueServiceStub
 
 
-@pytest.fixture
-async def admin_token(server: Server, tenant: Tenant, make_user: Any) -> str:
-    return await login_token(server, *(await make_user("tenant_admin", tenant)))
-
-
 async def _refused(call: Any, code: grpc.StatusCode, contract_code: str) -> None:
     """The call fails with `code`, and the contract's code is in the status details (an ErrorInfo) and in the
     `skiplock-code` trailer."""
