@@ -16,8 +16,10 @@ from typing import Any
 
 import asyncpg
 
+from mq.db.statements import REGISTRY
 from mq.ids import uuid7
 from mq.queue import sql
+from mq.queue.sql import dequeue as _dequeue  # noqa: F401  (its statements join the registry)
 from mq.topics import sql as topics_sql
 from tests.support.servers import migrated_database, postgres_server
 
@@ -51,6 +53,56 @@ async def explain(conn: asyncpg.Connection[Any], name: str, statement: str, *arg
     print(f"\n=== {name}")
     for row in rows:
         print(row[0])
+
+
+# The values of the registered statements' named parameters (`mq.db.statements.REGISTRY`) here: tenant 1's
+# topic-3, or, for a grouped plan, a consumer group owed each message of topic-4.
+SAMPLE = {
+    "tenant": 1,
+    "topic": "topic-3",
+    "group": 0,
+    "count": 100,
+    "visibility": 30.0,
+    "secret": "0" * 32,
+    "dlq_default": True,
+    "consumer": "bench",
+}
+GROUP_SETUP = """
+WITH g AS (
+    INSERT INTO consumer_groups (tenant_id, topic, name, start) VALUES (1, 'topic-4', 'bench', 'earliest')
+    RETURNING id
+), owed AS (
+    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
+    SELECT g.id, m.id, m.priority, now() - interval '1 minute', m.expires_at FROM g, messages AS m
+    WHERE m.tenant_id = 1 AND m.topic = 'topic-4'
+)
+SELECT id FROM g"""
+RESERVE = "INSERT INTO inflight_reservations (tenant_id, topic, group_id, n) VALUES ($1, $2, $3, $4) RETURNING id"
+
+
+async def explain_registry(conn: asyncpg.Connection[Any]) -> None:
+    """Every registered statement, by name, with its plan (a limited dequeue with a reservation of its count)."""
+    group = await conn.fetchval(GROUP_SETUP)
+    await conn.execute("ANALYZE deliveries")
+    for name, statement in sorted(REGISTRY.items()):
+        values: dict[str, Any] = dict(SAMPLE)
+        if name.startswith("dequeue[") and "grouped" in name:
+            values.update(group=group, topic="topic-4")
+        tr = conn.transaction()
+        await tr.start()
+        try:
+            if "reservation" in statement.parameters:
+                values["reservation"] = await conn.fetchval(
+                    RESERVE, values["tenant"], values["topic"], values["group"], values["count"]
+                )
+            rows = await conn.fetch(
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement.text, *statement.args(**values)
+            )
+        finally:
+            await tr.rollback()
+        print(f"\n=== {name} ({', '.join(f'{p}={values[p]!r}' for p in statement.parameters)})")
+        for row in rows:
+            print(row[0])
 
 
 async def main() -> None:
@@ -92,10 +144,7 @@ async def explain_all(url: str) -> None:
             False,
             True,
         )
-        await explain(conn, "message_dequeue 1", sql.MESSAGE_DEQUEUE, 1, "topic-3", 1, 30.0, "0" * 32, True, "bench")
-        await explain(
-            conn, "message_dequeue 100", sql.MESSAGE_DEQUEUE, 1, "topic-3", 100, 30.0, "0" * 32, True, "bench"
-        )
+        await explain_registry(conn)
         await explain(
             conn,
             "message_ack_batch 1 (a single ack)",

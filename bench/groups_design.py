@@ -36,6 +36,8 @@ from bench.explain import explain
 from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
 from mq.queue import sql
+from mq.queue.sql.dequeue import dequeue_statement
+from mq.queue.types import DeliveryPlan
 from tests.support.servers import migrated_database, postgres_server
 
 ROWS = int(os.environ.get("SKIPLOCK_GROUPS_ROWS", "1000000"))
@@ -43,6 +45,7 @@ SECONDS = float(os.environ.get("SKIPLOCK_BENCH_SECONDS", "3"))
 ROUNDS = int(os.environ.get("SKIPLOCK_BENCH_ROUNDS", "3"))
 CONNECTIONS = int(os.environ.get("SKIPLOCK_BENCH_CLIENTS", "4"))
 GROUPS = 3
+DEQUEUE = dequeue_statement(DeliveryPlan())
 PAYLOAD = b"x" * 100
 
 SCHEMA = """
@@ -260,7 +263,16 @@ def enqueue_plain_copy(rows: int) -> Work:
 
 def consume_plain(count: int) -> Work:
     async def work(conn: asyncpg.Connection[Any]) -> int:
-        rows = await conn.fetch(sql.MESSAGE_DEQUEUE, 1, "plain", count, 30.0, secrets.token_hex(16), True, "bench")
+        arguments = DEQUEUE.args(
+            tenant=1,
+            topic="plain",
+            count=count,
+            visibility=30.0,
+            secret=secrets.token_hex(16),
+            dlq_default=True,
+            consumer="bench",
+        )
+        rows = await conn.fetch(DEQUEUE.text, *arguments)
         if rows:
             await conn.fetch(sql.MESSAGE_ACK_BATCH, 1, ",".join(r["id"] for r in rows), "")
         return len(rows)

@@ -1,9 +1,10 @@
 """`make bench-versus REV=<commit>`: the server at another commit against this checkout's, head to head.
 
 Both servers run on one database (migrated by this checkout: the other commit must share its schema), each with
-CLIENTS connections; rounds of single enqueues (or batches of SKIPLOCK_VERSUS_BATCH messages) alternate which server
-goes first; the report gives the per-round
-throughput ratio (this / other) and each server's CPU per request (psutil), the steadier measure on a noisy machine.
+CLIENTS connections; rounds of single enqueues (or batches of SKIPLOCK_VERSUS_BATCH messages; or, with
+SKIPLOCK_VERSUS_OP=consume, the bench's consumer loop of dequeue 100 + batch ack on a prefilled topic) alternate which
+server goes first; the report gives the per-round throughput ratio (this / other) and each server's and Postgres'
+CPU per message (psutil), the steadier measures on a noisy machine.
 The other commit is checked out in a temporary git worktree and removed afterwards.
 """
 
@@ -29,6 +30,9 @@ from tests.support import servers
 ROUNDS = int(os.environ.get("SKIPLOCK_BENCH_ROUNDS", "10"))
 SECONDS = float(os.environ.get("SKIPLOCK_BENCH_SECONDS", "5"))
 BATCH = int(os.environ.get("SKIPLOCK_VERSUS_BATCH", "1"))
+OP = os.environ.get("SKIPLOCK_VERSUS_OP", "enqueue")
+#: messages prefilled before each consume round (more than a round drains)
+PREFILL = int(os.environ.get("SKIPLOCK_VERSUS_PREFILL", "150000"))
 
 
 def _start_from(checkout: Path, database_url: str, redis_url: str, data: Path) -> servers.Server:
@@ -61,6 +65,11 @@ async def versus(other: Path) -> None:
             ]
             pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=2)
             assert pool is not None
+            tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", run.TENANT)
+            postgres = run.postgres_cpu(await pool.fetchval("SELECT pg_backend_pid()"))
+            work, workload = enqueue, "single enqueue" if BATCH == 1 else f"batch enqueue of {BATCH}"
+            if OP == "consume":
+                work, workload = run.dequeue_100_ack, "dequeue 100 + batch ack"
             sides: list[tuple[list[HttpConnection], Any]] = []
             for server in started:
                 host, port = server.base_url.removeprefix("http://").split(":")
@@ -70,29 +79,32 @@ async def versus(other: Path) -> None:
                 for c in conns:
                     await c.connect()
                 sides.append((conns, psutil.Process(server.process.pid)))
-            cpu, requests, ratios = [0.0, 0.0], [0, 0], []
+            cpu, database, messages, ratios = [0.0, 0.0], [0.0, 0.0], [0, 0], []
             try:
                 for round_number in range(ROUNDS):
                     rates = [0.0, 0.0]
                     for n in (0, 1) if round_number % 2 == 0 else (1, 0):
-                        await pool.execute("TRUNCATE messages")
+                        if OP == "consume":
+                            await run.prefill(pool, tenant_id, "bench-drain", PREFILL)
+                        else:
+                            await pool.execute("TRUNCATE messages")
                         conns, process = sides[n]
-                        before = sum(process.cpu_times()[:2])
-                        result = await run.run_clients("versus", conns, enqueue, SECONDS)
+                        before, database_before = sum(process.cpu_times()[:2]), postgres()
+                        result = await run.run_clients("versus", conns, work, SECONDS)
                         cpu[n] += sum(process.cpu_times()[:2]) - before
-                        requests[n] += result.requests
+                        database[n] += postgres() - database_before
+                        messages[n] += result.messages
                         rates[n] = result.rate
                     ratios.append(rates[1] / rates[0])
             finally:
                 await pool.close()
                 for server in started:
                     servers.stop_server(server)
-    workload = "single enqueue" if BATCH == 1 else f"batch enqueue of {BATCH}"
     print(f"{workload}, this / other: per round {[round(r, 3) for r in ratios]}")
     print(f"median {statistics.median(ratios):.3f}")
-    print(
-        f"server CPU per request: other {cpu[0] / requests[0] * 1e6:.1f} us, this {cpu[1] / requests[1] * 1e6:.1f} us"
-    )
+    for name, seconds in (("server", cpu), ("Postgres", database)):
+        other_us, this_us = (seconds[n] / messages[n] * 1e6 for n in (0, 1))
+        print(f"{name} CPU per message: other {other_us:.1f} us, this {this_us:.1f} us")
 
 
 def main() -> None:

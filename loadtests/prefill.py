@@ -16,9 +16,25 @@ from typing import Any
 import asyncpg
 
 from mq.queue import sql
+from mq.queue.sql.dequeue import dequeue_statement
+from mq.queue.types import DeliveryPlan
 
 CHUNK = 1_000_000
 PAYLOAD_BYTES = 256
+DEQUEUE = dequeue_statement(DeliveryPlan())
+
+
+def _dequeue_args(tenant: int, limit: int) -> tuple[Any, ...]:
+    return DEQUEUE.args(
+        tenant=tenant,
+        topic="prefill-0",
+        count=limit,
+        visibility=30.0,
+        secret="0" * 32,
+        dlq_default=True,
+        consumer="prefill",
+    )
+
 
 # Ids are UUIDv7-shaped and ascending (timestamp 0: they sort before any id the server makes), so the primary key
 # is appended to, as it is by real enqueues.
@@ -76,9 +92,7 @@ async def plans(database_url: str) -> str:
         await transaction.start()
         try:
             if lease_first:  # an ack needs leased messages: lease them in the same (rolled back) transaction
-                rows = await conn.fetch(
-                    sql.MESSAGE_DEQUEUE, args[0], "prefill-0", lease_first, 30.0, "0" * 32, True, "prefill"
-                )
+                rows = await conn.fetch(DEQUEUE.text, *_dequeue_args(args[0], lease_first))
                 args = (args[0], ",".join(str(r["id"]) for r in rows), "")
             explained = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + statement, *args)
         finally:
@@ -95,14 +109,8 @@ async def plans(database_url: str) -> str:
         for limit in (1, 100, 1000):
             await explain(
                 f"message_dequeue {limit}",
-                sql.MESSAGE_DEQUEUE,
-                tenant,
-                "prefill-0",
-                limit,
-                30.0,
-                "0" * 32,
-                True,
-                "prefill",
+                DEQUEUE.text,
+                *_dequeue_args(tenant, limit),
             )
         await explain("message_ack_batch 100", sql.MESSAGE_ACK_BATCH, tenant, lease_first=100)
         await explain("message_next_available", sql.MESSAGE_NEXT_AVAILABLE, tenant, "prefill-0")

@@ -14,10 +14,14 @@ import asyncpg
 
 from mq import errors
 from mq.db.engine import DATABASE_ERRORS
+from mq.db.statements import Statement
 from mq.ids import uuid7
 from mq.queue import sql
 from mq.queue.admission import RETRY_AFTER_SECONDS, AdmitArguments
-from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, NackOutcome, NewRow, QueueDefaults, TopicConfig
+from mq.queue.sql import dequeue as dequeue_sql
+from mq.queue.sql.common import LEASE_EXPIRED_ERROR
+from mq.queue.sql.dequeue import dequeue_statement
+from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, Lease, NackOutcome, NewRow, QueueDefaults, TopicConfig
 
 Record = asyncpg.Record
 
@@ -174,61 +178,80 @@ class MessageRepository:
             _raise_refusal(exc)
             raise
 
-    async def dequeue(
-        self,
-        tenant_id: int,
-        topic: str,
-        count: int,
-        visibility_seconds: float,
-        consumer: str | None,
-        *,
-        limited: bool = False,
-    ) -> tuple[list[Record], list[DeadLettered]]:
-        """Lease up to `count` messages for `consumer` (a user's name, kept as the lease's holder): the delivered
-        rows, and the messages taken only to be dead-lettered because their lease lapsed once too often. Those do
-        not use up the count: the statement runs again for what they took, while it keeps finding such messages.
-        `limited`: the topic has a max_inflight (its counter row is made on its first dequeue)."""
+    async def dequeue(self, lease: Lease) -> tuple[list[Record], list[DeadLettered]]:
+        """Lease up to `lease.limit` messages (a group's deliveries of them, under a grouped plan): the delivered
+        rows, and those taken only to be dead-lettered because their lease lapsed once too often. A topic's own
+        do not use up the count: the statement runs again for what they took, while it keeps finding such
+        messages; a group's do (the contract lets a dequeue answer fewer), and are dead-lettered as a nack would."""
+        statement = dequeue_statement(lease.plan)
+        values = {
+            "tenant": lease.tenant_id,
+            "topic": lease.topic,
+            "group": lease.group_id or 0,
+            "visibility": float(lease.visibility),
+            "dlq_default": self.defaults.dlq_enabled,
+            "consumer": lease.consumer,
+        }
         delivered: list[Record] = []
         dead: list[DeadLettered] = []
-        wanted = count
+        wanted = lease.limit
         while wanted > 0:
-            secret = secrets.token_hex(16)  # the receipts of this delivery derive from it (see sql.MESSAGE_DEQUEUE)
-            visibility, dlq = float(visibility_seconds), self.defaults.dlq_enabled
-            arguments = (tenant_id, topic, wanted, visibility, secret, dlq, consumer)
-            if limited:
-                rows = await self._reserved(sql.MESSAGE_DEQUEUE_LIMITED, arguments, 0, wanted)
+            # the receipts of this delivery derive from the secret (`mq.queue.sql.dequeue`)
+            values.update(count=wanted, secret=secrets.token_hex(16))
+            if lease.plan.limited:
+                rows = await self._reserved(statement, values)
             else:
-                rows = await self.pool.fetch(sql.MESSAGE_DEQUEUE, *arguments)
-            taken = [DeadLettered(topic, r["fate"]) for r in rows if r["fate"] is not None]
+                rows = await self.pool.fetch(statement.text, *statement.args(**values))
+            taken = [r for r in rows if r["fate"] is not None]
             if not taken:
                 delivered.extend(rows)
                 break
             delivered.extend(r for r in rows if r["fate"] is None)
-            dead.extend(taken)
+            if lease.plan.grouped:
+                dead.extend(await self._spent(lease, [uuid.UUID(r["id"]) for r in taken]))
+                break
+            dead.extend(DeadLettered(lease.topic, r["fate"]) for r in taken)
             wanted = len(taken) if len(rows) == wanted else 0
         return delivered, dead
 
-    async def _reserved(self, statement: str, arguments: tuple[Any, ...], group_id: int, wanted: int) -> list[Record]:
-        """A limited dequeue (`arguments` start with the tenant and the topic): up to `wanted` slots reserved in a
-        short transaction of their own (the topic's or the group's counter made first if it does not exist), then
-        `statement` leases what they allow, claiming the reservation (see sql, "Concurrency limits"). A lease
-        statement that fails gives its reservation back."""
-        tenant_id, topic = arguments[0], arguments[1]
-        reserved = await self.pool.fetchrow(sql.INFLIGHT_RESERVE, tenant_id, topic, group_id, wanted)
+    async def _spent(self, lease: Lease, ids: list[uuid.UUID]) -> list[DeadLettered]:
+        """A group's deliveries whose lease lapsed once too often, dead-lettered as a nack would."""
+        dead = []
+        for message_id in ids:
+            done = await self.pool.fetchrow(
+                sql.GROUP_NACK_LAPSED,
+                lease.tenant_id,
+                lease.group_id,
+                message_id,
+                LEASE_EXPIRED_ERROR,
+                [],  # (a spent delivery is never retried: no backoff needed)
+                self.defaults.dlq_enabled,
+                uuid7(),
+            )
+            if done is not None and done["outcome"] is not None:
+                dead.append(DeadLettered(lease.topic, done["outcome"]))
+        return dead
+
+    async def _reserved(self, statement: Statement, values: dict[str, Any]) -> list[Record]:
+        """A limited dequeue: up to `values["count"]` slots reserved in a short transaction of their own (the
+        topic's or the group's counter made first if it does not exist), then `statement` leases what they allow,
+        claiming the reservation (see `mq.queue.sql.dequeue`). A lease statement that fails gives its reservation
+        back."""
+        reserve = dequeue_sql.INFLIGHT_RESERVE
+        reserved = await self.pool.fetchrow(reserve.text, *reserve.args(**values))
         if reserved is None:  # the counter did not exist yet: made now (or by a racing dequeue)
-            await self.start_counting(tenant_id, topic, group_id)
-            reserved = await self.pool.fetchrow(sql.INFLIGHT_RESERVE, tenant_id, topic, group_id, wanted)
+            await self.start_counting(values["tenant"], values["topic"], values["group"])
+            reserved = await self.pool.fetchrow(reserve.text, *reserve.args(**values))
         if reserved is None or reserved["reservation"] is None:
             return []
-        # the statement's count (the argument after the topic, and the group's id for a group's) becomes what was
-        # reserved, at most what was asked
-        count = 3 if statement is sql.GROUP_DEQUEUE_LIMITED else 2
-        arguments = (*arguments[:count], reserved["n"], *arguments[count + 1 :])
+        # the statement's count becomes what was reserved, at most what was asked
+        claimed = {**values, "count": reserved["n"], "reservation": reserved["reservation"]}
         try:
-            return await self.pool.fetch(statement, *arguments, reserved["reservation"])
+            return await self.pool.fetch(statement.text, *statement.args(**claimed))
         except BaseException:
+            release = dequeue_sql.INFLIGHT_RELEASE
             with contextlib.suppress(*DATABASE_ERRORS, asyncio.CancelledError):
-                await self.pool.execute(sql.INFLIGHT_RELEASE, reserved["reservation"])
+                await self.pool.execute(release.text, *release.args(**claimed))
             raise
 
     async def start_counting(self, tenant_id: int, topic: str, group_id: int) -> bool:
@@ -245,45 +268,6 @@ class MessageRepository:
 
     async def stop_counting(self, tenant_id: int, topic: str) -> None:
         await self.pool.execute(sql.INFLIGHT_DROP, tenant_id, topic)
-
-    async def group_dequeue(
-        self,
-        tenant_id: int,
-        topic: str,
-        group_id: int,
-        count: int,
-        visibility_seconds: float,
-        consumer: str | None,
-        *,
-        limited: bool = False,
-    ) -> tuple[list[Record], list[DeadLettered]]:
-        """Lease up to `count` of a consumer group's deliveries of the topic for `consumer`: the delivered rows, and
-        the deliveries dead-lettered instead because their lease lapsed once too often (they use up the count: the
-        contract lets a dequeue answer fewer). `limited`: the topic has a max_inflight, per group (the group's
-        counter row is made on its first dequeue)."""
-        arguments = (tenant_id, topic, group_id, count, float(visibility_seconds), secrets.token_hex(16), consumer)
-        if limited:
-            rows = await self._reserved(sql.GROUP_DEQUEUE_LIMITED, arguments, group_id, count)
-        else:
-            rows = await self.pool.fetch(sql.GROUP_DEQUEUE, *arguments)
-        spent = [r["id"] for r in rows if r["fate"] is not None]
-        if not spent:
-            return rows, []
-        dead = []
-        for message_id in spent:
-            done = await self.pool.fetchrow(
-                sql.GROUP_NACK_LAPSED,
-                tenant_id,
-                group_id,
-                uuid.UUID(message_id),
-                sql.LEASE_EXPIRED_ERROR,
-                [],  # (a spent delivery is never retried: no backoff needed)
-                self.defaults.dlq_enabled,
-                uuid7(),
-            )
-            if done is not None and done["outcome"] is not None:
-                dead.append(DeadLettered(topic, done["outcome"]))
-        return [r for r in rows if r["fate"] is None], dead
 
     async def group_ack(
         self,

@@ -37,8 +37,10 @@ from mq.queue.types import (
     AdmittedTicks,
     BatchAckView,
     DeadLettered,
+    DeliveryPlan,
     EffectiveConfig,
     EnqueueItem,
+    Lease,
     MessageDetailView,
     MessageView,
     NackOutcome,
@@ -304,14 +306,15 @@ class QueueService:
         config = await self.configs.effective(tenant_id, topic)
         group_id = _group_of(config, topic, consumer_group)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
+        plan = DeliveryPlan(grouped=group_id is not None, limited=config.max_inflight is not None)
+        request = Lease(tenant_id, topic, count, visibility, consumer, group_id, plan)
         rate = config.throughput_limit
-        limited = config.max_inflight is not None
         orphaned = functools.partial(self._give_back, tenant_id, consumer_group)
 
         async def lease() -> tuple[list[Any], float]:
             if before_lease is not None:
                 await before_lease()
-            return await self._lease(tenant_id, topic, count, visibility, rate, consumer, group_id, limited, orphaned)
+            return await self._lease(request, rate, orphaned)
 
         if wait_seconds <= 0:
             return [] if config.paused else self._views((await lease())[0])
@@ -363,33 +366,24 @@ class QueueService:
                     gone.cancel()
 
     async def _lease(
-        self,
-        tenant_id: int,
-        topic: str,
-        count: int,
-        visibility: int,
-        rate: int | None,
-        consumer: str | None,
-        group_id: int | None = None,
-        limited: bool = False,
-        orphaned: Callable[[list[Any]], None] | None = None,
+        self, lease: Lease, rate: int | None, orphaned: Callable[[list[Any]], None] | None = None
     ) -> tuple[list[Any], float]:
-        """Lease up to `count` messages, as many as the topic's throughput limit allows now (a Redis token
+        """Lease up to `lease.limit` messages, as many as the topic's throughput limit allows now (a Redis token
         bucket shared by every instance; tokens not used are given back). Returns the rows and, when the limit
         allowed none, the seconds until it will. `orphaned`: see `SharedStatements.dequeue`."""
         if rate is None:
-            rows = await self.shared.dequeue(tenant_id, topic, count, visibility, consumer, group_id, limited, orphaned)
-            return self._delivered(tenant_id, topic, rows), 0.0
-        bucket = redis_keys.dequeue_bucket(tenant_id, topic, group_id)
-        granted, wait = await self.buckets.take(bucket, rate, count, whole=False)
-        if granted < count:
-            self.metrics.count(self.metrics.throttled, tenant_id, topic)
+            rows = await self.shared.dequeue(lease, orphaned)
+            return self._delivered(lease.tenant_id, lease.topic, rows), 0.0
+        bucket = redis_keys.dequeue_bucket(lease.tenant_id, lease.topic, lease.group_id)
+        granted, wait = await self.buckets.take(bucket, rate, lease.limit, whole=False)
+        if granted < lease.limit:
+            self.metrics.count(self.metrics.throttled, lease.tenant_id, lease.topic)
         if not granted:
             return [], wait
-        rows = await self.shared.dequeue(tenant_id, topic, granted, visibility, consumer, group_id, limited, orphaned)
+        rows = await self.shared.dequeue(lease._replace(limit=granted), orphaned)
         if len(rows) < granted:
             await self.buckets.give_back(bucket, rate, granted - len(rows))
-        return self._delivered(tenant_id, topic, rows), 0.0
+        return self._delivered(lease.tenant_id, lease.topic, rows), 0.0
 
     def _give_back(self, tenant_id: int, consumer_group: str | None, rows: list[Any]) -> None:
         """Leases taken for a caller that went away while its dequeue ran (a cancelled stream or request): their

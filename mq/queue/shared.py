@@ -21,7 +21,7 @@ from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
 from mq.queue.fairness import TenantGate
 from mq.queue.repository import MessageRepository
-from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, NewRow
+from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, Lease, NewRow
 from mq.settings import Settings
 
 Request = TypeVar("Request")
@@ -46,20 +46,6 @@ class _Ack(NamedTuple):
     group: str | None = None
     #: which ack statement the tenant's acks take (replayable topics, limited topics)
     flags: AckFlags = NO_ACK_FLAGS
-
-
-class _Dequeue(NamedTuple):
-    """A dequeue waiting to share a statement with others of the same topic."""
-
-    tenant_id: int
-    topic: str
-    limit: int
-    visibility: int
-    consumer: str | None
-    #: a consumer group's id (its deliveries are leased), or None
-    group_id: int | None = None
-    #: the topic has a max_inflight: its counted dequeue (`sql.MESSAGE_DEQUEUE_LIMITED`)
-    limited: bool = False
 
 
 def split(results: Sequence[Outcome], sizes: Sequence[int]) -> list[list[Outcome]]:
@@ -164,28 +150,17 @@ class SharedStatements:
         async with self._gate.slot(tenant_id):
             return await _alone(self._ack_many, request)
 
-    async def dequeue(
-        self,
-        tenant_id: int,
-        topic: str,
-        limit: int,
-        visibility: int,
-        consumer: str | None = None,
-        group_id: int | None = None,
-        limited: bool = False,
-        orphaned: Callable[[list[Any]], None] | None = None,
-    ) -> list[Any]:
-        """Lease up to `limit` messages of a topic for `consumer` (the user's name the leases record); with
-        `group_id`, that consumer group's deliveries of them; `limited`: as many as its max_inflight leaves room
-        for. `orphaned` is handed the rows leased for a caller cancelled while its statement ran (to give them
+    async def dequeue(self, lease: Lease, orphaned: Callable[[list[Any]], None] | None = None) -> list[Any]:
+        """Lease up to `lease.limit` messages of a topic (a consumer group's deliveries of them, under a grouped
+        plan). `orphaned` is handed the rows leased for a caller cancelled while its statement ran (to give them
         back: nobody will see them)."""
-        request = _Dequeue(tenant_id, topic, limit, visibility, consumer, group_id, limited)
-        if limit < _ALONE_MIN_ROWS:
+        request, tenant_id = lease, lease.tenant_id
+        if lease.limit < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._dequeues.submit(request, orphaned)
-        if limit > _SHARED_MAX_ROWS and self._gate.contended(tenant_id):
+        if lease.limit > _SHARED_MAX_ROWS and self._gate.contended(tenant_id):
             # The contract lets a dequeue answer fewer than asked; the consumer asks again for the rest.
-            request = _Dequeue(tenant_id, topic, _SHARED_MAX_ROWS, visibility, consumer, group_id, limited)
+            request = lease._replace(limit=_SHARED_MAX_ROWS)
         async with self._gate.slot(tenant_id):
             if orphaned is None:
                 return await _alone(self._dequeue_many, request)
@@ -260,32 +235,20 @@ class SharedStatements:
             first_slot.add(n)
         return outcomes
 
-    async def _dequeue_many(self, dequeues: Sequence[_Dequeue]) -> list[list[Any] | BaseException]:
-        """Coalesced dequeues: one statement per (tenant, topic, visibility, consumer) among them, for the sum of
-        their limits; the leased rows are dealt out in queue order, first come first served. (A topic's consumers
-        are usually one service's user: keying by it costs no sharing, and each lease names its holder.)"""
+    async def _dequeue_many(self, dequeues: Sequence[Lease]) -> list[list[Any] | BaseException]:
+        """Coalesced dequeues: one statement per (tenant, topic, visibility, consumer, group, plan) among them, for
+        the sum of their counts; the leased rows are dealt out in queue order, first come first served. (A topic's
+        consumers are usually one service's user: keying by it costs no sharing, and each lease names its holder.)"""
 
-        async def lease(
-            key: tuple[int, str, int, str | None, int | None, bool], chosen: list[_Dequeue]
-        ) -> list[list[Any]]:
-            tenant_id, topic, visibility, consumer, group_id, limited = key
-            wanted = sum(d.limit for d in chosen)
-            if group_id is not None:
-                delivered, dead = await self.repository.group_dequeue(
-                    tenant_id, topic, group_id, wanted, visibility, consumer, limited=limited
-                )
-            else:
-                delivered, dead = await self.repository.dequeue(
-                    tenant_id, topic, wanted, visibility, consumer, limited=limited
-                )
+        async def lease(_key: Hashable, chosen: list[Lease]) -> list[list[Any]]:
+            first = chosen[0]
+            delivered, dead = await self.repository.dequeue(first._replace(limit=sum(d.limit for d in chosen)))
             if dead:
-                self._dead_lettered(tenant_id, dead)
+                self._dead_lettered(first.tenant_id, dead)
             rows = in_queue_order(delivered)
             return split(rows, [d.limit for d in chosen])
 
-        return await _per_group(
-            dequeues, lambda d: (d.tenant_id, d.topic, d.visibility, d.consumer, d.group_id, d.limited), lease
-        )
+        return await _per_group(dequeues, lambda d: d._replace(limit=0), lease)
 
     async def _ack_many(self, acks: Sequence[_Ack]) -> list[list[AckOutcome] | BaseException]:
         """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it

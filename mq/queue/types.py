@@ -250,7 +250,7 @@ class QueueDefaults(msgspec.Struct, frozen=True):
 
 class DeadLettered(msgspec.Struct, frozen=True):
     """A message a dequeue took but did not deliver: its lease had lapsed once too often (see
-    `sql.MESSAGE_DEQUEUE`). `fate` is `dlq` or `failed`; `topic` the one it was taken from."""
+    `mq.queue.sql.dequeue`). `fate` is `dlq` or `failed`; `topic` the one it was taken from."""
 
     topic: str
     fate: str
@@ -273,6 +273,47 @@ class TopicConfig(msgspec.Struct, frozen=True):
     replay_window_seconds: int | None = None
     #: At most this many messages processing with an unexpired lease at once (per consumer group); None: no limit.
     max_inflight: int | None = None
+
+
+class DeliveryPlan(NamedTuple):
+    """What a data-plane request's statement must do besides the common steps, resolved once per request from the
+    cached topic config: the statements (`mq.queue.sql`) are composed per plan from named steps, and a new
+    variant is a new field here and a new step there."""
+
+    #: a consumer group's deliveries, not the topic's own messages
+    grouped: bool = False
+    #: the topic has `max_inflight`: leases are reserved, recorded and counted out
+    limited: bool = False
+
+    @property
+    def name(self) -> str:
+        """The plan in a statement's name: its fields that are set, `+`-joined, or `plain`."""
+        return "+".join(field for field in self._fields if getattr(self, field)) or "plain"
+
+    @classmethod
+    def every(cls, **fields: bool) -> list[DeliveryPlan]:
+        """Each plan over the fields named true (the others false)."""
+        names = [name for name, wanted in fields.items() if wanted]
+        plans = [cls()]
+        for name in names:
+            plans += [plan._replace(**{name: True}) for plan in plans]
+        return plans
+
+
+class Lease(NamedTuple):
+    """A dequeue as the statements see it: what to lease, for whom, how long, and under which plan."""
+
+    tenant_id: int
+    topic: str
+    #: how many at most
+    limit: int
+    #: seconds
+    visibility: int
+    #: the leasing user's name, kept as the lease's holder
+    consumer: str | None
+    #: the consumer group whose deliveries are leased (`plan.grouped`), or None
+    group_id: int | None
+    plan: DeliveryPlan
 
 
 class AckFlags(NamedTuple):

@@ -14,10 +14,10 @@ backwards.
 
 from __future__ import annotations
 
-from mq.queue.sql import ALIVE as _ALIVE
-from mq.queue.sql import MESSAGE_COLUMNS
 from mq.queue.sql import NEVER_OWED_TO as _NEVER_OWED_TO
-from mq.queue.sql import rfc3339 as _rfc3339
+from mq.queue.sql.common import ALIVE as _ALIVE
+from mq.queue.sql.common import MESSAGE_COLUMNS
+from mq.queue.sql.common import rfc3339 as _rfc3339
 
 #: A filter's status -> the condition on a row read from each index ("live" or "done"); None: none of that index.
 STATUS_FILTERS: dict[str, dict[str, str | None]] = {

@@ -32,11 +32,16 @@ async def test_models_match_migrations(database_url: str) -> None:
 
 
 async def test_dequeue_uses_the_dequeue_index(db: asyncpg.Pool) -> None:  # type: ignore[type-arg]
-    from mq.queue import sql
+    from mq.queue.sql.dequeue import dequeue_statement
+    from mq.queue.types import DeliveryPlan
 
+    dequeue = dequeue_statement(DeliveryPlan())
+    arguments = dequeue.args(
+        tenant=1, topic="t", count=10, visibility=30.0, secret="0" * 32, dlq_default=True, consumer="consumer"
+    )
     async with db.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL enable_seqscan = off")
-        rows = await conn.fetch("EXPLAIN " + sql.MESSAGE_DEQUEUE, 1, "t", 10, 30.0, "0" * 32, True, "consumer")
+        rows = await conn.fetch("EXPLAIN " + dequeue.text, *arguments)
         plan = "\n".join(r[0] for r in rows)
     assert "messages_dequeue_idx" in plan
 

@@ -7,35 +7,16 @@ processing message's visibility deadline (its lease). Plans below were taken wit
 table of 1,000,000 messages over 20 topics of two tenants (`make explain` prints them again).
 """
 
-
-def rfc3339(column: str) -> str:
-    """A timestamp as the contract prints it, 2026-11-22T04:38:10.123Z (UTC, milliseconds, truncated)."""
-    return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
-
-
-# Columns returned for a message, in `MessageView`'s field order and already in the response's text form: ids and
-# timestamps as text cost the driver a tenth of decoding them to UUID and datetime objects (about 1 µs each) and
-# then printing those again, and `metadata` is JSON text passed through unparsed. `status` is the one a reader
-# sees (`VIEW_STATUS`); a dequeue's fresh leases are `processing` as stored.
-def _message_columns(status: str) -> str:
-    return f"""m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata, {status} AS status,
-    m.priority, m.retry_count, m.max_retries, m.last_error, {rfc3339("m.created_at")} AS created_at,
-    {rfc3339("m.updated_at")} AS updated_at, {rfc3339("m.available_at")} AS available_at,
-    {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
-    m.receipt::text AS receipt, m.consumer_group"""
-
-
-# What a message is for every reader (browse, get, stats, topics, purge and delete by status), whatever a reaper
-# has marked yet: a live message past its `expires_at` is `expired` (gone for every purpose), and a processing one
-# whose visibility deadline passed (a lapsed lease) is `pending`, available exactly as a pending one is. The
-# stored status changes when the message is next taken, or by the expiry reaper.
-_ALIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
-ALIVE = _ALIVE  # for topic administration's statements (`mq.topics.sql`)
-VIEW_STATUS = f"""CASE WHEN m.status IN ('pending', 'processing') AND NOT {_ALIVE} THEN 'expired'
-    WHEN m.status = 'processing' AND m.available_at <= now() THEN 'pending' ELSE m.status END"""
-
-MESSAGE_COLUMNS = _message_columns(VIEW_STATUS)
-_LEASED_COLUMNS = _message_columns("m.status")
+from mq.queue.sql import functions
+from mq.queue.sql.common import (
+    ALIVE,
+    LEASE_EXPIRED_ERROR,
+    MESSAGE_COLUMNS,
+    VIEW_STATUS,
+    attempt_ended,
+    rfc3339,
+)
+from mq.queue.sql.log import log_acked
 
 # The arbiter of the key upsert: one pending message per (tenant, topic, key) outside dead-letter topics.
 _KEY_CONFLICT = """ON CONFLICT (tenant_id, topic, key) WHERE key IS NOT NULL AND status = 'pending'
@@ -54,7 +35,8 @@ _KEY_CONFLICT = """ON CONFLICT (tenant_id, topic, key) WHERE key IS NOT NULL AND
 def _admission(first: int) -> tuple[str, str]:
     """(WITH clause, WHERE condition) that admit a statement's rows; parameters from `$first` on."""
     scopes, rows, caps, max_topics, topics = (f"${first + n}" for n in range(5))
-    call = f"skiplock_admit($1, {scopes}::text[], {rows}::int8[], {caps}::int8[], {max_topics}::int4, {topics}::text[])"
+    arguments = f"{scopes}::text[], {rows}::int8[], {caps}::int8[], {max_topics}::int4, {topics}::text[]"
+    call = f"{functions.ADMIT.name}($1, {arguments})"
     return (
         f"""WITH fast AS (
     UPDATE admission_gates SET bound = bound + ({rows}::int8[])[1]
@@ -69,7 +51,7 @@ def _admission(first: int) -> tuple[str, str]:
     )
 
 
-ADMIT = "SELECT skiplock_admit($1, $2::text[], $3::int8[], $4::int8[], $5::int4, $6::text[])"
+ADMIT = f"SELECT {functions.ADMIT.name}($1, $2::text[], $3::int8[], $4::int8[], $5::int4, $6::text[])"
 
 
 def copy_admission(tenant_id: int, admit: tuple[list[str], list[int], list[int], int | None, list[str]]) -> str:
@@ -83,7 +65,7 @@ def copy_admission(tenant_id: int, admit: tuple[list[str], list[int], list[int],
         return "'" + value.replace("'", "''") + "'"
 
     if len(scopes) == 1 and max_topics is None:
-        return f"skiplock_admit_copy({int(tenant_id)}, {text(scopes[0])}, {int(rows[0])}, {int(caps[0])})"
+        return f"{functions.ADMIT_COPY.name}({int(tenant_id)}, {text(scopes[0])}, {int(rows[0])}, {int(caps[0])})"
 
     def texts(values: list[str]) -> str:
         return "ARRAY[" + ", ".join(text(v) for v in values) + "]::text[]"
@@ -93,7 +75,7 @@ def copy_admission(tenant_id: int, admit: tuple[list[str], list[int], list[int],
 
     limit = "NULL" if max_topics is None else str(int(max_topics))
     return (
-        f"skiplock_admit_copy_all({int(tenant_id)}, {texts(scopes)}, {integers(rows)}, {integers(caps)}, "
+        f"{functions.ADMIT_COPY_ALL.name}({int(tenant_id)}, {texts(scopes)}, {integers(rows)}, {integers(caps)}, "
         f"{limit}::int4, {texts(topics)})"
     )
 
@@ -361,169 +343,7 @@ GROUP_INSERT_UNIFORM_ADMITTED = _insert_uniform(admitted=True, grouped=True)
 # no per-row executor, no conflict check, no arrays to encode. 15-30% more rows/s than MESSAGE_INSERT_BATCH.
 MESSAGE_COPY_COLUMNS = ["id", "tenant_id", "topic", "payload", "metadata", "priority", "max_retries"]
 
-# Dequeue: pending messages whose delay passed and processing messages whose lease passed (a crashed consumer's
-# message comes back by itself), never expired ones; highest priority, then earliest available. Each delivery gets
-# a new receipt, so the previous holder's ack, nack or extend fails with lease_lost.
-# A lapsed lease counts as a failed attempt, as SQS counts receives: `retry_count` + 1 and `last_error` say so, and
-# a message that has used up its `max_retries` this way is not delivered again but dead-lettered as a nack would
-# (`fate` 'dlq' or 'failed'; NULL for a delivery). The caller drops those rows from the answer. The topic's
-# `dlq_enabled` is looked up only for such a message (a CASE arm), so deliveries pay a few comparisons.
-# Plan: Update on messages <- Nested Loop <- CTE picked: Limit <- LockRows <- Index Scan using
-# messages_dequeue_idx (Index Cond: tenant_id, topic, available_at <= now(); Filter: expires_at), then Index Scan
-# using messages_pkey per picked row. Rows are read in index order and the LIMIT stops the scan: cost grows with
-# the batch size, not the table size (0.6 ms for 1 row, 2 to 4 ms for 100 on the 1M-row table, cold cache).
-# A message's attempts (`GET /api/messages/{id}`): `leased_at` and `leased_by` describe the current lease, set by
-# the dequeue; a delivery that ends without an ack (nacked, lapsed, dead-lettered) is appended to `attempts` by the
-# statement that ends it, and an ack deletes the row. Only those statements pay for it: a delivery that is acked
-# writes two more columns in the dequeue's UPDATE and nothing else. The last `ATTEMPTS_KEPT` entries are kept.
-ATTEMPTS_KEPT = 20
-
-
-def _attempt_ended(outcome: str, error: str, ended_at: str, row: str = "m") -> str:
-    """`attempts` with the current lease appended as ended (SQL expressions for each field; old values of `row`,
-    a message or a group's delivery)."""
-    entry = f"""jsonb_build_object('attempt', coalesce(({row}.attempts -> -1 ->> 'attempt')::int, 0) + 1,
-        'leased_at', {rfc3339(f"{row}.leased_at")}, 'leased_by', {row}.leased_by, 'outcome', {outcome},
-        'error', {error}, 'ended_at', {rfc3339(ended_at)})"""
-    kept = f"""CASE WHEN jsonb_array_length(coalesce({row}.attempts, '[]')) >= {ATTEMPTS_KEPT} THEN {row}.attempts - 0
-        ELSE coalesce({row}.attempts, '[]') END"""
-    return f"{kept} || jsonb_build_array({entry})"
-
-
-# A receipt is md5(a random secret of this statement || the message id): unique per message and delivery, not
-# guessable without the secret, and about 0.5 µs of Postgres time where gen_random_uuid() costs 4 µs per row
-# (dequeue 100 + ack: +10-15% messages/s, SQL alone).
-# After the message's columns: `waited`, seconds from enqueue to this delivery if it is the first (for metrics),
-# `fate`, and `lapsed` (the message comes back after a lapsed lease).
-# $2 topic, $3 count, $4 visibility timeout s, $5 the statement's secret (32 hex digits), $6 default dlq_enabled,
-# $7 the consumer (the leasing user's name)
-LEASE_EXPIRED_ERROR = "lease expired: the visibility timeout passed without an ack or nack"
-_PICK = """SELECT id, status = 'processing' AS lapsed,
-           CASE WHEN status = 'processing' AND retry_count + 1 >= max_retries THEN
-               CASE WHEN original_topic IS NULL AND right(topic, 4) <> '.dlq'
-                         AND coalesce((SELECT tc.dlq_enabled FROM topic_configs AS tc
-                                       WHERE tc.tenant_id = $1 AND tc.topic = $2), $6::bool)
-                    THEN 'dlq' ELSE 'failed' END
-           END AS fate"""
-_PICK_FROM = """    FROM messages
-    WHERE tenant_id = $1 AND topic = $2 AND status IN ('pending', 'processing') AND available_at <= now()
-      AND (expires_at IS NULL OR expires_at > now()) AND owed IS NULL"""
-_PICK_ORDER = """    ORDER BY priority DESC, available_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED"""
-_LEASE = f"""UPDATE messages AS m
-SET status = CASE p.fate WHEN 'dlq' THEN 'pending' WHEN 'failed' THEN 'failed' ELSE 'processing' END,
-    available_at = CASE WHEN p.fate IS NULL THEN now() + make_interval(secs => $4) ELSE now() END,
-    receipt = CASE WHEN p.fate IS NULL THEN md5($5 || m.id::text)::uuid END,
-    first_dequeued_at = CASE WHEN p.fate IS NULL THEN coalesce(m.first_dequeued_at, now())
-                             ELSE m.first_dequeued_at END,
-    retry_count = CASE WHEN p.fate = 'dlq' THEN 0 WHEN p.lapsed THEN m.retry_count + 1 ELSE m.retry_count END,
-    last_error = CASE WHEN p.lapsed THEN '{LEASE_EXPIRED_ERROR}' ELSE m.last_error END,
-    topic = CASE WHEN p.fate = 'dlq' THEN m.topic || '.dlq' ELSE m.topic END,
-    original_topic = CASE WHEN p.fate = 'dlq' THEN m.topic ELSE m.original_topic END,
-    dlq_moved_at = CASE WHEN p.fate = 'dlq' THEN now() ELSE m.dlq_moved_at END,
-    max_retries = CASE WHEN p.fate = 'dlq' THEN 0 ELSE m.max_retries END,
-    expires_at = CASE WHEN p.fate = 'dlq' THEN NULL ELSE m.expires_at END,
-    leased_at = CASE WHEN p.fate IS NULL THEN now() END,
-    leased_by = CASE WHEN p.fate IS NULL THEN $7::text END,
-    attempts = CASE WHEN p.lapsed THEN {
-    _attempt_ended(
-        "CASE WHEN p.fate = 'dlq' THEN 'dead_lettered' ELSE 'lapsed' END", f"'{LEASE_EXPIRED_ERROR}'", "m.available_at"
-    )
-} ELSE m.attempts END,
-    updated_at = now()
-FROM picked AS p WHERE m.id = p.id
-RETURNING {_LEASED_COLUMNS},
-    CASE WHEN m.first_dequeued_at = now() AND p.fate IS NULL THEN extract(epoch FROM now() - m.created_at)::float8
-    END AS waited, p.fate, p.lapsed"""
-
-
-def _dequeue(*, limited: bool) -> str:
-    """The dequeue; `limited`: of a topic with `max_inflight` (see "Concurrency limits" below)."""
-    if not limited:
-        return f"""
-WITH picked AS (
-    {_PICK}
-{_PICK_FROM}
-{_PICK_ORDER}
-)
-{_LEASE}"""
-    # A limited topic (see "Concurrency limits" below): as many as its reservation ($8, `INFLIGHT_RESERVE`; $3
-    # is its count) holds, claimed first (none if the keeper reclaimed it), each lease recorded with its deadline;
-    # the slots reserved but not leased are given back through `inflight_ended`.
-    return f"""
-WITH {_CLAIM}, picked AS (
-    {_PICK}
-{_PICK_FROM}
-      AND EXISTS (SELECT FROM claim)
-    ORDER BY priority DESC, available_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-), leased AS (
-{_LEASE}
-), recorded AS (
-    INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
-    SELECT $1, $2, 0, l.receipt::uuid, l.id::uuid, now() + make_interval(secs => $4) FROM leased AS l
-    WHERE l.fate IS NULL
-), {_GIVE_BACK.format(group="0", leased="(SELECT count(*) FROM leased AS l WHERE l.fate IS NULL)")}
-SELECT * FROM leased"""
-
-
-# A limited dequeue's lease statement claims its reservation (`INFLIGHT_RESERVE`: $8, and its count as the
-# statement's count, so that the planner knows the LIMIT; a plan for an unknown LIMIT merge-joined the leased rows
-# with the whole primary key, 2.5 of the statement's 3.6 ms), leases nothing if it was reclaimed, and gives back
-# what it did not lease as an ended count (`{leased}`: how many it leased).
-_CLAIM = """claim AS MATERIALIZED (
-    DELETE FROM inflight_reservations WHERE id = $8 RETURNING n
-)"""
-_GIVE_BACK = """given_back AS (
-    INSERT INTO inflight_ended (tenant_id, topic, group_id, n)
-    SELECT $1, $2, {group}, c.n - {leased} FROM claim AS c WHERE c.n > {leased}
-)"""
-
-
-# A limited dequeue's first steps (a topic's: group 0; a consumer group's: its id): the counter row locked, the
-# recorded leases past their deadline deleted, the ended ones drained; `freed` counts both, and `_ROOM` is how
-# many leases the dequeue may add.
-_LIMITED_SLOT = """slot AS MATERIALIZED (
-    SELECT c.leased, coalesce(tc.max_inflight, 2147483647) AS max_inflight
-    FROM inflight_counts AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = $2
-    WHERE c.tenant_id = $1 AND c.topic = $2 AND c.group_id = {group}
-    FOR UPDATE OF c
-), expired AS MATERIALIZED (
-    DELETE FROM inflight_leases AS l
-    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = {group} AND l.deadline <= now()
-      AND EXISTS (SELECT FROM slot)
-    RETURNING 1
-), drained AS MATERIALIZED (
-    DELETE FROM inflight_ended AS e
-    WHERE e.tenant_id = $1 AND e.topic = $2 AND e.group_id = {group} AND EXISTS (SELECT FROM slot)
-    RETURNING e.n
-), freed AS MATERIALIZED (
-    SELECT (SELECT count(*) FROM expired) + (SELECT coalesce(sum(n), 0) FROM drained) AS n
-)"""
-_ROOM = """coalesce(
-        (SELECT greatest(0, s.max_inflight - s.leased + (SELECT n FROM freed)) FROM slot AS s), 0)"""
-# A limited dequeue's first statement, a short transaction of its own: the topic's (group 0) or the group's ($3)
-# counter row locked, the leases past their deadline and the ended ones counted out, and up to $4 slots reserved:
-# counted in now, and recorded as a reservation row that the lease statement claims. Answers how many were
-# reserved and the reservation (NULL: none), or no row when the counter does not exist yet.
-INFLIGHT_RESERVE = f"""
-WITH {_LIMITED_SLOT.format(group="$3")}, granted AS MATERIALIZED (
-    SELECT least($4, {_ROOM}) AS n FROM slot
-), counted AS (
-    UPDATE inflight_counts SET leased = leased - (SELECT n FROM freed) + (SELECT n FROM granted)
-    WHERE tenant_id = $1 AND topic = $2 AND group_id = $3
-), reserved AS (
-    INSERT INTO inflight_reservations (tenant_id, topic, group_id, n)
-    SELECT $1, $2, $3, n FROM granted WHERE n > 0
-    RETURNING id
-)
-SELECT g.n, (SELECT id FROM reserved) AS reservation FROM granted AS g"""
-
-
-MESSAGE_DEQUEUE = _dequeue(limited=False)
-MESSAGE_DEQUEUE_LIMITED = _dequeue(limited=True)
+# The dequeue, and a limited one's reservation: `mq.queue.sql.dequeue`.
 
 # The metadata a nack's own would be merged into (a nack may merge at most `max_metadata_bytes` in all): a processing
 # message's, or what a group's delivery of it carries (the message's with the group's saved state on top).
@@ -553,7 +373,7 @@ WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'pro
 # (no two can both see room for the last slot); deletes the recorded leases past their deadline (a lapsed lease
 # frees its slot at its deadline, found by their key, never by scanning the queue); and reserves at most
 # `max_inflight - leased` slots, counted in at once and kept as a reservation row. The second
-# (`MESSAGE_DEQUEUE_LIMITED`, without the counter's lock: the topic's dequeues lease side by side) claims the
+# (`dequeue[limited]`, without the counter's lock: the topic's dequeues lease side by side) claims the
 # reservation, leases at most that many, records each lease, and gives back what it did not lease. The counter
 # thus never counts fewer than the leases in flight. (One statement holding the counter's lock while it leased
 # measured 0.43 of an unlimited topic's dequeue 100 + ack: the topic's dequeues took turns for their whole run.)
@@ -640,10 +460,6 @@ WHERE tenant_id = $1 AND topic = $2 AND group_id = $3
 RETURNING (SELECT count(*) FROM stale)"""
 #: A reservation this old was left behind (its lease statement never came): the keeper drops it.
 RESERVATION_LOST_SECONDS = 60.0
-# A reservation given back by a dequeue whose lease statement failed (best effort: else the keeper drops it).
-INFLIGHT_RELEASE = """
-WITH gone AS (DELETE FROM inflight_reservations WHERE id = $1 RETURNING tenant_id, topic, group_id, n)
-INSERT INTO inflight_ended (tenant_id, topic, group_id, n) SELECT tenant_id, topic, group_id, n FROM gone"""
 INFLIGHT_DROP_GROUP = """
 WITH leases AS (DELETE FROM inflight_leases WHERE tenant_id = $1 AND topic = $2 AND group_id = $3),
 ended AS (DELETE FROM inflight_ended WHERE tenant_id = $1 AND topic = $2 AND group_id = $3),
@@ -701,16 +517,7 @@ RETURNING m.id, m.topic, m.receipt"""
 # A tenant with limited topics (`max_inflight`) counts its acked messages out of their topics' counters in the
 # same statement (`counted`; a topic without a limit has no counter row: nothing to update).
 def _ack_batch(*, logged: bool, counted: bool) -> str:
-    log = (
-        """, logged AS (
-    INSERT INTO message_log (tenant_id, topic, acked_at, id, key, payload, metadata, priority, retry_count, created_at)
-    SELECT $1, g.topic, now(), g.id, g.key, g.payload, g.metadata, g.priority, g.retry_count, g.created_at
-    FROM gone AS g JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = g.topic
-    WHERE tc.replayable
-)"""
-        if logged
-        else ""
-    )
+    log = f""", logged AS (\n{log_acked("gone", "$1")}\n)""" if logged else ""
     count = f""", {_COUNT_OUT.format(rows="gone")}""" if counted else ""
     columns = ", m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at" if logged else ""
     columns += ", m.available_at AS deadline" if counted else ""
@@ -764,80 +571,6 @@ MESSAGE_LEASE_PROBE = "SELECT status, receipt, owed FROM messages WHERE tenant_i
 MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list('$2')})"
 
 
-# A group's dequeue (see "Consumer groups" above): its deliveries that are available, in queue order, leased for
-# this group alone; the messages' columns with the delivery's status, retry_count, last_error, lease deadline and
-# receipt. A delivery whose lease lapsed comes back with retry_count + 1, as a message without groups does; one
-# that has used up max_retries this way is not delivered but answered as `fate` 'spent' (its id only), and the
-# caller dead-letters it as a nack would (`GROUP_NACK_LAPSED`). A keyed
-# message that a group received leaves the key's unique index (status 'processing' on the message row, which no
-# plain statement leases: `owed` is set): a keyed enqueue then stores a new message instead of replacing it. Every
-# group's dequeue of a keyed message takes the message row's lock (`received`, even when another group flipped it
-# already) and answers the row's latest content: an upsert that committed while the dequeue ran is what the group
-# receives, never the content it replaced (the drill with three groups found that race: the snapshot's payload,
-# then the upsert's content owed to nobody who had already acked).
-# Plan: Nested Loop <- CTE picked: Limit <- LockRows <- Index Scan using deliveries_dequeue_idx; Index Scan using
-# messages_pkey per leased row. $2 topic, $3 group id, $4 count, $5 visibility s, $6 secret, $7 consumer
-GROUP_DEQUEUE = f"""
-WITH picked AS (
-    SELECT d.message_id, d.status = 'processing' AS lapsed,
-           CASE WHEN d.status = 'processing'
-                THEN d.retry_count + 1 >= (SELECT m.max_retries FROM messages AS m WHERE m.id = d.message_id)
-                ELSE false END AS spent
-    FROM deliveries AS d
-    WHERE d.group_id = $3 AND d.available_at <= now() AND (d.expires_at IS NULL OR d.expires_at > now())
-    ORDER BY d.priority DESC, d.available_at
-    LIMIT $4
-    FOR UPDATE SKIP LOCKED
-), leased AS (
-    UPDATE deliveries AS d
-    SET status = 'processing', available_at = now() + make_interval(secs => $5),
-        receipt = md5($6 || d.message_id::text)::uuid,
-        retry_count = CASE WHEN p.lapsed THEN d.retry_count + 1 ELSE d.retry_count END,
-        last_error = CASE WHEN p.lapsed THEN '{LEASE_EXPIRED_ERROR}' ELSE d.last_error END,
-        attempts = CASE WHEN p.lapsed THEN {
-    _attempt_ended("'lapsed'", f"'{LEASE_EXPIRED_ERROR}'", "d.available_at", row="d")
-} ELSE d.attempts END,
-        leased_at = now(), leased_by = $7::text
-    FROM picked AS p WHERE d.group_id = $3 AND d.message_id = p.message_id AND NOT p.spent
-    RETURNING d.message_id, d.status, d.retry_count, d.last_error, d.available_at, d.receipt, p.lapsed,
-        d.metadata AS saved
-), received AS (
-    UPDATE messages AS m SET status = 'processing'
-    FROM leased AS l WHERE m.id = l.message_id AND m.key IS NOT NULL
-    RETURNING m.id, m.payload, m.metadata, m.updated_at
-)
-SELECT m.id::text AS id, m.topic, m.key, coalesce(r.payload, m.payload) AS payload,
-    CASE WHEN l.saved IS NULL THEN coalesce(r.metadata, m.metadata)
-         ELSE coalesce(r.metadata, m.metadata, '{{}}') || l.saved END::text AS metadata, l.status, m.priority,
-    l.retry_count, m.max_retries, l.last_error, {rfc3339("m.created_at")} AS created_at,
-    {rfc3339("coalesce(r.updated_at, m.updated_at)")} AS updated_at, {rfc3339("l.available_at")} AS available_at,
-    {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
-    l.receipt::text AS receipt, m.consumer_group, NULL::float8 AS waited, NULL::text AS fate, l.lapsed
-FROM leased AS l JOIN messages AS m ON m.id = l.message_id AND m.tenant_id + 0 = $1 AND m.topic = $2
-LEFT JOIN received AS r ON r.id = l.message_id
-UNION ALL
-SELECT p.message_id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, 'spent', true
-FROM picked AS p WHERE p.spent"""
-
-# The same for a group of a limited topic: at most `max_inflight` of the group's deliveries leased at once, counted
-# as a topic's leases are (see "Concurrency limits"), on the group's own counter row (group_id: the group's id);
-# $8 the reservation.
-GROUP_DEQUEUE_LIMITED = (
-    GROUP_DEQUEUE.replace("\nWITH picked AS (\n", f"\nWITH {_CLAIM}, picked AS (\n", 1)
-    .replace("    ORDER BY d.priority DESC", "      AND EXISTS (SELECT FROM claim)\n    ORDER BY d.priority DESC", 1)
-    .replace(
-        "    RETURNING m.id, m.payload, m.metadata, m.updated_at\n)\n",
-        f"""    RETURNING m.id, m.payload, m.metadata, m.updated_at
-), recorded AS (
-    INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
-    SELECT $1, $2, $3, l.receipt, l.message_id, l.available_at FROM leased AS l
-), {_GIVE_BACK.format(group="$3", leased="(SELECT count(*) FROM leased)")}
-""",
-        1,
-    )
-)
-
 # Strays: an instance whose cached topic config (`mq.queue.configs`) did not know the topic had groups yet, in the
 # moments after its first group was created on another instance, stores a message as for a topic without groups:
 # no deliveries, `owed` NULL. (A statement that knows the topic has groups reads them itself, `_OWED` and
@@ -882,7 +615,7 @@ WITH g AS (
     FROM g JOIN messages AS m ON m.tenant_id = g.tenant_id AND m.topic = g.topic
     WHERE m.id >= {_uuid7_at("g.created_at - make_interval(secs => $3)")}
       AND m.id < {_uuid7_at("g.created_at + make_interval(secs => $2 + $3)")}
-      AND m.owed IS NULL AND m.status = 'pending' AND m.original_topic IS NULL AND {_ALIVE}
+      AND m.owed IS NULL AND m.status = 'pending' AND m.original_topic IS NULL AND {ALIVE}
     FOR UPDATE OF m
 ), minted AS (
     INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
@@ -903,7 +636,7 @@ FROM g JOIN tenants AS t ON t.id = g.tenant_id"""
 # What a deleted group owed, released a batch at a time (`skiplock_group_release`): its deliveries go, and the
 # messages no other group owes with them; leased deliveries locked at that moment are skipped, for a later batch.
 # Then its tombstone, once no delivery is left. $1 group id, $2 batch
-GROUP_RELEASE = "SELECT skiplock_group_release($1, $2)"
+GROUP_RELEASE = f"SELECT {functions.GROUP_RELEASE.name}($1, $2)"
 GROUP_FORGET = """
 DELETE FROM deleted_groups WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM deliveries WHERE group_id = $1)
 RETURNING id"""
@@ -914,7 +647,7 @@ DELETED_GROUPS = "SELECT id FROM deleted_groups ORDER BY id LIMIT 100"
 # answers each deleted delivery's message id, the receipt of the lease that ended, and its topic. An ack names the
 # group, not the topic: the tenant's groups of that name are looked up in the function (consumer_groups_name_uq),
 # then each delivery by its primary key. $2 group name, $3 ids, $4 receipts
-GROUP_ACK = f"SELECT id, receipt, topic FROM skiplock_group_ack($1, $2, {_uuid_list('$3')}, {_uuid_list('$4')})"
+GROUP_ACK = f"SELECT id, receipt, topic FROM {functions.GROUP_ACK.name}($1, $2, {_uuid_list('$3')}, {_uuid_list('$4')})"
 
 # A limited group's leases that ended (`gone`: topic, group_id, receipt, deadline), counted out as a topic's are
 # (`_COUNT_OUT`).
@@ -940,7 +673,7 @@ WITH leases AS MATERIALIZED (
     FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
     WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({_uuid_list("$3")}) AND d.status = 'processing'
 ), acked AS MATERIALIZED (
-    SELECT * FROM skiplock_group_ack($1, $2, {_uuid_list("$3")}, {_uuid_list("$4")})
+    SELECT * FROM {functions.GROUP_ACK.name}($1, $2, {_uuid_list("$3")}, {_uuid_list("$4")})
 ), gone AS (
     SELECT l.topic, l.group_id, l.receipt, l.deadline
     FROM leases AS l JOIN acked AS a ON a.id = l.message_id AND a.receipt = l.receipt
@@ -958,12 +691,12 @@ GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $
 # dead-lettered as a copy. $1 tenant, $2 group, $3 id, $4 receipt, $5 error, $6 delay s (NULL: the backoff),
 # $7 default backoff, $8 default dlq_enabled, $9 the copy's id, $10 metadata to merge into the group's saved state
 # (migration 2026_11_25_nack_metadata; NULL: none)
-GROUP_NACK = "SELECT outcome, topic FROM skiplock_group_nack($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
+GROUP_NACK = f"SELECT outcome, topic FROM {functions.GROUP_NACK.name}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
 
 # The same for a delivery whose lease lapsed once too often (found by a group's dequeue): no receipt, the lapse
 # as its error. $1 tenant, $2 group id, $3 id, $4 error, $5 default backoff, $6 default dlq_enabled, $7 copy id
-GROUP_NACK_LAPSED = """
-SELECT outcome, topic FROM skiplock_group_nack(
+GROUP_NACK_LAPSED = f"""
+SELECT outcome, topic FROM {functions.GROUP_NACK.name}(
     $1, (SELECT name FROM consumer_groups WHERE id = $2 AND tenant_id = $1), $3, NULL, $4, NULL, $5, $6, $7,
     NULL::jsonb)"""
 
@@ -1021,9 +754,7 @@ RETURNING d.available_at"""
 # Left Join (Index Scan using messages_pkey, Index Scan using topic_configs_pkey).
 # $2 id, $3 receipt, $4 error, $5 default dlq enabled, $6 explicit delay s (NULL: backoff), $7 default backoff s;
 # `MESSAGE_NACK_MERGED`: $8 metadata merged into the message's (only nacks that carry some use it)
-_NACK_ATTEMPT = _attempt_ended(
-    "CASE cur.outcome WHEN 'dlq' THEN 'dead_lettered' ELSE 'nacked' END", "$4::text", "now()"
-)
+_NACK_ATTEMPT = attempt_ended("CASE cur.outcome WHEN 'dlq' THEN 'dead_lettered' ELSE 'nacked' END", "$4::text", "now()")
 
 
 def _nack(merged: bool, counted: bool = False) -> str:
@@ -1151,7 +882,7 @@ _RESTORE_FROM_DLQ = """
 # Which dead letters a requeue takes: pending ones, failed ones (one by one only) and lapsed leases, which are
 # available exactly as pending ones are; none past its TTL (gone for every purpose).
 _LAPSED = "(m.status = 'processing' AND m.available_at <= now())"
-_TAKEABLE = f"((m.status = 'pending' OR {_LAPSED}) AND {_ALIVE})"
+_TAKEABLE = f"((m.status = 'pending' OR {_LAPSED}) AND {ALIVE})"
 
 # Requeue one dead-lettered message to its original topic; max_retries comes back from the topic's config or the
 # global default $3. A failed message in a DLQ may be requeued too. $2 id, $3 default max_retries, $4 default TTL
@@ -1183,10 +914,10 @@ SELECT topic FROM moved"""
 # available now, attempts counted from 0; an expired one gets its TTL again from now. $2 id
 MESSAGE_RETRY = f"""
 UPDATE messages AS m SET status = 'pending', available_at = now(), retry_count = 0, receipt = NULL,
-    expires_at = CASE WHEN {_ALIVE} THEN m.expires_at ELSE now() + (m.expires_at - m.created_at) END,
+    expires_at = CASE WHEN {ALIVE} THEN m.expires_at ELSE now() + (m.expires_at - m.created_at) END,
     updated_at = now()
 WHERE m.tenant_id = $1 AND m.id = $2
-  AND (m.status IN ('failed', 'expired') OR (m.status = 'pending' AND (m.available_at > now() OR NOT {_ALIVE})))
+  AND (m.status IN ('failed', 'expired') OR (m.status = 'pending' AND (m.available_at > now() OR NOT {ALIVE})))
 RETURNING m.topic"""
 MESSAGE_TOPIC = "SELECT topic FROM messages WHERE tenant_id = $1 AND id = $2"
 
@@ -1274,9 +1005,9 @@ KNOWN_STATUSES = frozenset(s for group in STATUS_GROUPS for s in group)
 # Per (index group, status seen): the condition on a row of that group.
 _SEEN_AS = {
     ("pending", "processing"): {
-        "pending": f"({_ALIVE} AND (m.status = 'pending' OR m.available_at <= now()))",
-        "processing": f"({_ALIVE} AND m.status = 'processing' AND m.available_at > now())",
-        "expired": f"NOT {_ALIVE}",
+        "pending": f"({ALIVE} AND (m.status = 'pending' OR m.available_at <= now()))",
+        "processing": f"({ALIVE} AND m.status = 'processing' AND m.available_at > now())",
+        "expired": f"NOT {ALIVE}",
     },
     ("failed", "expired"): {"failed": "m.status = 'failed'", "expired": "m.status = 'expired'"},
 }
@@ -1406,7 +1137,7 @@ _CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_lim
 # $11 expire_to_dlq, $12 replayable, $13 replay_window_seconds, $14 max_inflight
 TOPIC_CONFIG_PUT = f"""
 WITH admitted AS MATERIALIZED (
-    SELECT skiplock_admit($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
+    SELECT {functions.ADMIT.name}($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
 ), gate AS (
     DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2 AND (SELECT ok FROM admitted)
 )

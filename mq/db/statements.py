@@ -1,0 +1,89 @@
+"""Statements composed from named fragments, with named parameters, kept in one registry.
+
+A data-plane statement is a chain of steps (pick the rows, lease them, record the leases, count them, log them):
+each step is a `Fragment`, a common table expression with a name, and a variant of a statement is a different
+choice of fragments, never a copy of its text nor a `.replace()` on it. `compose` writes the chain as one statement,
+`WITH a AS (...), b AS (...) <result>`; when the result is only the last step's rows, that step is the statement
+itself (an `UPDATE ... RETURNING` answered directly costs nothing over the step).
+
+Fragments name their parameters (`$tenant`, `$topic`, `$count`): `Statement` numbers them in order (`$tenant`
+always `$1`, the promise every tenant-scoped statement keeps) and binds arguments by name (`args`), so a variant
+that adds a parameter moves nobody else's. Every statement is registered under its name (`REGISTRY`): `make
+explain` prints each one's plan, and a test checks that each tenant-scoped one takes the tenant first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# A named parameter: `$` and a lower-case name. Positional parameters (`$1`) and dollar quotes (`$$`, `$body$`,
+# which no statement here holds) do not match.
+_PARAMETER = re.compile(r"\$([a-z][a-z_]*)\b(?!\$)")
+#: The parameter a tenant-scoped statement takes first.
+TENANT = "tenant"
+
+
+@dataclass(frozen=True, slots=True)
+class Fragment:
+    """One step of a statement: `name AS [MATERIALIZED] (body)`."""
+
+    name: str
+    body: str
+    #: evaluated once, before the steps that read it (a step whose rows others test with EXISTS or read twice)
+    materialized: bool = False
+
+    def cte(self) -> str:
+        keyword = " MATERIALIZED" if self.materialized else ""
+        return f"{self.name} AS{keyword} (\n{self.body.strip()}\n)"
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A statement's text with positional parameters, and the names they stand for, in order."""
+
+    name: str
+    text: str
+    parameters: tuple[str, ...]
+
+    def args(self, **values: Any) -> tuple[Any, ...]:
+        """The arguments in the statement's order, from their names (a missing one raises KeyError)."""
+        return tuple(values[name] for name in self.parameters)
+
+    @property
+    def tenant_scoped(self) -> bool:
+        return TENANT in self.parameters
+
+
+#: Every statement made by `statement` or `compose`, by name.
+REGISTRY: dict[str, Statement] = {}
+
+
+def statement(name: str, text: str) -> Statement:
+    """A statement from text with named parameters, numbered in order of first use with `$tenant` first, and
+    registered under `name` (a name is registered once)."""
+    used = list(dict.fromkeys(_PARAMETER.findall(text)))
+    if TENANT in used:
+        used.remove(TENANT)
+        used.insert(0, TENANT)
+    numbers = {parameter: n for n, parameter in enumerate(used, start=1)}
+    numbered = _PARAMETER.sub(lambda m: f"${numbers[m.group(1)]}", text)
+    made = Statement(name, numbered, tuple(used))
+    if REGISTRY.setdefault(name, made) != made:
+        raise ValueError(f"two statements are named {name!r}")
+    return made
+
+
+def compose(name: str, fragments: Sequence[Fragment], result: str) -> Statement:
+    """`WITH <fragments> <result>`, registered as `name`. A result of `SELECT * FROM <the last fragment>` makes that
+    fragment the statement itself."""
+    steps = list(fragments)
+    if steps and result.strip() == f"SELECT * FROM {steps[-1].name}":
+        result = steps.pop().body.strip()
+    names = [f.name for f in steps]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{name}: a fragment is used twice in {names}")
+    text = f"WITH {', '.join(f.cte() for f in steps)}\n{result.strip()}" if steps else result.strip()
+    return statement(name, text)

@@ -1,0 +1,51 @@
+"""What the queue's statements share: a message's columns as the contract prints them, what a reader sees as its
+status, and a delivery's attempts."""
+
+
+def rfc3339(column: str) -> str:
+    """A timestamp as the contract prints it, 2026-11-22T04:38:10.123Z (UTC, milliseconds, truncated)."""
+    return f"""to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"""
+
+
+# Columns returned for a message, in `MessageView`'s field order and already in the response's text form: ids and
+# timestamps as text cost the driver a tenth of decoding them to UUID and datetime objects (about 1 µs each) and
+# then printing those again, and `metadata` is JSON text passed through unparsed. `status` is the one a reader
+# sees (`VIEW_STATUS`); a dequeue's fresh leases are `processing` as stored.
+def message_columns(status: str) -> str:
+    return f"""m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata, {status} AS status,
+    m.priority, m.retry_count, m.max_retries, m.last_error, {rfc3339("m.created_at")} AS created_at,
+    {rfc3339("m.updated_at")} AS updated_at, {rfc3339("m.available_at")} AS available_at,
+    {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
+    m.receipt::text AS receipt, m.consumer_group"""
+
+
+# What a message is for every reader (browse, get, stats, topics, purge and delete by status), whatever a reaper
+# has marked yet: a live message past its `expires_at` is `expired` (gone for every purpose), and a processing one
+# whose visibility deadline passed (a lapsed lease) is `pending`, available exactly as a pending one is. The
+# stored status changes when the message is next taken, or by the expiry reaper.
+ALIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
+VIEW_STATUS = f"""CASE WHEN m.status IN ('pending', 'processing') AND NOT {ALIVE} THEN 'expired'
+    WHEN m.status = 'processing' AND m.available_at <= now() THEN 'pending' ELSE m.status END"""
+
+MESSAGE_COLUMNS = message_columns(VIEW_STATUS)
+LEASED_COLUMNS = message_columns("m.status")
+
+# A message's attempts (`GET /api/messages/{id}`): `leased_at` and `leased_by` describe the current lease, set by
+# the dequeue; a delivery that ends without an ack (nacked, lapsed, dead-lettered) is appended to `attempts` by the
+# statement that ends it, and an ack deletes the row. Only those statements pay for it: a delivery that is acked
+# writes two more columns in the dequeue's UPDATE and nothing else. The last `ATTEMPTS_KEPT` entries are kept.
+ATTEMPTS_KEPT = 20
+
+
+def attempt_ended(outcome: str, error: str, ended_at: str, row: str = "m") -> str:
+    """`attempts` with the current lease appended as ended (SQL expressions for each field; old values of `row`,
+    a message or a group's delivery)."""
+    entry = f"""jsonb_build_object('attempt', coalesce(({row}.attempts -> -1 ->> 'attempt')::int, 0) + 1,
+        'leased_at', {rfc3339(f"{row}.leased_at")}, 'leased_by', {row}.leased_by, 'outcome', {outcome},
+        'error', {error}, 'ended_at', {rfc3339(ended_at)})"""
+    kept = f"""CASE WHEN jsonb_array_length(coalesce({row}.attempts, '[]')) >= {ATTEMPTS_KEPT} THEN {row}.attempts - 0
+        ELSE coalesce({row}.attempts, '[]') END"""
+    return f"{kept} || jsonb_build_array({entry})"
+
+
+LEASE_EXPIRED_ERROR = "lease expired: the visibility timeout passed without an ack or nack"

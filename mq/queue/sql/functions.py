@@ -1,0 +1,426 @@
+"""The database's functions: the source of every version, by versioned name, in one place.
+
+A function is never changed in place: a change is a new version (`skiplock_group_ack_v2` after `_v1`), created by
+a migration from the source here (`CREATE FUNCTION`), while the old version stays until the migration after
+(a rolling upgrade's old instances still call it), which drops it. `CURRENT` are the versions the code calls; a
+function a migration created stays in `RELEASED` forever (a migration creates what it created on the day it was
+written, from here). `tests/integration/test_functions.py` compares what a migrated database holds with `CURRENT`.
+
+Statements call a function by its `name` (`GROUP_ACK.name`), so a new version is one edit here and one migration.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from mq.queue.sql.log import log_acked
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """One version of a database function."""
+
+    name: str
+    #: the argument list as declared (names and types)
+    arguments: str
+    returns: str
+    language: str
+    body: str
+
+    def create(self) -> str:
+        return (
+            f"CREATE FUNCTION {self.name}({self.arguments}) RETURNS {self.returns} LANGUAGE {self.language} AS $$\n"
+            f"{self.body.strip()}\n$$"
+        )
+
+    def drop(self) -> str:
+        return f"DROP FUNCTION {self.name}({self.arguments})"
+
+
+def _indent(text: str, spaces: int) -> str:
+    return textwrap.indent(text, " " * spaces)
+
+
+# --- Admission (capped tenants and topics; `mq.queue.sql`, "Capped tenants and topics") ---------------------------
+# Whether a tenant's topic exists (a config, live messages, or finished ones) and how many topics it has: the
+# max_topics check, under the tenant's '#topics' gate lock.
+TOPIC_EXISTS = Function(
+    "skiplock_topic_exists_v1",
+    "p_tenant bigint, p_topic text",
+    "boolean",
+    "sql",
+    """
+SELECT EXISTS (SELECT FROM topic_configs WHERE tenant_id = p_tenant AND topic = p_topic)
+    OR EXISTS (SELECT FROM messages WHERE tenant_id = p_tenant AND status IN ('pending', 'processing')
+               AND topic IN (p_topic, p_topic || '.dlq'))
+    OR EXISTS (SELECT FROM messages WHERE tenant_id = p_tenant AND status IN ('failed', 'expired')
+               AND topic IN (p_topic, p_topic || '.dlq'))
+""",
+)
+TOPIC_COUNT = Function(
+    "skiplock_topic_count_v1",
+    "p_tenant bigint",
+    "bigint",
+    "sql",
+    r"""
+WITH RECURSIVE live(topic) AS (
+    (SELECT topic FROM messages WHERE tenant_id = p_tenant AND status IN ('pending', 'processing')
+     ORDER BY topic LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.topic FROM messages AS m
+            WHERE m.tenant_id = p_tenant AND m.status IN ('pending', 'processing') AND m.topic > live.topic
+            ORDER BY m.topic LIMIT 1)
+    FROM live WHERE live.topic IS NOT NULL
+), done(topic) AS (
+    (SELECT topic FROM messages WHERE tenant_id = p_tenant AND status IN ('failed', 'expired')
+     ORDER BY topic LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.topic FROM messages AS m
+            WHERE m.tenant_id = p_tenant AND m.status IN ('failed', 'expired') AND m.topic > done.topic
+            ORDER BY m.topic LIMIT 1)
+    FROM done WHERE done.topic IS NOT NULL
+)
+SELECT count(DISTINCT regexp_replace(t.topic, '\.dlq$', ''))
+FROM (SELECT topic FROM live UNION ALL SELECT topic FROM done
+      UNION ALL SELECT topic FROM topic_configs WHERE tenant_id = p_tenant) AS t
+WHERE t.topic IS NOT NULL
+""",
+)
+# The gates of a statement's scopes ('' the tenant, then topics): a stripe of this connection with room is taken
+# at once; else the scope's stripes are locked, its live messages counted, and the room dealt out again across the
+# stripes; SKQ01 (topic), SKQ02 (tenant), SKQ03 (max_topics) refuse, undoing the statement.
+ADMIT = Function(
+    "skiplock_admit_v1",
+    "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
+    "boolean",
+    "plpgsql",
+    f"""
+DECLARE
+    stripes constant integer := 32;
+    mine constant integer := pg_backend_pid() % stripes;
+    i integer;
+    n bigint;
+    live bigint;
+    room bigint;
+    fresh integer;
+    existing bigint;
+BEGIN
+    IF p_max_topics IS NOT NULL
+       AND EXISTS (SELECT FROM unnest(p_topics) AS t(topic) WHERE NOT {TOPIC_EXISTS.name}(p_tenant, t.topic)) THEN
+        INSERT INTO admission_gates (tenant_id, scope, stripe, bound, alloc) VALUES (p_tenant, '#topics', 0, 0, 0)
+        ON CONFLICT DO NOTHING;
+        PERFORM FROM admission_gates WHERE tenant_id = p_tenant AND scope = '#topics' FOR UPDATE;
+        SELECT count(*) INTO fresh FROM unnest(p_topics) AS t(topic)
+        WHERE NOT {TOPIC_EXISTS.name}(p_tenant, t.topic);
+        IF fresh > 0 THEN
+            existing := {TOPIC_COUNT.name}(p_tenant);
+            IF existing + fresh > p_max_topics THEN
+                RAISE EXCEPTION USING ERRCODE = 'SKQ03', MESSAGE = 'max_topics reached', DETAIL = '',
+                    HINT = existing || '/' || p_max_topics;
+            END IF;
+        END IF;
+    END IF;
+
+    FOR i IN 1 .. coalesce(array_length(p_scopes, 1), 0) LOOP
+        n := p_counts[i];
+        UPDATE admission_gates SET bound = bound + n
+        WHERE tenant_id = p_tenant AND scope = p_scopes[i] AND stripe = mine AND bound + n <= alloc;
+        CONTINUE WHEN FOUND;
+        INSERT INTO admission_gates (tenant_id, scope, stripe, bound, alloc)
+        SELECT p_tenant, p_scopes[i], s, 0, 0 FROM generate_series(0, stripes - 1) AS s
+        ON CONFLICT DO NOTHING;
+        PERFORM FROM admission_gates WHERE tenant_id = p_tenant AND scope = p_scopes[i] ORDER BY stripe FOR UPDATE;
+
+        IF p_scopes[i] = '' THEN
+            SELECT count(*) INTO live FROM messages
+            WHERE tenant_id = p_tenant AND status IN ('pending', 'processing');
+        ELSE
+            SELECT count(*) INTO live FROM messages
+            WHERE tenant_id = p_tenant AND topic = p_scopes[i] AND status IN ('pending', 'processing');
+        END IF;
+        IF live + n > p_caps[i] THEN  -- about to refuse: count only what has not expired
+            IF p_scopes[i] = '' THEN
+                SELECT count(*) INTO live FROM messages
+                WHERE tenant_id = p_tenant AND status IN ('pending', 'processing')
+                  AND (expires_at IS NULL OR expires_at > now());
+            ELSE
+                SELECT count(*) INTO live FROM messages
+                WHERE tenant_id = p_tenant AND topic = p_scopes[i] AND status IN ('pending', 'processing')
+                  AND (expires_at IS NULL OR expires_at > now());
+            END IF;
+        END IF;
+        IF live + n > p_caps[i] THEN
+            RAISE EXCEPTION USING ERRCODE = CASE WHEN p_scopes[i] = '' THEN 'SKQ02' ELSE 'SKQ01' END,
+                MESSAGE = 'cap reached', DETAIL = p_scopes[i], HINT = live || '/' || p_caps[i];
+        END IF;
+        room := p_caps[i] - live - n;
+        UPDATE admission_gates AS g
+        SET bound = CASE WHEN g.stripe = mine THEN live + n ELSE 0 END,
+            alloc = CASE WHEN g.stripe = mine THEN live + n ELSE 0 END + room / stripes
+                    + CASE WHEN g.stripe < room % stripes THEN 1 ELSE 0 END
+        WHERE g.tenant_id = p_tenant AND g.scope = p_scopes[i];
+    END LOOP;
+    RETURN true;
+END
+""",
+)
+# One scope's gate (a COPY into one capped topic or tenant).
+ADMIT_ONE = Function(
+    "skiplock_admit_one_v1",
+    "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint",
+    "boolean",
+    "plpgsql",
+    f"""
+BEGIN
+    UPDATE admission_gates SET bound = bound + p_rows
+    WHERE tenant_id = p_tenant AND scope = p_scope AND stripe = pg_backend_pid() % 32 AND bound + p_rows <= alloc;
+    IF NOT FOUND THEN
+        PERFORM {ADMIT.name}(p_tenant, ARRAY[p_scope], ARRAY[p_rows], ARRAY[p_cap], NULL, '{{}}');
+    END IF;
+    RETURN true;
+END
+""",
+)
+# A COPY's admission (`mq.queue.sql.copy_admission`): its WHERE calls one of these before the first row.
+ADMIT_COPY = Function(
+    "skiplock_admit_copy_v1",
+    "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint",
+    "boolean",
+    "plpgsql",
+    f"""
+BEGIN
+    RETURN {ADMIT_ONE.name}(p_tenant, p_scope, p_rows, p_cap);
+END
+""",
+)
+ADMIT_COPY_ALL = Function(
+    "skiplock_admit_copy_all_v1",
+    "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
+    "boolean",
+    "plpgsql",
+    f"""
+BEGIN
+    RETURN {ADMIT.name}(p_tenant, p_scopes, p_counts, p_caps, p_max_topics, p_topics);
+END
+""",
+)
+
+# --- Consumer groups (`mq.queue.sql`, "Consumer groups") ------------------------------------------------------------
+# A group's deliveries finished (`owed_by`: their messages): count the messages down, and delete those no group owes
+# any more, keeping them in the log of a replayable topic when the finish was an ack (`acked`). Each statement of a
+# function sees what committed before it started: two groups acking a message's last deliveries at once serialize
+# on the message's row in the count-down (the second one counts from the first one's result), and the delete that
+# follows sees 0. One statement could not do this: under READ COMMITTED each of two racing statements still sees
+# the other's delivery row, and neither would delete the message.
+GROUP_DONE = Function(
+    "skiplock_group_done_v1",
+    "owed_by uuid[], acked boolean",
+    "void",
+    "plpgsql",
+    f"""
+DECLARE gone uuid[];
+BEGIN
+    -- in id order, so that two count-downs over the same messages wait for each other instead of deadlocking
+    PERFORM 1 FROM messages WHERE id = ANY(owed_by) ORDER BY id FOR UPDATE;
+    WITH counted AS (
+        UPDATE messages AS m SET owed = m.owed - n.k
+        FROM (SELECT id, count(*)::int2 AS k FROM unnest(owed_by) AS x(id) GROUP BY id) AS n
+        WHERE m.id = n.id AND m.owed IS NOT NULL
+        RETURNING m.id, m.owed
+    )
+    SELECT array_agg(id) INTO gone FROM counted WHERE owed <= 0;
+    IF gone IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT acked THEN
+        DELETE FROM messages WHERE id = ANY(gone) AND owed <= 0;
+        RETURN;
+    END IF;
+    WITH done AS (
+        DELETE FROM messages WHERE id = ANY(gone) AND owed <= 0
+        RETURNING tenant_id, topic, id, key, payload, metadata, priority, retry_count, created_at
+    )
+{_indent(log_acked("done", "r.tenant_id"), 4)};
+END
+""",
+)
+# A group's ack: the named group's processing deliveries whose receipt matches (none given: any holder) deleted, their
+# messages counted down; answers each deleted delivery's message id, the receipt of the lease that ended, and its
+# topic. An ack names the group, not its topic: the tenant's groups of that name (one per topic that has one) are
+# looked up here, and each listed message's delivery by the primary key (group, message).
+GROUP_ACK = Function(
+    "skiplock_group_ack_v1",
+    "tenant bigint, group_name text, ids uuid[], receipts uuid[]",
+    "TABLE(id uuid, receipt uuid, topic text)",
+    "plpgsql",
+    f"""
+DECLARE acked uuid[]; ended uuid[]; topics text[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM deliveries AS d
+        USING unnest(ids, receipts) AS w(id, receipt), consumer_groups AS g
+        WHERE g.tenant_id = tenant AND g.name = group_name AND d.group_id = g.id AND d.message_id = w.id
+          AND d.status = 'processing' AND (w.receipt IS NULL OR w.receipt = d.receipt)
+        RETURNING d.message_id, d.receipt, g.topic
+    )
+    SELECT array_agg(gone.message_id), array_agg(gone.receipt), array_agg(gone.topic)
+    INTO acked, ended, topics FROM gone;
+    IF acked IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM {GROUP_DONE.name}(acked, true);
+    RETURN QUERY SELECT * FROM unnest(acked, ended, topics);
+END
+""",
+)
+# A group's nack: below max_retries its delivery is pending again after the delay (or the topic's backoff), with
+# `meta` merged into the group's saved state; reached, the group's delivery is dead-lettered: a copy of the message
+# goes to `<topic>.dlq` (pending, retry_count 0, max_retries 0, `original_topic` and `consumer_group` set), or stays
+# in the topic as `failed` for that group when the DLQ is off; the delivery goes and the message is counted down.
+# `copy_id` is the copy's id (a UUIDv7 from the caller). Answers the outcome and the group's topic; no row: nothing
+# matched.
+GROUP_NACK = Function(
+    "skiplock_group_nack_v1",
+    "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
+    "backoff_default integer[], dlq_default boolean, copy_id uuid, meta jsonb",
+    "TABLE(outcome text, topic text)",
+    "plpgsql",
+    f"""
+DECLARE
+    gid bigint; gtopic text; tries int; maxr int; dlq_on bool; backoff int4[]; outc text; ended jsonb;
+    saved jsonb;
+BEGIN
+    SELECT d.group_id, g.topic, d.retry_count + 1, jsonb_build_object(
+               'attempt', coalesce((d.attempts -> -1 ->> 'attempt')::int, 0) + 1,
+               'leased_at', to_char(d.leased_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+               'leased_by', d.leased_by, 'error', err,
+               'ended_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+           CASE WHEN meta IS NULL THEN d.metadata ELSE coalesce(d.metadata, '{{}}') || meta END
+    INTO gid, gtopic, tries, ended, saved
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    WHERE g.tenant_id = tenant AND g.name = group_name AND d.message_id = mid AND d.status = 'processing'
+      AND (rcpt IS NULL OR d.receipt = rcpt)
+    FOR UPDATE OF d;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT m.max_retries, coalesce(tc.dlq_enabled, dlq_default), coalesce(tc.retry_backoff_seconds, backoff_default)
+    INTO maxr, dlq_on, backoff
+    FROM messages AS m LEFT JOIN topic_configs AS tc ON tc.tenant_id = tenant AND tc.topic = m.topic
+    WHERE m.id = mid;
+    outc := CASE WHEN tries < maxr THEN 'retry' WHEN dlq_on THEN 'dlq' ELSE 'failed' END;
+    IF outc = 'retry' THEN
+        UPDATE deliveries AS d SET
+            status = 'pending', retry_count = tries, receipt = NULL, last_error = err, metadata = saved,
+            available_at = now() + make_interval(secs => coalesce(
+                delay, backoff[least(tries, cardinality(backoff))], 0)),
+            attempts = (CASE WHEN jsonb_array_length(coalesce(d.attempts, '[]')) >= 20 THEN d.attempts - 0
+                        ELSE coalesce(d.attempts, '[]') END)
+                       || jsonb_build_array(ended || jsonb_build_object('outcome', 'nacked'))
+        WHERE d.group_id = gid AND d.message_id = mid;
+    ELSE
+        INSERT INTO messages (id, tenant_id, topic, key, payload, metadata, priority, max_retries, status,
+                              retry_count, last_error, original_topic, dlq_moved_at, consumer_group, attempts)
+        SELECT copy_id, m.tenant_id, CASE outc WHEN 'dlq' THEN m.topic || '.dlq' ELSE m.topic END, m.key,
+               m.payload, CASE WHEN saved IS NULL THEN m.metadata ELSE coalesce(m.metadata, '{{}}') || saved END,
+               m.priority, CASE outc WHEN 'dlq' THEN 0 ELSE m.max_retries END,
+               CASE outc WHEN 'dlq' THEN 'pending' ELSE 'failed' END, CASE outc WHEN 'dlq' THEN 0 ELSE tries END,
+               err, CASE outc WHEN 'dlq' THEN m.topic END, CASE outc WHEN 'dlq' THEN now() END, group_name,
+               coalesce(d.attempts, '[]')
+                   || jsonb_build_array(ended || jsonb_build_object('outcome', 'dead_lettered'))
+        FROM messages AS m JOIN deliveries AS d ON d.group_id = gid AND d.message_id = m.id
+        WHERE m.id = mid;
+        DELETE FROM deliveries WHERE group_id = gid AND message_id = mid;
+        PERFORM {GROUP_DONE.name}(ARRAY[mid], false);
+    END IF;
+    RETURN QUERY SELECT outc, gtopic;
+END
+""",
+)
+# What a deleted group owed, released a batch at a time: its deliveries go, and the messages no other group owes
+# with them; leased deliveries locked at that moment are skipped, for a later batch.
+GROUP_RELEASE = Function(
+    "skiplock_group_release_v1",
+    "g bigint, batch integer",
+    "integer",
+    "plpgsql",
+    f"""
+DECLARE released uuid[];
+BEGIN
+    WITH picked AS (
+        SELECT message_id FROM deliveries WHERE group_id = g LIMIT batch FOR UPDATE SKIP LOCKED
+    ), gone AS (
+        DELETE FROM deliveries AS d USING picked AS p WHERE d.group_id = g AND d.message_id = p.message_id
+        RETURNING d.message_id
+    )
+    SELECT array_agg(message_id) INTO released FROM gone;
+    IF released IS NULL THEN
+        RETURN 0;
+    END IF;
+    PERFORM {GROUP_DONE.name}(released, false);
+    RETURN cardinality(released);
+END
+""",
+)
+# A deleted group's tombstone (trigger `consumer_groups_tombstone`), until its deliveries are released.
+GROUP_TOMBSTONE = Function(
+    "skiplock_group_tombstone_v1",
+    "",
+    "trigger",
+    "plpgsql",
+    """
+BEGIN
+    INSERT INTO deleted_groups (id) VALUES (OLD.id) ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+""",
+)
+
+#: The versions the code calls, in the order a migration creates them (each after those it calls).
+CURRENT = (
+    TOPIC_EXISTS,
+    TOPIC_COUNT,
+    ADMIT,
+    ADMIT_ONE,
+    ADMIT_COPY,
+    ADMIT_COPY_ALL,
+    GROUP_DONE,
+    GROUP_ACK,
+    GROUP_NACK,
+    GROUP_RELEASE,
+    GROUP_TOMBSTONE,
+)
+#: Every version a migration created, by name (a migration looks its functions up here).
+RELEASED = {function.name: function for function in CURRENT}
+#: The unversioned functions of the migrations before `2026_11_28_versioned_functions`: what the release before
+#: it calls, left for its instances during a rolling upgrade, dropped by the migration after (name, arguments).
+UNVERSIONED = (
+    (
+        "skiplock_admit",
+        "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
+    ),
+    ("skiplock_admit_copy", "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint"),
+    (
+        "skiplock_admit_copy_all",
+        "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
+    ),
+    ("skiplock_admit_one", "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint"),
+    ("skiplock_group_ack", "tenant bigint, group_name text, ids uuid[], receipts uuid[]"),
+    ("skiplock_group_done", "owed_by uuid[]"),
+    ("skiplock_group_done", "owed_by uuid[], acked boolean"),
+    (
+        "skiplock_group_nack",
+        "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
+        "backoff_default integer[], dlq_default boolean, copy_id uuid",
+    ),
+    (
+        "skiplock_group_nack",
+        "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
+        "backoff_default integer[], dlq_default boolean, copy_id uuid, meta jsonb",
+    ),
+    ("skiplock_group_release", "g bigint, batch integer"),
+    ("skiplock_group_tombstone", ""),
+    ("skiplock_topic_count", "p_tenant bigint"),
+    ("skiplock_topic_exists", "p_tenant bigint, p_topic text"),
+)

@@ -1,0 +1,63 @@
+"""Statements composed from named fragments (`mq.db.statements`), and the registry of the data plane's."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mq.db.statements import REGISTRY, Fragment, compose, statement
+from mq.queue.sql import dequeue
+from mq.queue.types import DeliveryPlan
+
+
+def test_named_parameters_are_numbered_with_the_tenant_first_and_bound_by_name() -> None:
+    made = statement("test: numbered", "SELECT $topic, $count, $topic WHERE tenant_id = $tenant")
+    assert made.text == "SELECT $2, $3, $2 WHERE tenant_id = $1"
+    assert made.parameters == ("tenant", "topic", "count")
+    assert made.args(count=5, topic="t", tenant=7, unused="x") == (7, "t", 5)
+    with pytest.raises(KeyError):
+        made.args(tenant=7, topic="t")
+
+
+def test_casts_and_positional_parameters_are_left_alone() -> None:
+    made = statement("test: casts", "SELECT $tenant::int8, '{}'::jsonb, $count::text[]")
+    assert made.text == "SELECT $1::int8, '{}'::jsonb, $2::text[]"
+
+
+def test_a_result_that_only_reads_the_last_step_is_that_step() -> None:
+    picked = Fragment("picked", "SELECT id FROM messages WHERE tenant_id = $tenant", materialized=True)
+    leased = Fragment("leased", "UPDATE messages SET status = 'processing' FROM picked RETURNING id")
+    made = compose("test: elided", [picked, leased], "SELECT * FROM leased")
+    assert made.text.startswith("WITH picked AS MATERIALIZED (\nSELECT id")
+    assert made.text.endswith("\nUPDATE messages SET status = 'processing' FROM picked RETURNING id")
+    kept = compose("test: kept", [picked, leased], "SELECT count(*) FROM leased")
+    assert "leased AS (" in kept.text
+
+
+def test_a_name_is_one_statement() -> None:
+    with pytest.raises(ValueError, match="two statements"):
+        statement("dequeue[plain]", "SELECT $tenant")
+    with pytest.raises(ValueError, match="used twice"):
+        compose("test: twice", [Fragment("a", "SELECT 1"), Fragment("a", "SELECT 2")], "SELECT 1")
+
+
+def test_every_registered_statement_takes_the_tenant_first() -> None:
+    """The promise of `mq.queue.sql`: `$1` is the tenant id, so no statement touches another tenant's rows."""
+    assert REGISTRY
+    for name, made in REGISTRY.items():
+        if name.startswith("test: "):
+            continue
+        assert made.parameters[0] == "tenant", name
+        assert re.search(r"tenant_id(\s*\+\s*0)? = \$1\b", made.text), f"{name} never compares a tenant_id to $1"
+
+
+@pytest.mark.parametrize("plan", DeliveryPlan.every(grouped=True, limited=True), ids=lambda p: p.name)
+def test_each_dequeue_plan_composes_its_own_steps(plan: DeliveryPlan) -> None:
+    made = dequeue.dequeue_statement(plan)
+    assert made is REGISTRY[f"dequeue[{plan.name}]"]
+    steps = set(re.findall(r"(\w+) AS (?:MATERIALIZED )?\(\n", made.text))
+    assert ({"claim", "recorded", "given_back"} <= steps) == plan.limited
+    assert ("received" in steps) == plan.grouped
+    assert ("FROM deliveries AS d" in made.text) == plan.grouped
+    assert "reservation" in made.parameters if plan.limited else "reservation" not in made.parameters
