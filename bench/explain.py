@@ -20,6 +20,7 @@ from mq.db.statements import REGISTRY
 from mq.ids import uuid7
 from mq.queue import sql
 from mq.queue.sql import dequeue as _dequeue  # noqa: F401  (its statements join the registry)
+from mq.queue.sql import settle as _settle  # noqa: F401  (the same)
 from mq.topics import sql as topics_sql
 from tests.support.servers import migrated_database, postgres_server
 
@@ -80,12 +81,29 @@ SELECT id FROM g"""
 RESERVE = "INSERT INTO inflight_reservations (tenant_id, topic, group_id, n) VALUES ($1, $2, $3, $4) RETURNING id"
 
 
-async def explain_registry(conn: asyncpg.Connection[Any]) -> None:
-    """Every registered statement, by name, with its plan (a limited dequeue with a reservation of its count)."""
+async def explain_registry(conn: asyncpg.Connection[Any], leased: asyncpg.Record) -> None:
+    """Every registered statement, by name, with its plan (a limited dequeue with a reservation of its count; an
+    ack of 100 leased messages; a nack and an extend of one)."""
     group = await conn.fetchval(GROUP_SETUP)
     await conn.execute("ANALYZE deliveries")
+    leases = await conn.fetch(
+        "SELECT id, receipt FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 100"
+    )
+    by_id = {
+        "ids": ",".join(str(r["id"]) for r in leases),
+        "receipts": ",".join(str(r["receipt"]) for r in leases),
+        "message": leased["id"],
+        "receipt": leased["receipt"],
+        "group_name": "bench",
+        "error": "e",
+        "delay": None,
+        "backoff_default": [1],
+        "copy_id": uuid7(),
+        "metadata": None,
+        "seconds": 30.0,
+    }
     for name, statement in sorted(REGISTRY.items()):
-        values: dict[str, Any] = dict(SAMPLE)
+        values: dict[str, Any] = {**SAMPLE, **by_id}
         if name.startswith("dequeue[") and "grouped" in name:
             values.update(group=group, topic="topic-4")
         tr = conn.transaction()
@@ -100,7 +118,8 @@ async def explain_registry(conn: asyncpg.Connection[Any]) -> None:
             )
         finally:
             await tr.rollback()
-        print(f"\n=== {name} ({', '.join(f'{p}={values[p]!r}' for p in statement.parameters)})")
+        shown = ", ".join(f"{p}={str(values[p])[:40]}" for p in statement.parameters)
+        print(f"\n=== {name} ({shown})")
         for row in rows:
             print(row[0])
 
@@ -144,21 +163,7 @@ async def explain_all(url: str) -> None:
             False,
             True,
         )
-        await explain_registry(conn)
-        await explain(
-            conn,
-            "message_ack_batch 1 (a single ack)",
-            sql.MESSAGE_ACK_BATCH,
-            1,
-            str(leased["id"]),
-            str(leased["receipt"]),
-        )
-        ids = [
-            r["id"]
-            for r in await conn.fetch("SELECT id FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 100")
-        ]
-        await explain(conn, "message_ack_batch 100", sql.MESSAGE_ACK_BATCH, 1, ",".join(map(str, ids)), "")
-        await explain(conn, "message_nack", sql.MESSAGE_NACK, 1, leased["id"], None, "e", True, None, [])
+        await explain_registry(conn, leased)
         await explain(conn, "message_next_available", sql.MESSAGE_NEXT_AVAILABLE, 1, "topic-3")
         everything = sorted(sql.KNOWN_STATUSES)
         await explain(

@@ -37,6 +37,7 @@ from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
 from mq.queue import sql
 from mq.queue.sql.dequeue import dequeue_statement
+from mq.queue.sql.settle import ack_statement
 from mq.queue.types import DeliveryPlan
 from tests.support.servers import migrated_database, postgres_server
 
@@ -46,6 +47,7 @@ ROUNDS = int(os.environ.get("SKIPLOCK_BENCH_ROUNDS", "3"))
 CONNECTIONS = int(os.environ.get("SKIPLOCK_BENCH_CLIENTS", "4"))
 GROUPS = 3
 DEQUEUE = dequeue_statement(DeliveryPlan())
+ACK = ack_statement(DeliveryPlan())
 PAYLOAD = b"x" * 100
 
 SCHEMA = """
@@ -274,7 +276,7 @@ def consume_plain(count: int) -> Work:
         )
         rows = await conn.fetch(DEQUEUE.text, *arguments)
         if rows:
-            await conn.fetch(sql.MESSAGE_ACK_BATCH, 1, ",".join(r["id"] for r in rows), "")
+            await conn.fetch(ACK.text, *ACK.args(tenant=1, ids=",".join(r["id"] for r in rows), receipts=""))
         return len(rows)
 
     return work

@@ -17,11 +17,13 @@ import asyncpg
 
 from mq.queue import sql
 from mq.queue.sql.dequeue import dequeue_statement
+from mq.queue.sql.settle import ack_statement
 from mq.queue.types import DeliveryPlan
 
 CHUNK = 1_000_000
 PAYLOAD_BYTES = 256
 DEQUEUE = dequeue_statement(DeliveryPlan())
+ACK = ack_statement(DeliveryPlan())  # (tenant, ids, receipts)
 
 
 def _dequeue_args(tenant: int, limit: int) -> tuple[Any, ...]:
@@ -112,7 +114,7 @@ async def plans(database_url: str) -> str:
                 DEQUEUE.text,
                 *_dequeue_args(tenant, limit),
             )
-        await explain("message_ack_batch 100", sql.MESSAGE_ACK_BATCH, tenant, lease_first=100)
+        await explain("ack[plain] 100", ACK.text, tenant, lease_first=100)
         await explain("message_next_available", sql.MESSAGE_NEXT_AVAILABLE, tenant, "prefill-0")
     finally:
         await conn.close()

@@ -26,7 +26,7 @@ from redis.exceptions import RedisError
 from mq import redis_keys
 from mq.broadcast import Broadcast
 from mq.queue.repository import MessageRepository
-from mq.queue.types import AckFlags, EffectiveConfig, SchemaRef, TopicConfig
+from mq.queue.types import DeliveryPlan, EffectiveConfig, SchemaRef, TopicConfig
 from mq.settings import Settings
 from mq.ttl_cache import TtlCache
 
@@ -77,8 +77,8 @@ class TopicConfigs:
         self._cache: TtlCache[tuple[int, str], tuple[TopicConfig | None, EffectiveConfig]] = TtlCache(
             ttl_seconds, _MAX_ENTRIES
         )
-        # tenant -> which ack statements its acks take (`ack_flags`)
-        self._logging: TtlCache[int, AckFlags] = TtlCache(ttl_seconds, _MAX_ENTRIES)
+        # tenant -> the plan of its statements that name a message by id (`tenant_plan`)
+        self._plans: TtlCache[int, DeliveryPlan] = TtlCache(ttl_seconds, _MAX_ENTRIES)
         if broadcast is not None:
             broadcast.on(CHANNEL, self._on_broadcast)
 
@@ -89,13 +89,14 @@ class TopicConfigs:
     async def effective(self, tenant_id: int, topic: str) -> EffectiveConfig:
         return (await self._entry(tenant_id, topic))[1]
 
-    async def ack_flags(self, tenant_id: int) -> AckFlags:
-        """Whether some topic of the tenant is replayable (its acks take the statement that keeps the log) and
-        whether some has a max_inflight (its acks, nacks and extensions count leases); other tenants' statements
-        stay as they are. In process only, dropped with any config change of the tenant."""
-        hit = self._logging.get(tenant_id)
+    async def tenant_plan(self, tenant_id: int) -> DeliveryPlan:
+        """The plan of the tenant's acks, nacks and extensions, which name a message by id (its topic is known
+        only to the statement): `limited` when some topic of the tenant has a max_inflight (they count leases out),
+        `logged` when some is replayable (its acks keep the log); other tenants' statements stay as they are. In
+        process only, dropped with any config change of the tenant."""
+        hit = self._plans.get(tenant_id)
         if hit is None:
-            hit = self._logging.put(tenant_id, await self._repository.ack_flags(tenant_id))
+            hit = self._plans.put(tenant_id, await self._repository.tenant_plan(tenant_id))
         return hit
 
     async def _entry(self, tenant_id: int, topic: str) -> tuple[TopicConfig | None, EffectiveConfig]:
@@ -122,7 +123,7 @@ class TopicConfigs:
         """A topic's config was written or deleted, the topic paused or resumed, a group of it created or deleted, or
         its schema replaced or deleted (and committed): forget it here, in Redis and everywhere."""
         self._cache.pop((tenant_id, topic))
-        self._logging.pop(tenant_id)
+        self._plans.pop(tenant_id)
         if self._redis is not None:
             try:
                 await self._redis.delete(redis_keys.topic_config(tenant_id, topic))
@@ -134,11 +135,11 @@ class TopicConfigs:
     def _on_broadcast(self, payload: bytes | None) -> None:
         if payload is None:  # the listener reconnected: anything may have changed meanwhile
             self._cache.clear()
-            self._logging.clear()
+            self._plans.clear()
             return
         tenant, _, topic = payload.decode().partition(":")  # topic names have no ':'
         self._cache.pop((int(tenant), topic))
-        self._logging.pop(int(tenant))
+        self._plans.pop(int(tenant))
 
     def _redis_usable(self) -> bool:
         return self._redis is not None and time.monotonic() >= self._redis_away_until

@@ -19,26 +19,12 @@ from mq.ids import uuid7
 from mq.queue import sql
 from mq.queue.admission import RETRY_AFTER_SECONDS, AdmitArguments
 from mq.queue.sql import dequeue as dequeue_sql
-from mq.queue.sql.common import LEASE_EXPIRED_ERROR
+from mq.queue.sql import settle
 from mq.queue.sql.dequeue import dequeue_statement
-from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, Lease, NackOutcome, NewRow, QueueDefaults, TopicConfig
+from mq.queue.types import DeadLettered, DeliveryPlan, Lease, NackOutcome, NewRow, QueueDefaults, TopicConfig
 
 Record = asyncpg.Record
 
-# The batch ack by the tenant's `AckFlags` (logged, counted)
-_ACK_BATCH = {
-    AckFlags(False, False): sql.MESSAGE_ACK_BATCH,
-    AckFlags(True, False): sql.MESSAGE_ACK_BATCH_LOGGED,
-    AckFlags(False, True): sql.MESSAGE_ACK_BATCH_COUNTED,
-    AckFlags(True, True): sql.MESSAGE_ACK_BATCH_LOGGED_COUNTED,
-}
-# The nack by (it merges metadata, the tenant counts leases)
-_NACK = {
-    (False, False): sql.MESSAGE_NACK,
-    (True, False): sql.MESSAGE_NACK_MERGED,
-    (False, True): sql.MESSAGE_NACK_COUNTED,
-    (True, True): sql.MESSAGE_NACK_MERGED_COUNTED,
-}
 # The insert statements by (the topic has consumer groups, the rows pass admission gates)
 _INSERT_BATCH = {
     (False, False): sql.MESSAGE_INSERT_BATCH,
@@ -218,16 +204,15 @@ class MessageRepository:
         """A group's deliveries whose lease lapsed once too often, dead-lettered as a nack would."""
         dead = []
         for message_id in ids:
-            done = await self.pool.fetchrow(
-                sql.GROUP_NACK_LAPSED,
-                lease.tenant_id,
-                lease.group_id,
-                message_id,
-                LEASE_EXPIRED_ERROR,
-                [],  # (a spent delivery is never retried: no backoff needed)
-                self.defaults.dlq_enabled,
-                uuid7(),
+            arguments = settle.NACK_LAPSED.args(
+                tenant=lease.tenant_id,
+                group=lease.group_id,
+                message=message_id,
+                backoff_default=[],  # (a spent delivery is never retried: no backoff needed)
+                dlq_default=self.defaults.dlq_enabled,
+                copy_id=uuid7(),
             )
+            done = await self.pool.fetchrow(settle.NACK_LAPSED.text, *arguments)
             if done is not None and done["outcome"] is not None:
                 dead.append(DeadLettered(lease.topic, done["outcome"]))
         return dead
@@ -269,21 +254,6 @@ class MessageRepository:
     async def stop_counting(self, tenant_id: int, topic: str) -> None:
         await self.pool.execute(sql.INFLIGHT_DROP, tenant_id, topic)
 
-    async def group_ack(
-        self,
-        tenant_id: int,
-        group: str,
-        ids: Sequence[uuid.UUID],
-        receipts: Sequence[uuid.UUID | None],
-        *,
-        counted: bool = False,
-    ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
-        """The deliveries of the consumer group `group` that were acknowledged: message id -> (topic, the receipt of
-        the lease that ended). `counted`: the tenant has limited topics (their groups' leases are counted out)."""
-        statement = sql.GROUP_ACK_COUNTED if counted else sql.GROUP_ACK
-        rows = await self.pool.fetch(statement, tenant_id, group, _id_list(ids), _id_list(receipts))
-        return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
-
     async def group_statuses(self, tenant_id: int, group: str, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
         """The status of each listed message's delivery to the group (absent: the group does not owe it)."""
         rows = await self.pool.fetch(sql.GROUP_LEASE_PROBE_MANY, tenant_id, group, _id_list(ids))
@@ -298,18 +268,20 @@ class MessageRepository:
         value: float | None = await self.pool.fetchval(sql.MESSAGE_NEXT_AVAILABLE, tenant_id, topic)
         return value
 
-    async def ack_batch(
+    async def ack(
         self,
+        plan: DeliveryPlan,
         tenant_id: int,
         ids: Sequence[uuid.UUID],
         receipts: Sequence[uuid.UUID | None],
-        flags: AckFlags = NO_ACK_FLAGS,
+        group: str | None = None,
     ) -> dict[uuid.UUID, tuple[str, uuid.UUID | None]]:
-        """The messages that were acknowledged (deleted): id -> (topic, the receipt of the lease that ended).
-        `flags`: those of replayable topics are kept in the message log, the leases of limited topics counted
-        out, in the same statement."""
-        statement = _ACK_BATCH[flags]
-        rows = await self.pool.fetch(statement, tenant_id, _id_list(ids), _id_list(receipts))
+        """The messages acknowledged (a grouped plan: the deliveries of the consumer group named `group`): id ->
+        (topic, the receipt of the lease that ended). The plan's steps keep the acked messages of replayable topics
+        in the log and count out the leases of limited topics, in the same statement."""
+        statement = settle.ack_statement(plan)
+        values = {"tenant": tenant_id, "ids": _id_list(ids), "receipts": _id_list(receipts), "group_name": group}
+        rows = await self.pool.fetch(statement.text, *statement.args(**values))
         return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
 
     async def statuses(self, tenant_id: int, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
@@ -326,6 +298,7 @@ class MessageRepository:
 
     async def nack(
         self,
+        plan: DeliveryPlan,
         tenant_id: int,
         message_id: uuid.UUID,
         receipt: uuid.UUID | None,
@@ -333,36 +306,38 @@ class MessageRepository:
         delay_seconds: float | None,
         backoff: Sequence[int],
         metadata_json: str | None = None,
-        counted: bool = False,
+        group: str | None = None,
     ) -> tuple[NackOutcome, str] | None:
-        """(outcome, the message's topic afterwards); None when no processing message matched. `metadata_json`: an
-        object merged into the message's metadata. `counted`: the tenant has limited topics (their leases are
-        counted out). A retry that would collide with a pending twin of the same key
-        expires that twin if its TTL passed and retries; a live twin supersedes the message, which is deleted
-        (outcome `retry`: the key's latest content will be delivered)."""
-        statement = _NACK[metadata_json is not None, counted]
-        arguments: tuple[Any, ...] = (
-            tenant_id,
-            message_id,
-            receipt,
-            error,
-            self.defaults.dlq_enabled,
-            delay_seconds,
-            list(backoff),
+        """(outcome, the message's topic afterwards; a group's: the group's topic); None when no processing message
+        (no delivery of the group named `group`, under a grouped plan) matched. `metadata_json`: an object merged
+        into the message's metadata (a group's: into its saved state, its delivery's). A topic's retry that would
+        collide with a pending twin of the same key expires that twin if its TTL passed and retries; a live twin
+        supersedes the message, which is deleted (outcome `retry`: the key's latest content will be delivered)."""
+        statement = settle.nack_statement(plan, merged=metadata_json is not None)
+        arguments = statement.args(
+            tenant=tenant_id,
+            group_name=group,
+            message=message_id,
+            receipt=receipt,
+            error=error,
+            delay=delay_seconds,
+            backoff_default=list(backoff),
+            dlq_default=self.defaults.dlq_enabled,
+            copy_id=uuid7() if plan.grouped else None,
+            metadata=metadata_json,
         )
-        if metadata_json is not None:
-            arguments = (*arguments, metadata_json)
         for _ in range(3):  # a dead twin expired: try again (a new one past its TTL at once is near impossible)
             try:
-                row = await self.pool.fetchrow(statement, *arguments)
+                row = await self.pool.fetchrow(statement.text, *arguments)
             except asyncpg.UniqueViolationError:
                 async with self.pool.acquire() as conn, conn.transaction():
                     if await conn.fetchval(sql.MESSAGE_EXPIRE_TWINS, tenant_id, message_id, *self._expiry_defaults):
                         continue
-                    superseded = sql.MESSAGE_DELETE_SUPERSEDED_COUNTED if counted else sql.MESSAGE_DELETE_SUPERSEDED
-                    topic = await conn.fetchval(superseded, tenant_id, message_id, receipt)
+                    superseded = settle.SUPERSEDED[plan.limited]
+                    values = superseded.args(tenant=tenant_id, message=message_id, receipt=receipt)
+                    topic = await conn.fetchval(superseded.text, *values)
                     return None if topic is None else ("retry", topic)
-            return None if row is None else (row["outcome"], row["topic"])
+            return None if row is None or row["outcome"] is None else (row["outcome"], row["topic"])
         raise errors.Unavailable("the message's key kept changing; retry the nack")
 
     @property
@@ -370,59 +345,21 @@ class MessageRepository:
         return self.defaults.expire_to_dlq, self.defaults.dlq_enabled
 
     async def extend(
-        self, tenant_id: int, message_id: uuid.UUID, receipt: uuid.UUID | None, seconds: float, counted: bool = False
-    ) -> datetime | None:
-        """The new deadline; None when no processing message matched (or, `counted`, its lease on a limited topic
-        is no longer in flight)."""
-        statement = sql.MESSAGE_EXTEND_COUNTED if counted else sql.MESSAGE_EXTEND
-        value: datetime | None = await self.pool.fetchval(statement, tenant_id, message_id, receipt, float(seconds))
-        return value
-
-    async def group_nack(
         self,
+        plan: DeliveryPlan,
         tenant_id: int,
-        group: str,
-        message_id: uuid.UUID,
-        receipt: uuid.UUID | None,
-        error: str | None,
-        delay_seconds: float | None,
-        backoff: Sequence[int],
-        metadata_json: str | None = None,
-        counted: bool = False,
-    ) -> tuple[NackOutcome, str] | None:
-        """A consumer group's nack: (outcome, the group's topic); None when no delivery of the group matched.
-        `metadata_json` is merged into the group's saved state (its delivery's), not the message's. `counted`: the
-        tenant has limited topics (the lease is counted out of its group's counter)."""
-        row = await self.pool.fetchrow(
-            sql.GROUP_NACK_COUNTED if counted else sql.GROUP_NACK,
-            tenant_id,
-            group,
-            message_id,
-            receipt,
-            error,
-            delay_seconds,
-            list(backoff),
-            self.defaults.dlq_enabled,
-            uuid7(),
-            metadata_json,
-        )
-        return None if row is None or row["outcome"] is None else (row["outcome"], row["topic"])
-
-    async def group_extend(
-        self,
-        tenant_id: int,
-        group: str,
         message_id: uuid.UUID,
         receipt: uuid.UUID | None,
         seconds: float,
-        counted: bool = False,
+        group: str | None = None,
     ) -> datetime | None:
-        """The new deadline of the group's lease; None when none matched (or, `counted`, its lease on a limited
-        topic is no longer in flight)."""
-        statement = sql.GROUP_EXTEND_COUNTED if counted else sql.GROUP_EXTEND
-        value: datetime | None = await self.pool.fetchval(
-            statement, tenant_id, group, message_id, receipt, float(seconds)
+        """The new deadline of the lease (a group's, under a grouped plan); None when none matched (or, under a
+        limited plan, its lease on a limited topic is no longer in flight)."""
+        statement = settle.extend_statement(plan)
+        arguments = statement.args(
+            tenant=tenant_id, group_name=group, message=message_id, receipt=receipt, seconds=float(seconds)
         )
+        value: datetime | None = await self.pool.fetchval(statement.text, *arguments)
         return value
 
     async def requeue(self, tenant_id: int, message_id: uuid.UUID, depth_cap: DepthCap) -> str | None:
@@ -552,10 +489,10 @@ class MessageRepository:
     async def topic_summaries(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.TOPIC_SUMMARY, tenant_id)
 
-    async def ack_flags(self, tenant_id: int) -> AckFlags:
-        row = await self.pool.fetchrow(sql.TENANT_ACK_FLAGS, tenant_id)
+    async def tenant_plan(self, tenant_id: int) -> DeliveryPlan:
+        row = await self.pool.fetchrow(sql.TENANT_PLAN, tenant_id)
         assert row is not None  # an aggregate answers one row
-        return AckFlags(row["logged"], row["counted"])
+        return DeliveryPlan(limited=row["limited"], logged=row["logged"])
 
     async def topic_config(self, tenant_id: int, topic: str) -> Record:
         """The topic's config columns with `configured` (false: it has none, the columns are null) and `paused`."""

@@ -30,10 +30,9 @@ from mq.queue.repository import MessageRepository
 from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
 from mq.queue.types import (
     MAX_ERROR_LENGTH,
-    NO_ACK_FLAGS,
+    PLAIN,
     AckFailureCode,
     AckFailureView,
-    AckFlags,
     AdmittedTicks,
     BatchAckView,
     DeadLettered,
@@ -433,12 +432,12 @@ class QueueService:
         owes it). Concurrent acks share one statement (see `Coalescer`)."""
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
-            flags = await self._ack_flags(tenant_id, consumer_group)
-            [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group, flags)
+            plan = await self._plan(tenant_id, consumer_group)
+            [topic] = await self.shared.ack(tenant_id, [mid], [rec], consumer_group, plan)
             if topic is STALE_RECEIPT:
                 raise errors.LeaseLost()
             if isinstance(topic, str):
-                await self._counted(tenant_id, topic, 1, flags)
+                await self._counted(tenant_id, topic, 1, plan)
                 return
         await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
 
@@ -458,23 +457,23 @@ class QueueService:
             failed += part.failed
         return BatchAckView(acked=acked, failed=failed)
 
-    async def _ack_flags(self, tenant_id: int, consumer_group: str | None) -> AckFlags:
-        """Which ack statement the tenant's acks take. A group's ack keeps nothing in the message log itself (the
-        message is kept by the ack of the last group that owed it, in `skiplock_group_ack`), and counts out the
-        leases of limited topics as any ack."""
-        flags = await self.configs.ack_flags(tenant_id)
-        return flags if consumer_group is None else AckFlags(False, flags.counted)
+    async def _plan(self, tenant_id: int, consumer_group: str | None) -> DeliveryPlan:
+        """The plan of a request that names a message by id (ack, nack, extend): the tenant's (its limited and
+        replayable topics), and a group's when it names one."""
+        return (await self.configs.tenant_plan(tenant_id))._replace(grouped=consumer_group is not None)
 
-    async def _counted(self, tenant_id: int, topic: str, n: int, flags: AckFlags) -> None:
-        """`n` acks of a topic in the metrics and the activity; in the log's metric too where the ack kept them;
-        a limited topic's waiting polls woken (its acks made room)."""
+    async def _counted(self, tenant_id: int, topic: str, n: int, plan: DeliveryPlan) -> None:
+        """`n` acks of a topic in the metrics and the activity; in the log's metric too where the ack kept them
+        (a group's ack keeps the message when it is the last group's); a limited topic's waiting polls woken (its
+        acks made room)."""
         self.metrics.count(self.metrics.acked, tenant_id, topic, n)
         self.activity.acked(tenant_id, topic, n)
-        if flags.logged or flags.counted:
+        logged = plan.logged and not plan.grouped
+        if logged or plan.limited:
             config = await self.configs.effective(tenant_id, topic)
-            if flags.logged and config.replayable:
+            if logged and config.replayable:
                 self.metrics.count(self.metrics.logged, tenant_id, topic, n)
-            if flags.counted and config.max_inflight is not None:
+            if plan.limited and config.max_inflight is not None:
                 self.wakeups.published(tenant_id, {topic: n})
 
     async def _ack_batch(
@@ -493,11 +492,11 @@ class QueueService:
             else:
                 ids.append(mid)
                 receipts.append(rec)
-        flags = await self._ack_flags(tenant_id, consumer_group) if ids else NO_ACK_FLAGS
-        claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group, flags) if ids else []
+        plan = await self._plan(tenant_id, consumer_group) if ids else PLAIN
+        claimed = await self.shared.ack(tenant_id, ids, receipts, consumer_group, plan) if ids else []
         acked = 0
         for topic, n in Counter(t for t in claimed if isinstance(t, str)).items():
-            await self._counted(tenant_id, topic, n, flags)
+            await self._counted(tenant_id, topic, n, plan)
             acked += n
         missed: list[tuple[uuid.UUID, uuid.UUID | None]] = []
         for mid, rec, outcome in zip(ids, receipts, claimed, strict=True):
@@ -541,15 +540,10 @@ class QueueService:
         if metadata:
             await self._check_merged_metadata(tenant_id, mid, consumer_group, metadata)
         backoff = self.settings.retry_backoff_seconds
-        counted = (await self.configs.ack_flags(tenant_id)).counted
-        if consumer_group is None:
-            done = await self.repository.nack(
-                tenant_id, mid, rec, error, delay_seconds, backoff, metadata_json, counted
-            )
-        else:
-            done = await self.repository.group_nack(
-                tenant_id, consumer_group, mid, rec, error, delay_seconds, backoff, metadata_json, counted
-            )
+        plan = await self._plan(tenant_id, consumer_group)
+        done = await self.repository.nack(
+            plan, tenant_id, mid, rec, error, delay_seconds, backoff, metadata_json, consumer_group
+        )
         if done is None:
             await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
             raise AssertionError  # unreachable: the call above always raises
@@ -563,7 +557,7 @@ class QueueService:
             self.activity.dead_lettered(tenant_id, topic)
         if outcome != "failed" and (outcome == "dlq" or not delay_seconds):
             self.wakeups.published(tenant_id, {now_in: 1})
-        if counted and (now_in != topic or delay_seconds or outcome == "failed"):
+        if plan.limited and (now_in != topic or delay_seconds or outcome == "failed"):
             config = await self.configs.effective(tenant_id, topic)
             if config.max_inflight is not None:  # its slot is free: a waiting poll may take another message
                 self.wakeups.published(tenant_id, {topic: 1})
@@ -593,28 +587,25 @@ class QueueService:
     ) -> str:
         mid, rec = _ids(message_id, receipt)
         if mid is not None:
-            if consumer_group is None:
-                counted = (await self.configs.ack_flags(tenant_id)).counted
-                deadline = await self.repository.extend(tenant_id, mid, rec, seconds, counted)
-                if deadline is None and counted:
-                    probe = await self.repository.lease_probe(tenant_id, mid)
-                    if probe is not None and probe["status"] == "processing" and probe["owed"] is None:
-                        raise errors.LeaseLost(
-                            "the lease passed its deadline and its slot of the topic's max_inflight was freed"
-                        )
-            else:
-                counted = (await self.configs.ack_flags(tenant_id)).counted
-                deadline = await self.repository.group_extend(tenant_id, consumer_group, mid, rec, seconds, counted)
-                if deadline is None and counted:
-                    statuses = await self.repository.group_statuses(tenant_id, consumer_group, [mid])
-                    if statuses.get(mid) == "processing":
-                        raise errors.LeaseLost(
-                            "the lease passed its deadline and its slot of the topic's max_inflight was freed"
-                        )
+            plan = await self._plan(tenant_id, consumer_group)
+            deadline = await self.repository.extend(plan, tenant_id, mid, rec, seconds, consumer_group)
+            if deadline is None and plan.limited and await self._lease_still_held(tenant_id, mid, consumer_group):
+                raise errors.LeaseLost(
+                    "the lease passed its deadline and its slot of the topic's max_inflight was freed"
+                )
             if deadline is not None:
                 return deadline.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
         raise AssertionError
+
+    async def _lease_still_held(self, tenant_id: int, mid: uuid.UUID, consumer_group: str | None) -> bool:
+        """After a limited extend matched nothing: whether the message (the group's delivery) is still processing,
+        its lease past the deadline that freed its slot."""
+        if consumer_group is None:
+            probe = await self.repository.lease_probe(tenant_id, mid)
+            return probe is not None and probe["status"] == "processing" and probe["owed"] is None
+        statuses = await self.repository.group_statuses(tenant_id, consumer_group, [mid])
+        return statuses.get(mid) == "processing"
 
     async def _raise_lease_error(
         self, tenant_id: int, mid: uuid.UUID | None, receipt: str | None, consumer_group: str | None = None

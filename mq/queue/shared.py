@@ -21,7 +21,7 @@ from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.coalescer import Coalescer
 from mq.queue.fairness import TenantGate
 from mq.queue.repository import MessageRepository
-from mq.queue.types import NO_ACK_FLAGS, AckFlags, DeadLettered, Lease, NewRow
+from mq.queue.types import PLAIN, DeadLettered, DeliveryPlan, Lease, NewRow
 from mq.settings import Settings
 
 Request = TypeVar("Request")
@@ -42,10 +42,10 @@ class _Ack(NamedTuple):
     tenant_id: int
     ids: Sequence[uuid.UUID]
     receipts: Sequence[uuid.UUID | None]
-    #: the consumer group whose deliveries are acknowledged; None: the messages themselves
+    #: the consumer group whose deliveries are acknowledged (a grouped plan); None: the messages themselves
     group: str | None = None
-    #: which ack statement the tenant's acks take (replayable topics, limited topics)
-    flags: AckFlags = NO_ACK_FLAGS
+    #: the ack's statement (`mq.queue.sql.settle`): the tenant's replayable and limited topics, a group's
+    plan: DeliveryPlan = PLAIN
 
 
 def split(results: Sequence[Outcome], sizes: Sequence[int]) -> list[list[Outcome]]:
@@ -138,12 +138,12 @@ class SharedStatements:
         ids: Sequence[uuid.UUID],
         receipts: Sequence[uuid.UUID | None],
         group: str | None = None,
-        flags: AckFlags = NO_ACK_FLAGS,
+        plan: DeliveryPlan = PLAIN,
     ) -> list[AckOutcome]:
         """Delete processing messages, or a consumer group's deliveries of them (`group`, its name); per id, the
-        topic of the message this request acknowledged, `STALE_RECEIPT`, or None. `flags`: keep the acked messages
-        of replayable topics in their log, count out the leases of limited topics."""
-        request = _Ack(tenant_id, ids, receipts, group, flags)
+        topic of the message this request acknowledged, `STALE_RECEIPT`, or None. `plan`: the ack's statement
+        (keep the acked messages of replayable topics in their log, count out the leases of limited topics)."""
+        request = _Ack(tenant_id, ids, receipts, group, plan)
         if len(ids) < _ALONE_MIN_ROWS:
             self._gate.seen(tenant_id)
             return await self._acks.submit(request)
@@ -254,18 +254,15 @@ class SharedStatements:
         """Coalesced ack requests: one statement per tenant; per requested id, the topic of the message it
         deleted, `STALE_RECEIPT` or None (see `credit`)."""
 
-        async def delete(key: tuple[int, str | None, AckFlags], chosen: list[_Ack]) -> list[list[AckOutcome]]:
-            tenant_id, group, flags = key
+        async def delete(key: tuple[int, str | None, DeliveryPlan], chosen: list[_Ack]) -> list[list[AckOutcome]]:
+            tenant_id, group, plan = key
             ids = [m for a in chosen for m in a.ids]
             receipts = [r for a in chosen for r in a.receipts]
-            if group is None:
-                deleted = await self.repository.ack_batch(tenant_id, ids, receipts, flags)
-            else:
-                deleted = await self.repository.group_ack(tenant_id, group, ids, receipts, counted=flags.counted)
+            deleted = await self.repository.ack(plan, tenant_id, ids, receipts, group)
             outcomes = credit(ids, receipts, deleted)
             return split(outcomes, [len(ack.ids) for ack in chosen])
 
-        return await _per_group(acks, lambda a: (a.tenant_id, a.group, a.flags), delete)
+        return await _per_group(acks, lambda a: (a.tenant_id, a.group, a.plan), delete)
 
 
 async def _per_group(

@@ -282,8 +282,11 @@ class DeliveryPlan(NamedTuple):
 
     #: a consumer group's deliveries, not the topic's own messages
     grouped: bool = False
-    #: the topic has `max_inflight`: leases are reserved, recorded and counted out
+    #: the topic has `max_inflight`: leases are reserved, recorded and counted out (for a request by message id,
+    #: whose topic is known only to the statement: some topic of the tenant has one)
     limited: bool = False
+    #: acks keep the message in the message log: the topic is replayable (by message id: some topic of the tenant)
+    logged: bool = False
 
     @property
     def name(self) -> str:
@@ -300,6 +303,10 @@ class DeliveryPlan(NamedTuple):
         return plans
 
 
+#: The plan of a topic without groups, limits or a log.
+PLAIN = DeliveryPlan()
+
+
 class Lease(NamedTuple):
     """A dequeue as the statements see it: what to lease, for whom, how long, and under which plan."""
 
@@ -314,17 +321,6 @@ class Lease(NamedTuple):
     #: the consumer group whose deliveries are leased (`plan.grouped`), or None
     group_id: int | None
     plan: DeliveryPlan
-
-
-class AckFlags(NamedTuple):
-    """Which ack statements a tenant's acks take: `logged` (some topic is replayable: acked messages go to the
-    message log) and `counted` (some topic has max_inflight: its leases are counted out)."""
-
-    logged: bool = False
-    counted: bool = False
-
-
-NO_ACK_FLAGS = AckFlags()
 
 
 class SchemaRef(msgspec.Struct, frozen=True, array_like=True):

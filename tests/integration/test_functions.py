@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _HELD = """
 SELECT p.proname AS name, pg_get_function_identity_arguments(p.oid) AS arguments,
-       pg_get_function_result(p.oid) AS returns, l.lanname AS language, p.prosrc AS body
+       pg_get_function_result(p.oid) AS returns, l.lanname AS language, p.prosrc AS body,
+       CASE p.provolatile WHEN 'i' THEN 'IMMUTABLE' WHEN 's' THEN 'STABLE' ELSE 'VOLATILE' END AS volatility
 FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace JOIN pg_language AS l ON l.oid = p.prolang
 WHERE n.nspname = current_schema() AND p.proname LIKE 'skiplock\\_%'"""
 
@@ -24,7 +25,8 @@ async def test_the_database_holds_each_current_version_as_its_source_says(db: as
     for function in functions.CURRENT:
         row = held.pop((function.name, function.arguments), None)
         assert row is not None, f"{function.name}({function.arguments}) is not in the database"
-        assert (row["returns"], row["language"]) == (function.returns, function.language), function.name
+        held_as = (row["returns"], row["language"], row["volatility"])
+        assert held_as == (function.returns, function.language, function.volatility), function.name
         assert row["body"].strip() == function.body.strip(), f"{function.name}: the database holds another body"
     # what is left: the unversioned functions kept for the release before, and nothing else
     assert set(held) <= set(functions.UNVERSIONED), sorted(set(held) - set(functions.UNVERSIONED))

@@ -14,7 +14,8 @@ import asyncpg
 import pytest
 
 from mq.db.engine import asyncpg_dsn
-from mq.queue import sql
+from mq.queue.sql import settle
+from mq.queue.types import PLAIN
 from tests.support.servers import migrated_database
 
 FLOOD = 100_000
@@ -61,11 +62,27 @@ async def test_by_id_statements_take_the_primary_key_under_stale_statistics(pg_s
             ids = ",".join(str(r["id"]) for r in leased)
             receipts = ",".join(str(r["receipt"]) for r in leased)
             one, receipt = leased[0]["id"], leased[0]["receipt"]
+            values = {
+                "tenant": tenant,
+                "ids": ids,
+                "receipts": receipts,
+                "message": one,
+                "receipt": receipt,
+                "error": "e",
+                "dlq_default": True,
+                "delay": None,
+                "backoff_default": [1],
+                "seconds": 30,
+            }
+            statements = {
+                "ack batch": settle.ack_statement(PLAIN),
+                "nack": settle.nack_statement(PLAIN, merged=False),
+                "extend": settle.extend_statement(PLAIN),
+                "superseded": settle.SUPERSEDED[False],
+            }
             plans = {
-                "ack batch": await _plan(conn, mode, sql.MESSAGE_ACK_BATCH, tenant, ids, receipts),
-                "nack": await _plan(conn, mode, sql.MESSAGE_NACK, tenant, one, receipt, "e", True, None, [1]),
-                "extend": await _plan(conn, mode, sql.MESSAGE_EXTEND, tenant, one, receipt, 30),
-                "superseded": await _plan(conn, mode, sql.MESSAGE_DELETE_SUPERSEDED, tenant, one, receipt),
+                name: await _plan(conn, mode, statement.text, *statement.args(**values))
+                for name, statement in statements.items()
             }
         finally:
             await conn.close()

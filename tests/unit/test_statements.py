@@ -7,7 +7,7 @@ import re
 import pytest
 
 from mq.db.statements import REGISTRY, Fragment, compose, statement
-from mq.queue.sql import dequeue
+from mq.queue.sql import dequeue, settle
 from mq.queue.types import DeliveryPlan
 
 
@@ -49,7 +49,9 @@ def test_every_registered_statement_takes_the_tenant_first() -> None:
         if name.startswith("test: "):
             continue
         assert made.parameters[0] == "tenant", name
-        assert re.search(r"tenant_id(\s*\+\s*0)? = \$1\b", made.text), f"{name} never compares a tenant_id to $1"
+        # a tenant_id compared with it, or the tenant passed first to a database function
+        scoped = re.search(r"tenant_id(\s*\+\s*0)? = \$1\b|\w+_v\d+\(\s*\$1\b", made.text)
+        assert scoped, f"{name} never compares a tenant_id to $1 nor passes it to a function"
 
 
 @pytest.mark.parametrize("plan", DeliveryPlan.every(grouped=True, limited=True), ids=lambda p: p.name)
@@ -61,3 +63,12 @@ def test_each_dequeue_plan_composes_its_own_steps(plan: DeliveryPlan) -> None:
     assert ("received" in steps) == plan.grouped
     assert ("FROM deliveries AS d" in made.text) == plan.grouped
     assert "reservation" in made.parameters if plan.limited else "reservation" not in made.parameters
+
+
+@pytest.mark.parametrize("plan", DeliveryPlan.every(grouped=True, limited=True, logged=True), ids=lambda p: p.name)
+def test_each_ack_plan_composes_its_own_steps(plan: DeliveryPlan) -> None:
+    made = settle.ack_statement(plan)
+    steps = set(re.findall(r"(\w+) AS (?:MATERIALIZED )?\(\n", made.text))
+    assert ({"freed", "ended"} <= steps) == plan.limited
+    assert ("logged" in steps) == (plan.logged and not plan.grouped)  # a group's last ack logs in its function
+    assert ("skiplock_group_ack_v" in made.text) == plan.grouped

@@ -13,10 +13,9 @@ from mq.queue.sql.common import (
     LEASE_EXPIRED_ERROR,
     MESSAGE_COLUMNS,
     VIEW_STATUS,
-    attempt_ended,
     rfc3339,
+    uuid_list,
 )
-from mq.queue.sql.log import log_acked
 
 # The arbiter of the key upsert: one pending message per (tenant, topic, key) outside dead-letter topics.
 _KEY_CONFLICT = """ON CONFLICT (tenant_id, topic, key) WHERE key IS NOT NULL AND status = 'pending'
@@ -199,10 +198,6 @@ SELECT g.tenant_id::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP 
 
 # Lists of ids travel as one comma-separated text (see `MessageRepository`): asyncpg encodes a uuid[] at about
 # 0.4 µs per element, a single text for nothing. Empty entries stand for NULL.
-def _uuid_list(param: str) -> str:
-    return f"string_to_array({param}, ',', '')::uuid[]"
-
-
 # Batch enqueue: one statement for up to `max_batch_size` rows, all or nothing. The caller folds items that share
 # a (topic, key) into one row first (ON CONFLICT cannot touch a row twice in one statement). With keys, the
 # expired twins of those keys are expired first (an InitPlan before the insert's scan): a twin past its TTL is no
@@ -257,7 +252,7 @@ def _insert_uniform(admitted: bool, grouped: bool = False) -> str:
     owed_column, owed = (", owed", f", {_OWED.format(topic='$2')}") if grouped else ("", "")
     # (a grouped insert takes its ids as one text, see `_uuid_list`: its server spends the time it saves on
     # minting deliveries)
-    ids = _uuid_list("$7") if grouped else "$7::uuid[]"
+    ids = uuid_list("$7") if grouped else "$7::uuid[]"
     insert = f"""INSERT INTO messages AS m (id, tenant_id, topic, payload, metadata, priority, max_retries,
                            available_at, expires_at{owed_column})
 SELECT u.id, $1, $2, u.payload, u.metadata::jsonb, $3, $4, now() + make_interval(secs => $5),
@@ -379,7 +374,7 @@ WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'pro
 # measured 0.43 of an unlimited topic's dequeue 100 + ack: the topic's dequeues took turns for their whole run.)
 # An ack or a nack of a tenant with limited topics deletes the recorded
 # lease by its key (deadline, receipt) and notes it in `inflight_ended`, which the next dequeue counts out under
-# the counter's lock: acks never wait for the counter. `MESSAGE_EXTEND_COUNTED` moves a recorded lease's
+# the counter's lock: acks never wait for the counter. `extend[limited]` moves a recorded lease's
 # deadline; a lease no longer recorded counts nothing. Topics without a limit have none of these rows, and their
 # tenants' statements are the ones above, unchanged.
 # `InflightKeeper` (mq.jobs) corrects what other paths leave behind (a purge, a delete, a TTL expiry of a leased
@@ -483,92 +478,19 @@ CROSS JOIN LATERAL (
 ) AS first"""
 
 
-# Looking a message up by id with its tenant and status checked: the planner must take the primary key. For a tenant
-# the statistics do not know yet (new, or grown since the last ANALYZE) it estimates a handful of rows for
-# `tenant_id = $1`, and with `status = 'processing'` (which implies messages_dequeue_idx's predicate) it read every
-# live message of the tenant through messages_dequeue_idx instead: 525 ms for one message among a tenant's 1,000,000
-# rather than 0.01 ms. `tenant_id + 0 = $1` checks the tenant without offering an index to do it.
-#
-# Batch ack: one statement deletes every acknowledged message and returns its id and the receipt of the lease that
-# ended (so the entry holding the current receipt gets the credit, not a stale one); the caller probes the rest
-# (only when some failed) to tell why. `found` looks each listed id up by the primary key alone (LATERAL ... LIMIT 1
-# keeps every other condition out of the lookup), then checks tenant, status and receipt; the DELETE takes those
-# rows again by key, as they were found (a lease that changed since does not match). Any other plan grows with the
-# tenant: with the conditions side by side, stale statistics made the planner read all of a flooding tenant's live
-# messages through messages_dequeue_idx and test each against the list, up to 2 s per ack of 1,000 while B's p99
-# waited behind it (`make loadtest-fairness`). Plan, whatever the statistics: Delete <- Nested Loop (CTE Scan,
-# Index Scan using messages_pkey), found: Nested Loop (Function Scan on unnest, Index Scan using messages_pkey);
-# 6-9 ms for 1,000 among 1,000,000. $2 ids, $3 receipts (empty: any holder)
-MESSAGE_ACK_BATCH = f"""
-WITH found AS MATERIALIZED (
-    SELECT m.id, m.status, m.receipt
-    FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
-    CROSS JOIN LATERAL (SELECT x.id, x.tenant_id, x.status, x.receipt FROM messages AS x WHERE x.id = w.id LIMIT 1) AS m
-    WHERE m.tenant_id = $1 AND m.status = 'processing' AND (w.receipt IS NULL OR w.receipt = m.receipt)
-)
-DELETE FROM messages AS m USING found AS f
-WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
-RETURNING m.id, m.topic, m.receipt"""
+# Ack, nack and extend: `mq.queue.sql.settle`.
 
-
-# The same for a tenant with replayable topics: the acked messages of those topics are kept in the message log by
-# the same statement, so an acked message is in the log exactly once and a refused ack adds nothing. A narrow row
-# (no lease columns) into the current `acked_at` partition, through its one index. $2 ids, $3 receipts
-# A tenant with limited topics (`max_inflight`) counts its acked messages out of their topics' counters in the
-# same statement (`counted`; a topic without a limit has no counter row: nothing to update).
-def _ack_batch(*, logged: bool, counted: bool) -> str:
-    log = f""", logged AS (\n{log_acked("gone", "$1")}\n)""" if logged else ""
-    count = f""", {_COUNT_OUT.format(rows="gone")}""" if counted else ""
-    columns = ", m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at" if logged else ""
-    columns += ", m.available_at AS deadline" if counted else ""
-    return f"""
-WITH found AS MATERIALIZED (
-    SELECT m.id, m.status, m.receipt
-    FROM unnest({_uuid_list("$2")}, {_uuid_list("$3")}) AS w(id, receipt)
-    CROSS JOIN LATERAL (SELECT x.id, x.tenant_id, x.status, x.receipt FROM messages AS x WHERE x.id = w.id LIMIT 1) AS m
-    WHERE m.tenant_id = $1 AND m.status = 'processing' AND (w.receipt IS NULL OR w.receipt = m.receipt)
-), gone AS (
-    DELETE FROM messages AS m USING found AS f
-    WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
-    RETURNING m.id, m.topic, m.receipt{columns}
-){log}{count}
-SELECT id, topic, receipt FROM gone"""
-
-
-# Leases of limited topics that ended (acked, nacked: `rows` has `topic`, `deadline` and `receipt`): their records
-# deleted (by the key: each is one probe; found first by a LATERAL ... LIMIT 1 per row, then deleted by their
-# ctids, because a join let the planner, whose statistics of this churning table say it is nearly empty, scan
-# every lease of the tenant once per ended row: 1.7 ms for 100 acks among 100 leases, growing with the leases in
-# flight) and how many noted in `inflight_ended`, which the topic's next dequeue
-# counts out under its counter's lock. An ack never waits for the counter. A lease already past its deadline was
-# freed by a dequeue: it is no longer recorded, and counts nothing.
-_COUNT_OUT = """freed AS (
-    DELETE FROM inflight_leases AS l
-    WHERE l.ctid = ANY (ARRAY(
-        SELECT x.ctid FROM {rows} AS r CROSS JOIN LATERAL (
-            SELECT i.ctid FROM inflight_leases AS i
-            WHERE i.tenant_id = $1 AND i.topic = r.topic AND i.group_id = 0 AND i.deadline = r.deadline
-              AND i.receipt = r.receipt::uuid
-            LIMIT 1) AS x))
-    RETURNING l.topic
-), ended AS (
-    INSERT INTO inflight_ended (tenant_id, topic, group_id, n)
-    SELECT $1, topic, 0, count(*) FROM freed GROUP BY topic
-)"""
-MESSAGE_ACK_BATCH_LOGGED = _ack_batch(logged=True, counted=False)
-MESSAGE_ACK_BATCH_COUNTED = _ack_batch(logged=False, counted=True)
-MESSAGE_ACK_BATCH_LOGGED_COUNTED = _ack_batch(logged=True, counted=True)
-# Whether some topic of the tenant is replayable, and whether some has a max_inflight: which ack statements its
-# acks take (the others' stay as they are).
-TENANT_ACK_FLAGS = """
-SELECT coalesce(bool_or(replayable), false) AS logged, coalesce(bool_or(max_inflight IS NOT NULL), false) AS counted
+# Whether some topic of the tenant has a max_inflight, and whether some is replayable: the plan of the statements
+# that name a message by id (ack, nack, extend), whose topic only the statement finds (the others' stay as they are).
+TENANT_PLAN = """
+SELECT coalesce(bool_or(max_inflight IS NOT NULL), false) AS limited, coalesce(bool_or(replayable), false) AS logged
 FROM topic_configs WHERE tenant_id = $1"""
 
 # Why an ack, nack or extend of one message matched nothing: missing (404) or leased by someone else (409).
 MESSAGE_LEASE_PROBE = "SELECT status, receipt, owed FROM messages WHERE tenant_id = $1 AND id = $2"
 
 # The same for many ids at once: the status of those that exist. $2 ids
-MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list('$2')})"
+MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $1 AND id = ANY({uuid_list('$2')})"
 
 
 # Strays: an instance whose cached topic config (`mq.queue.configs`) did not know the topic had groups yet, in the
@@ -642,188 +564,12 @@ DELETE FROM deleted_groups WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM deliverie
 RETURNING id"""
 DELETED_GROUPS = "SELECT id FROM deleted_groups ORDER BY id LIMIT 100"
 
-# A group's ack (single or batch): `skiplock_group_ack` deletes the named group's processing deliveries whose
-# receipt matches (none given: any holder), counts their messages down and deletes those no group owes any more;
-# answers each deleted delivery's message id, the receipt of the lease that ended, and its topic. An ack names the
-# group, not the topic: the tenant's groups of that name are looked up in the function (consumer_groups_name_uq),
-# then each delivery by its primary key. $2 group name, $3 ids, $4 receipts
-GROUP_ACK = f"SELECT id, receipt, topic FROM {functions.GROUP_ACK.name}($1, $2, {_uuid_list('$3')}, {_uuid_list('$4')})"
-
-# A limited group's leases that ended (`gone`: topic, group_id, receipt, deadline), counted out as a topic's are
-# (`_COUNT_OUT`).
-_GROUP_COUNT_OUT = """freed AS (
-    DELETE FROM inflight_leases AS l
-    WHERE l.ctid = ANY (ARRAY(
-        SELECT x.ctid FROM gone AS r CROSS JOIN LATERAL (
-            SELECT i.ctid FROM inflight_leases AS i
-            WHERE i.tenant_id = $1 AND i.topic = r.topic AND i.group_id = r.group_id AND i.deadline = r.deadline
-              AND i.receipt = r.receipt
-            LIMIT 1) AS x))
-    RETURNING l.topic, l.group_id
-), ended AS (
-    INSERT INTO inflight_ended (tenant_id, topic, group_id, n)
-    SELECT $1, topic, group_id, count(*) FROM freed GROUP BY topic, group_id
-)"""
-# The same for a tenant with limited topics: the acked deliveries' recorded leases are counted out of their groups'
-# counters, as a message's are (`_COUNT_OUT`). `leases` reads the deliveries as the statement began, before the
-# function deletes them; only those it deleted by the same receipt count.
-GROUP_ACK_COUNTED = f"""
-WITH leases AS MATERIALIZED (
-    SELECT d.message_id, d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
-    WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({_uuid_list("$3")}) AND d.status = 'processing'
-), acked AS MATERIALIZED (
-    SELECT * FROM {functions.GROUP_ACK.name}($1, $2, {_uuid_list("$3")}, {_uuid_list("$4")})
-), gone AS (
-    SELECT l.topic, l.group_id, l.receipt, l.deadline
-    FROM leases AS l JOIN acked AS a ON a.id = l.message_id AND a.receipt = l.receipt
-), {_GROUP_COUNT_OUT}
-SELECT id, receipt, topic FROM acked"""
-
 # Why a group's ack matched nothing: each listed message's delivery status for the group, and whether the tenant
 # has a group of that name at all. $2 group name, $3 ids
 GROUP_LEASE_PROBE_MANY = f"""
 SELECT d.message_id AS id, d.status FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
-WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({_uuid_list("$3")})"""
+WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({uuid_list("$3")})"""
 GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $1 AND name = $2)"
-
-# A group's nack (`skiplock_group_nack`, migration 2026_11_25_consumer_groups): retry, or the group's delivery
-# dead-lettered as a copy. $1 tenant, $2 group, $3 id, $4 receipt, $5 error, $6 delay s (NULL: the backoff),
-# $7 default backoff, $8 default dlq_enabled, $9 the copy's id, $10 metadata to merge into the group's saved state
-# (migration 2026_11_25_nack_metadata; NULL: none)
-GROUP_NACK = f"SELECT outcome, topic FROM {functions.GROUP_NACK.name}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)"
-
-# The same for a delivery whose lease lapsed once too often (found by a group's dequeue): no receipt, the lapse
-# as its error. $1 tenant, $2 group id, $3 id, $4 error, $5 default backoff, $6 default dlq_enabled, $7 copy id
-GROUP_NACK_LAPSED = f"""
-SELECT outcome, topic FROM {functions.GROUP_NACK.name}(
-    $1, (SELECT name FROM consumer_groups WHERE id = $2 AND tenant_id = $1), $3, NULL, $4, NULL, $5, $6, $7,
-    NULL::jsonb)"""
-
-# The same for a tenant with limited topics: the nacked delivery's recorded lease is counted out of its group's
-# counter (read as the statement began, before the function changes it).
-GROUP_NACK_COUNTED = f"""
-WITH leases AS MATERIALIZED (
-    SELECT d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
-    WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = $3 AND d.status = 'processing'
-      AND ($4::uuid IS NULL OR d.receipt = $4)
-), nacked AS MATERIALIZED (
-    {GROUP_NACK}
-), gone AS (
-    SELECT * FROM leases WHERE EXISTS (SELECT FROM nacked WHERE outcome IS NOT NULL)
-), {_GROUP_COUNT_OUT}
-SELECT outcome, topic FROM nacked"""
-
-# A group's visibility extension (its lease, as MESSAGE_EXTEND for a message). $2 group, $3 id, $4 receipt, $5 s
-GROUP_EXTEND = """
-UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $5)
-FROM consumer_groups AS g
-WHERE g.tenant_id = $1 AND g.name = $2 AND d.group_id = g.id AND d.message_id = $3 AND d.status = 'processing'
-  AND ($4::uuid IS NULL OR d.receipt = $4)
-RETURNING d.available_at"""
-
-# The same for a tenant with limited topics: a limited group's recorded lease moves with it, as a message's does
-# (MESSAGE_EXTEND_COUNTED); a lease no longer recorded is not extended (lease_lost).
-GROUP_EXTEND_COUNTED = """
-WITH target AS MATERIALIZED (
-    SELECT d.group_id, d.message_id, d.receipt, d.available_at, g.topic
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
-    WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = $3 AND d.status = 'processing'
-      AND ($4::uuid IS NULL OR d.receipt = $4)
-    FOR UPDATE OF d
-), slot AS MATERIALIZED (
-    SELECT 1 FROM inflight_counts AS c JOIN target AS t ON c.topic = t.topic AND c.group_id = t.group_id
-    WHERE c.tenant_id = $1
-), lease AS MATERIALIZED (
-    UPDATE inflight_leases AS l SET deadline = now() + make_interval(secs => $5)
-    FROM target AS t
-    WHERE l.tenant_id = $1 AND l.topic = t.topic AND l.group_id = t.group_id AND l.deadline = t.available_at
-      AND l.receipt = t.receipt AND (SELECT count(*) FROM slot) >= 0
-    RETURNING 1
-)
-UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $5)
-FROM target AS t
-WHERE d.group_id = t.group_id AND d.message_id = t.message_id
-  AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
-RETURNING d.available_at"""
-
-# Nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending, retry_count 0,
-# max_retries 0, no TTL), or failed when the DLQ is off or the message is already dead-lettered. The topic's config is
-# joined here rather than looked up first: one round trip. Plan: Update <- Nested Loop <- LockRows <- Nested Loop
-# Left Join (Index Scan using messages_pkey, Index Scan using topic_configs_pkey).
-# $2 id, $3 receipt, $4 error, $5 default dlq enabled, $6 explicit delay s (NULL: backoff), $7 default backoff s;
-# `MESSAGE_NACK_MERGED`: $8 metadata merged into the message's (only nacks that carry some use it)
-_NACK_ATTEMPT = attempt_ended("CASE cur.outcome WHEN 'dlq' THEN 'dead_lettered' ELSE 'nacked' END", "$4::text", "now()")
-
-
-def _nack(merged: bool, counted: bool = False) -> str:
-    """`merged`: $8 is a JSON object merged into the message's metadata (saved state on a deferral). `counted`:
-    of a tenant with limited topics, the message is counted out of its topic's counter (it leaves processing)."""
-    metadata = "\n    metadata = coalesce(m.metadata, '{}') || $8::jsonb," if merged else ""
-    statement = _nack_statement(metadata)
-    if not counted:
-        return statement
-    nack = statement.replace(
-        "SELECT m.id, m.retry_count + 1 AS attempts,",
-        "SELECT m.id, m.topic AS was, m.receipt, m.available_at AS deadline, m.retry_count + 1 AS attempts,",
-    ).replace("RETURNING cur.outcome, m.topic", "RETURNING cur.outcome, m.topic, cur.was, cur.receipt, cur.deadline")
-    return f"""
-WITH nacked AS ({nack}
-), leases AS (SELECT was AS topic, receipt, deadline FROM nacked), {_COUNT_OUT.format(rows="leases")}
-SELECT outcome, topic FROM nacked"""
-
-
-def _nack_statement(metadata: str) -> str:
-    return f"""
-WITH cur AS (
-    SELECT m.id, m.retry_count + 1 AS attempts,
-           CASE WHEN m.retry_count + 1 < m.max_retries THEN 'retry'
-                WHEN coalesce(tc.dlq_enabled, $5) AND m.original_topic IS NULL AND right(m.topic, 4) <> '.dlq'
-                    THEN 'dlq'
-                ELSE 'failed' END AS outcome,
-           coalesce(tc.retry_backoff_seconds, $7::int4[]) AS backoff
-    FROM messages AS m
-    LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = m.topic
-    WHERE m.id = $2 AND m.tenant_id + 0 = $1 AND m.status = 'processing' AND ($3::uuid IS NULL OR m.receipt = $3)
-      AND m.owed IS NULL
-    FOR UPDATE OF m
-)
-UPDATE messages AS m SET
-    status = CASE cur.outcome WHEN 'failed' THEN 'failed' ELSE 'pending' END,
-    retry_count = CASE cur.outcome WHEN 'dlq' THEN 0 ELSE cur.attempts END,
-    max_retries = CASE cur.outcome WHEN 'dlq' THEN 0 ELSE m.max_retries END,
-    topic = CASE cur.outcome WHEN 'dlq' THEN m.topic || '.dlq' ELSE m.topic END,
-    original_topic = CASE cur.outcome WHEN 'dlq' THEN m.topic ELSE m.original_topic END,
-    dlq_moved_at = CASE cur.outcome WHEN 'dlq' THEN now() ELSE m.dlq_moved_at END,
-    expires_at = CASE cur.outcome WHEN 'dlq' THEN NULL ELSE m.expires_at END,
-    available_at = now() + CASE cur.outcome WHEN 'retry' THEN make_interval(secs => coalesce(
-        $6, cur.backoff[least(cur.attempts, cardinality(cur.backoff))], 0)) ELSE interval '0' END,{metadata}
-    last_error = $4, receipt = NULL, updated_at = now(),
-    attempts = {_NACK_ATTEMPT}
-FROM cur WHERE m.id = cur.id
-RETURNING cur.outcome, m.topic"""
-
-
-MESSAGE_NACK = _nack(merged=False)
-MESSAGE_NACK_MERGED = _nack(merged=True)
-MESSAGE_NACK_COUNTED = _nack(merged=False, counted=True)
-MESSAGE_NACK_MERGED_COUNTED = _nack(merged=True, counted=True)
-
-# A nacked message whose retry would collide with a newer pending twin of the same key is superseded by the twin:
-# the twin carries the key's latest content and will be delivered. $2 id, $3 receipt
-MESSAGE_DELETE_SUPERSEDED = """
-DELETE FROM messages
-WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
-RETURNING topic"""
-# The same for a tenant with limited topics: the lease's slot is freed too.
-MESSAGE_DELETE_SUPERSEDED_COUNTED = f"""
-WITH gone AS (
-    DELETE FROM messages
-    WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
-    RETURNING topic, receipt, available_at AS deadline
-), {_COUNT_OUT.format(rows="gone")}
-SELECT topic FROM gone"""
 
 # Before a nack's retry or a requeue would collide with a pending twin of the same key: expire that twin if its
 # TTL passed (a dead twin supersedes nothing and blocks nothing). $2 the message's id, $3 default expire_to_dlq,
@@ -837,36 +583,6 @@ _DLQ_KEYS = """(SELECT DISTINCT original_topic AS topic, key FROM messages
 MESSAGE_EXPIRE_TWINS = f"WITH {_expire_twins(_OWN_KEY, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
 MESSAGE_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_ORIGINAL_KEY, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
 TOPIC_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_DLQ_KEYS, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
-
-# Extend a lease (heartbeat). $2 id, $3 receipt, $4 new timeout s from now
-MESSAGE_EXTEND = """
-UPDATE messages SET available_at = now() + make_interval(secs => $4), updated_at = now()
-WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
-  AND owed IS NULL
-RETURNING available_at"""
-# The same for a tenant with limited topics: a limited topic's recorded lease moves with it (its row lock orders
-# it with a dequeue freeing it at its deadline); a lease no longer recorded (its slot freed) is not extended
-# (lease_lost), or the topic could have more leases in flight than its limit.
-MESSAGE_EXTEND_COUNTED = """
-WITH target AS MATERIALIZED (
-    SELECT id, topic, receipt, available_at FROM messages
-    WHERE id = $2 AND tenant_id + 0 = $1 AND status = 'processing' AND ($3::uuid IS NULL OR receipt = $3)
-      AND owed IS NULL
-    FOR UPDATE
-), slot AS MATERIALIZED (
-    SELECT 1 FROM inflight_counts AS c
-    WHERE c.tenant_id = $1 AND c.topic = (SELECT topic FROM target) AND c.group_id = 0
-), lease AS MATERIALIZED (
-    UPDATE inflight_leases AS l SET deadline = now() + make_interval(secs => $4)
-    FROM target AS t
-    WHERE l.tenant_id = $1 AND l.topic = t.topic AND l.group_id = 0 AND l.deadline = t.available_at
-      AND l.receipt = t.receipt AND (SELECT count(*) FROM slot) >= 0
-    RETURNING 1
-)
-UPDATE messages AS m SET available_at = now() + make_interval(secs => $4), updated_at = now()
-FROM target AS t
-WHERE m.id = t.id AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
-RETURNING m.available_at"""
 
 # A dead letter back in its original topic starts afresh, as if enqueued now: retry_count 0, max_retries and the
 # TTL from the topic's config or the global defaults $3 and $4.
@@ -964,7 +680,7 @@ SELECT id FROM moved"""
 
 # The topics of some messages, for checking a member's grants before acting on them by id. $2 ids
 MESSAGE_TOPICS = f"""
-SELECT id, topic, consumer_group FROM messages WHERE tenant_id = $1 AND id = ANY({_uuid_list("$2")})"""
+SELECT id, topic, consumer_group FROM messages WHERE tenant_id = $1 AND id = ANY({uuid_list("$2")})"""
 
 MESSAGE_GET = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.tenant_id = $1 AND m.id = $2"
 # One message with its attempts as JSON text: the ended ones, then the current lease of a processing message

@@ -102,12 +102,13 @@ _MESSAGES_LEASED_COUNT = "(SELECT count(*) FROM leased AS l WHERE l.fate IS NULL
 # delivery's status, retry_count, last_error, lease deadline and receipt. A delivery whose lease lapsed comes back
 # with retry_count + 1, as a message without groups does; one that has used up max_retries this way is not
 # delivered but answered as `fate` 'spent' (its id only), and the caller dead-letters it as a nack would
-# (`GROUP_NACK_LAPSED`). A keyed message that a group received leaves the key's unique index (status 'processing'
-# on the message row, which no plain statement leases: `owed` is set): a keyed enqueue then stores a new message
-# instead of replacing it. Every group's dequeue of a keyed message takes the message row's lock (`received`, even
-# when another group flipped it already) and answers the row's latest content: an upsert that committed while the
-# dequeue ran is what the group receives, never the content it replaced (the drill with three groups found that
-# race: the snapshot's payload, then the upsert's content owed to nobody who had already acked).
+# (`nack[grouped+lapsed]`, `mq.queue.sql.settle`). A keyed message that a group received leaves the key's unique
+# index (status 'processing' on the message row, which no plain statement leases: `owed` is set): a keyed enqueue
+# then stores a new message instead of replacing it. Every group's dequeue of a keyed message takes the message
+# row's lock (`received`, even when another group flipped it already) and answers the row's latest content: an
+# upsert that committed while the dequeue ran is what the group receives, never the content it replaced (the
+# drill with three groups found that race: the snapshot's payload, then the upsert's content owed to nobody who
+# had already acked).
 # Plan: Nested Loop <- CTE picked: Limit <- LockRows <- Index Scan using deliveries_dequeue_idx; Index Scan using
 # messages_pkey per leased row.
 

@@ -27,12 +27,13 @@ class Function:
     returns: str
     language: str
     body: str
+    #: VOLATILE, STABLE or IMMUTABLE (what the planner may assume: an IMMUTABLE call on literals is made once,
+    #: while planning)
+    volatility: str = "VOLATILE"
 
     def create(self) -> str:
-        return (
-            f"CREATE FUNCTION {self.name}({self.arguments}) RETURNS {self.returns} LANGUAGE {self.language} AS $$\n"
-            f"{self.body.strip()}\n$$"
-        )
+        head = f"CREATE FUNCTION {self.name}({self.arguments}) RETURNS {self.returns}"
+        return f"{head} LANGUAGE {self.language} {self.volatility} AS $$\n{self.body.strip()}\n$$"
 
     def drop(self) -> str:
         return f"DROP FUNCTION {self.name}({self.arguments})"
@@ -57,6 +58,7 @@ SELECT EXISTS (SELECT FROM topic_configs WHERE tenant_id = p_tenant AND topic = 
     OR EXISTS (SELECT FROM messages WHERE tenant_id = p_tenant AND status IN ('failed', 'expired')
                AND topic IN (p_topic, p_topic || '.dlq'))
 """,
+    volatility="STABLE",
 )
 TOPIC_COUNT = Function(
     "skiplock_topic_count_v1",
@@ -86,6 +88,7 @@ FROM (SELECT topic FROM live UNION ALL SELECT topic FROM done
       UNION ALL SELECT topic FROM topic_configs WHERE tenant_id = p_tenant) AS t
 WHERE t.topic IS NOT NULL
 """,
+    volatility="STABLE",
 )
 # The gates of a statement's scopes ('' the tenant, then topics): a stripe of this connection with room is taken
 # at once; else the scope's stripes are locked, its live messages counted, and the room dealt out again across the
@@ -182,7 +185,9 @@ BEGIN
 END
 """,
 )
-# A COPY's admission (`mq.queue.sql.copy_admission`): its WHERE calls one of these before the first row.
+# A COPY's admission (`mq.queue.sql.copy_admission`): its WHERE calls one of these before the first row. Not
+# immutable at all: declared so only to be called at simplification time, once per COPY (Postgres simplifies a
+# COPY's WHERE, calling every IMMUTABLE function whose arguments are literals). Use them nowhere else.
 ADMIT_COPY = Function(
     "skiplock_admit_copy_v1",
     "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint",
@@ -193,6 +198,7 @@ BEGIN
     RETURN {ADMIT_ONE.name}(p_tenant, p_scope, p_rows, p_cap);
 END
 """,
+    volatility="IMMUTABLE",
 )
 ADMIT_COPY_ALL = Function(
     "skiplock_admit_copy_all_v1",
@@ -204,6 +210,7 @@ BEGIN
     RETURN {ADMIT.name}(p_tenant, p_scopes, p_counts, p_caps, p_max_topics, p_topics);
 END
 """,
+    volatility="IMMUTABLE",
 )
 
 # --- Consumer groups (`mq.queue.sql`, "Consumer groups") ------------------------------------------------------------

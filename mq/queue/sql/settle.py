@@ -1,0 +1,349 @@
+"""A lease settled: ack, nack, extend, and a nacked message superseded by its key's twin; one statement per plan.
+
+Each is composed from named steps (`mq.db.statements`) by its `DeliveryPlan`: `grouped` (a consumer group's
+delivery, named by the group's name: the functions of `mq.queue.sql.functions` do a group's count-down),
+`limited` (the tenant has topics with `max_inflight`: the ended leases are counted out, `counted_out`), `logged`
+(the tenant has replayable topics: an ack keeps its messages in the message log, `mq.queue.sql.log`; a group's
+last ack does so in `skiplock_group_done`). `ack_statement(plan)` and the others answer the statement of a plan;
+the registry lists them all (`make explain`).
+
+Looking a message up by id with its tenant and status checked: the planner must take the primary key. For a tenant
+the statistics do not know yet (new, or grown since the last ANALYZE) it estimates a handful of rows for
+`tenant_id = $1`, and with `status = 'processing'` (which implies messages_dequeue_idx's predicate) it read every
+live message of the tenant through messages_dequeue_idx instead: 525 ms for one message among a tenant's 1,000,000
+rather than 0.01 ms. `tenant_id + 0 = $1` checks the tenant without offering an index to do it.
+
+Parameters: $tenant; $ids and $receipts (comma-separated uuids; an empty receipt: any holder) of an ack;
+$message, $receipt (NULL: any holder) of a nack or an extend; $group_name (a group's plans); a nack's $error,
+$delay (seconds, NULL: the backoff), $backoff_default, $dlq_default, $copy_id (a group's dead letter's id),
+$metadata (merged: JSON to merge into the metadata, or the group's saved state); an extend's $seconds.
+"""
+
+from __future__ import annotations
+
+from mq.db.statements import Fragment, Statement, compose
+from mq.queue.sql import functions
+from mq.queue.sql.common import LEASE_EXPIRED_ERROR, attempt_ended, uuid_list
+from mq.queue.sql.log import log_acked
+from mq.queue.types import DeliveryPlan
+
+
+# --- Counting out the leases of limited topics ------------------------------------------------------------------
+def counted_out(rows: str, group: str) -> list[Fragment]:
+    """The steps that count out leases of limited topics that ended (acked, nacked): `rows` has `topic`,
+    `deadline` and `receipt` (and `group_id` when `group` reads it; a topic's own leases are group 0). Their records
+    are deleted (by the key: each is one probe; found first by a LATERAL ... LIMIT 1 per row, then deleted by their
+    ctids, because a join let the planner, whose statistics of this churning table say it is nearly empty, scan
+    every lease of the tenant once per ended row: 1.7 ms for 100 acks among 100 leases, growing with the leases in
+    flight) and how many noted in `inflight_ended`, which the topic's next dequeue counts out under its counter's
+    lock. An ack never waits for the counter. A lease already past its deadline was freed by a dequeue: it is no
+    longer recorded, and counts nothing."""
+    return [
+        Fragment(
+            "freed",
+            f"""
+    DELETE FROM inflight_leases AS l
+    WHERE l.ctid = ANY (ARRAY(
+        SELECT x.ctid FROM {rows} AS r CROSS JOIN LATERAL (
+            SELECT i.ctid FROM inflight_leases AS i
+            WHERE i.tenant_id = $tenant AND i.topic = r.topic AND i.group_id = {group} AND i.deadline = r.deadline
+              AND i.receipt = r.receipt::uuid
+            LIMIT 1) AS x))
+    RETURNING l.topic, l.group_id""",
+        ),
+        Fragment(
+            "ended",
+            """
+    INSERT INTO inflight_ended (tenant_id, topic, group_id, n)
+    SELECT $tenant, topic, group_id, count(*) FROM freed GROUP BY topic, group_id""",
+        ),
+    ]
+
+
+# --- Ack --------------------------------------------------------------------------------------------------------
+# A topic's batch ack: one statement deletes every acknowledged message and returns its id and the receipt of the
+# lease that ended (so the entry holding the current receipt gets the credit, not a stale one); the caller probes
+# the rest (only when some failed) to tell why. `found` looks each listed id up by the primary key alone (LATERAL
+# ... LIMIT 1 keeps every other condition out of the lookup), then checks tenant, status and receipt; `gone` takes
+# those rows again by key, as they were found (a lease that changed since does not match). Any other plan grows with
+# the tenant: with the conditions side by side, stale statistics made the planner read all of a flooding tenant's
+# live messages through messages_dequeue_idx and test each against the list, up to 2 s per ack of 1,000 while B's
+# p99 waited behind it (`make loadtest-fairness`). Plan, whatever the statistics: Delete <- Nested Loop (CTE Scan,
+# Index Scan using messages_pkey), found: Nested Loop (Function Scan on unnest, Index Scan using messages_pkey);
+# 6-9 ms for 1,000 among 1,000,000.
+_ACK_FOUND = Fragment(
+    "found",
+    f"""
+    SELECT m.id, m.status, m.receipt
+    FROM unnest({uuid_list("$ids")}, {uuid_list("$receipts")}) AS w(id, receipt)
+    CROSS JOIN LATERAL (SELECT x.id, x.tenant_id, x.status, x.receipt FROM messages AS x WHERE x.id = w.id LIMIT 1) AS m
+    WHERE m.tenant_id = $tenant AND m.status = 'processing' AND (w.receipt IS NULL OR w.receipt = m.receipt)""",
+    materialized=True,
+)
+
+
+def _ack_gone(plan: DeliveryPlan) -> Fragment:
+    columns = ", m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at" if plan.logged else ""
+    columns += ", m.available_at AS deadline" if plan.limited else ""
+    return Fragment(
+        "gone",
+        f"""
+    DELETE FROM messages AS m USING found AS f
+    WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
+    RETURNING m.id, m.topic, m.receipt{columns}""",
+    )
+
+
+# A group's ack (single or batch): `skiplock_group_ack` deletes the named group's processing deliveries whose
+# receipt matches, counts their messages down and deletes (and logs) those no group owes any more. A limited
+# tenant's: `leases` reads the deliveries as the statement began, before the function deletes them; only those it
+# deleted by the same receipt are counted out of their groups' counters.
+_GROUP_ACK_CALL = f"{functions.GROUP_ACK.name}($tenant, $group_name, {uuid_list('$ids')}, {uuid_list('$receipts')})"
+_GROUP_ACK_LEASES = Fragment(
+    "leases",
+    f"""
+    SELECT d.message_id, d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = ANY({uuid_list("$ids")})
+      AND d.status = 'processing'""",
+    materialized=True,
+)
+_GROUP_ACKED = Fragment("acked", f"SELECT * FROM {_GROUP_ACK_CALL}", materialized=True)
+_GROUP_ACK_GONE = Fragment(
+    "gone",
+    """
+    SELECT l.topic, l.group_id, l.receipt, l.deadline
+    FROM leases AS l JOIN acked AS a ON a.id = l.message_id AND a.receipt = l.receipt""",
+)
+
+
+def _ack(plan: DeliveryPlan) -> Statement:
+    if plan.grouped:
+        if not plan.limited:
+            return compose(f"ack[{plan.name}]", [], f"SELECT id, receipt, topic FROM {_GROUP_ACK_CALL}")
+        steps = [_GROUP_ACK_LEASES, _GROUP_ACKED, _GROUP_ACK_GONE, *counted_out("gone", "r.group_id")]
+        return compose(f"ack[{plan.name}]", steps, "SELECT id, receipt, topic FROM acked")
+    steps = [_ACK_FOUND, _ack_gone(plan)]
+    if plan.logged:
+        steps.append(Fragment("logged", log_acked("gone", "$tenant")))
+    if plan.limited:
+        steps += counted_out("gone", "0")
+    result = "SELECT * FROM gone" if len(steps) == 2 else "SELECT id, topic, receipt FROM gone"
+    return compose(f"ack[{plan.name}]", steps, result)
+
+
+# A group's last ack logs in its function: its plans do not vary by `logged`.
+_ACKS = {
+    plan: _ack(plan)
+    for plan in DeliveryPlan.every(grouped=True, limited=True, logged=True)
+    if not (plan.grouped and plan.logged)
+}
+
+
+def ack_statement(plan: DeliveryPlan) -> Statement:
+    return _ACKS[plan._replace(logged=plan.logged and not plan.grouped)]
+
+
+# --- Nack -------------------------------------------------------------------------------------------------------
+# A topic's nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending,
+# retry_count 0, max_retries 0, no TTL), or failed when the DLQ is off or the message is already dead-lettered.
+# The topic's config is joined here rather than looked up first: one round trip. Plan: Update <- Nested Loop <-
+# LockRows <- Nested Loop Left Join (Index Scan using messages_pkey, Index Scan using topic_configs_pkey). Merged
+# (a nack carrying metadata): $metadata is merged into the message's (saved state on a deferral).
+_NACK_ATTEMPT = attempt_ended(
+    "CASE cur.outcome WHEN 'dlq' THEN 'dead_lettered' ELSE 'nacked' END", "$error::text", "now()"
+)
+
+
+def _nack_current(plan: DeliveryPlan) -> Fragment:
+    lease = "m.topic AS was, m.receipt, m.available_at AS deadline, " if plan.limited else ""
+    return Fragment(
+        "cur",
+        f"""
+    SELECT m.id, {lease}m.retry_count + 1 AS attempts,
+           CASE WHEN m.retry_count + 1 < m.max_retries THEN 'retry'
+                WHEN coalesce(tc.dlq_enabled, $dlq_default) AND m.original_topic IS NULL
+                     AND right(m.topic, 4) <> '.dlq' THEN 'dlq'
+                ELSE 'failed' END AS outcome,
+           coalesce(tc.retry_backoff_seconds, $backoff_default::int4[]) AS backoff
+    FROM messages AS m
+    LEFT JOIN topic_configs AS tc ON tc.tenant_id = $tenant AND tc.topic = m.topic
+    WHERE m.id = $message AND m.tenant_id + 0 = $tenant AND m.status = 'processing'
+      AND ($receipt::uuid IS NULL OR m.receipt = $receipt) AND m.owed IS NULL
+    FOR UPDATE OF m""",
+    )
+
+
+def _nacked(plan: DeliveryPlan, merged: bool) -> Fragment:
+    metadata = "\n    metadata = coalesce(m.metadata, '{}') || $metadata::jsonb," if merged else ""
+    lease = ", cur.was, cur.receipt, cur.deadline" if plan.limited else ""
+    return Fragment(
+        "nacked",
+        f"""
+UPDATE messages AS m SET
+    status = CASE cur.outcome WHEN 'failed' THEN 'failed' ELSE 'pending' END,
+    retry_count = CASE cur.outcome WHEN 'dlq' THEN 0 ELSE cur.attempts END,
+    max_retries = CASE cur.outcome WHEN 'dlq' THEN 0 ELSE m.max_retries END,
+    topic = CASE cur.outcome WHEN 'dlq' THEN m.topic || '.dlq' ELSE m.topic END,
+    original_topic = CASE cur.outcome WHEN 'dlq' THEN m.topic ELSE m.original_topic END,
+    dlq_moved_at = CASE cur.outcome WHEN 'dlq' THEN now() ELSE m.dlq_moved_at END,
+    expires_at = CASE cur.outcome WHEN 'dlq' THEN NULL ELSE m.expires_at END,
+    available_at = now() + CASE cur.outcome WHEN 'retry' THEN make_interval(secs => coalesce(
+        $delay, cur.backoff[least(cur.attempts, cardinality(cur.backoff))], 0)) ELSE interval '0' END,{metadata}
+    last_error = $error, receipt = NULL, updated_at = now(),
+    attempts = {_NACK_ATTEMPT}
+FROM cur WHERE m.id = cur.id
+RETURNING cur.outcome, m.topic{lease}""",
+    )
+
+
+# A group's nack (`skiplock_group_nack`): retry, or the group's delivery dead-lettered as a copy ($copy_id), with
+# $metadata merged into the group's saved state. A limited tenant's: the nacked delivery's recorded lease is counted
+# out of its group's counter (read as the statement began, before the function changes it).
+_GROUP_NACK_CALL = f"""{functions.GROUP_NACK.name}($tenant, $group_name, $message, $receipt, $error, $delay,
+    $backoff_default, $dlq_default, $copy_id, $metadata::jsonb)"""
+_GROUP_NACK_LEASES = Fragment(
+    "leases",
+    """
+    SELECT d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = $message AND d.status = 'processing'
+      AND ($receipt::uuid IS NULL OR d.receipt = $receipt)""",
+    materialized=True,
+)
+
+
+def _nack(plan: DeliveryPlan, merged: bool) -> Statement:
+    name = f"nack[{plan.name}{'+merged' if merged else ''}]"
+    if plan.grouped:
+        if not plan.limited:
+            return compose(name, [], f"SELECT outcome, topic FROM {_GROUP_NACK_CALL}")
+        steps = [
+            _GROUP_NACK_LEASES,
+            Fragment("nacked", f"SELECT outcome, topic FROM {_GROUP_NACK_CALL}", materialized=True),
+            Fragment("gone", "SELECT * FROM leases WHERE EXISTS (SELECT FROM nacked WHERE outcome IS NOT NULL)"),
+            *counted_out("gone", "r.group_id"),
+        ]
+        return compose(name, steps, "SELECT outcome, topic FROM nacked")
+    steps = [_nack_current(plan), _nacked(plan, merged)]
+    if not plan.limited:
+        return compose(name, steps, "SELECT * FROM nacked")
+    leases = Fragment("leases", "SELECT was AS topic, receipt, deadline FROM nacked")
+    return compose(name, [*steps, leases, *counted_out("leases", "0")], "SELECT outcome, topic FROM nacked")
+
+
+# A group's nack always carries its $metadata argument (NULL: none), so its plans do not vary by `merged`.
+_NACKS = {
+    (plan, merged): _nack(plan, merged)
+    for plan in DeliveryPlan.every(grouped=True, limited=True)
+    for merged in (False, True)
+    if not (plan.grouped and merged)
+}
+
+
+def nack_statement(plan: DeliveryPlan, *, merged: bool) -> Statement:
+    """The nack of a plan (`logged` does not matter); `merged`: a topic's nack carries metadata to merge."""
+    return _NACKS[DeliveryPlan(grouped=plan.grouped, limited=plan.limited), merged and not plan.grouped]
+
+
+# A group's delivery whose lease lapsed once too often (found by a group's dequeue, `spent`): nacked with the lapse
+# as its error, no receipt, never retried. $group is the group's id.
+NACK_LAPSED = compose(
+    "nack[grouped+lapsed]",
+    [],
+    f"""SELECT outcome, topic FROM {functions.GROUP_NACK.name}(
+    $tenant, (SELECT name FROM consumer_groups WHERE id = $group AND tenant_id = $tenant), $message, NULL,
+    '{LEASE_EXPIRED_ERROR}', NULL, $backoff_default, $dlq_default, $copy_id, NULL::jsonb)""",
+)
+
+
+# A nacked message whose retry would collide with a newer pending twin of the same key is superseded by the twin:
+# the twin carries the key's latest content and will be delivered. A limited tenant's: the lease's slot is freed.
+_SUPERSEDED_GONE = Fragment(
+    "gone",
+    """
+    DELETE FROM messages
+    WHERE id = $message AND tenant_id + 0 = $tenant AND status = 'processing'
+      AND ($receipt::uuid IS NULL OR receipt = $receipt)
+    RETURNING topic, receipt, available_at AS deadline""",
+)
+SUPERSEDED = {
+    False: compose("superseded[plain]", [_SUPERSEDED_GONE], "SELECT * FROM gone"),
+    True: compose("superseded[limited]", [_SUPERSEDED_GONE, *counted_out("gone", "0")], "SELECT topic FROM gone"),
+}
+
+
+# --- Extend -----------------------------------------------------------------------------------------------------
+# A lease extended (heartbeat): $seconds from now. A limited tenant's: a limited topic's recorded lease moves with
+# it (its row lock orders it with a dequeue freeing it at its deadline); a lease no longer recorded (its slot freed)
+# is not extended (lease_lost), or the topic could have more leases in flight than its limit.
+_EXTEND_TARGETS = {
+    False: """
+    SELECT id, topic, receipt, available_at, 0 AS group_id FROM messages
+    WHERE id = $message AND tenant_id + 0 = $tenant AND status = 'processing'
+      AND ($receipt::uuid IS NULL OR receipt = $receipt) AND owed IS NULL
+    FOR UPDATE""",
+    True: """
+    SELECT d.message_id AS id, g.topic, d.receipt, d.available_at, d.group_id
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = $message AND d.status = 'processing'
+      AND ($receipt::uuid IS NULL OR d.receipt = $receipt)
+    FOR UPDATE OF d""",
+}
+_EXTENDED = {
+    False: """
+UPDATE messages AS m SET available_at = now() + make_interval(secs => $seconds), updated_at = now()
+FROM target AS t
+WHERE m.id = t.id AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
+RETURNING m.available_at""",
+    True: """
+UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $seconds)
+FROM target AS t
+WHERE d.group_id = t.group_id AND d.message_id = t.id AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
+RETURNING d.available_at""",
+}
+# Without limits: one UPDATE.
+_EXTENDED_ALONE = {
+    False: """
+UPDATE messages SET available_at = now() + make_interval(secs => $seconds), updated_at = now()
+WHERE id = $message AND tenant_id + 0 = $tenant AND status = 'processing'
+  AND ($receipt::uuid IS NULL OR receipt = $receipt) AND owed IS NULL
+RETURNING available_at""",
+    True: """
+UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $seconds)
+FROM consumer_groups AS g
+WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.group_id = g.id AND d.message_id = $message
+  AND d.status = 'processing' AND ($receipt::uuid IS NULL OR d.receipt = $receipt)
+RETURNING d.available_at""",
+}
+_EXTEND_SLOT = Fragment(
+    "slot",
+    """
+    SELECT 1 FROM inflight_counts AS c JOIN target AS t ON c.topic = t.topic AND c.group_id = t.group_id
+    WHERE c.tenant_id = $tenant""",
+    materialized=True,
+)
+_EXTEND_LEASE = Fragment(
+    "lease",
+    """
+    UPDATE inflight_leases AS l SET deadline = now() + make_interval(secs => $seconds)
+    FROM target AS t
+    WHERE l.tenant_id = $tenant AND l.topic = t.topic AND l.group_id = t.group_id AND l.deadline = t.available_at
+      AND l.receipt = t.receipt AND (SELECT count(*) FROM slot) >= 0
+    RETURNING 1""",
+    materialized=True,
+)
+
+
+def _extend(plan: DeliveryPlan) -> Statement:
+    if not plan.limited:
+        return compose(f"extend[{plan.name}]", [], _EXTENDED_ALONE[plan.grouped])
+    target = Fragment("target", _EXTEND_TARGETS[plan.grouped], materialized=True)
+    return compose(f"extend[{plan.name}]", [target, _EXTEND_SLOT, _EXTEND_LEASE], _EXTENDED[plan.grouped])
+
+
+_EXTENDS = {plan: _extend(plan) for plan in DeliveryPlan.every(grouped=True, limited=True)}
+
+
+def extend_statement(plan: DeliveryPlan) -> Statement:
+    return _EXTENDS[DeliveryPlan(grouped=plan.grouped, limited=plan.limited)]
