@@ -138,4 +138,4 @@ async def test_prefill_writes_waiting_messages_and_plans_use_the_indexes(pg_serv
         assert sorted((r["topics"], r["n"]) for r in spread) == [(5, 500)] * 4
         explained = await plans(dsn)
         assert "=== message_dequeue 100" in explained and "messages_dequeue_idx" in explained
-        assert "=== message_ack_batch 100" in explained
+        assert "=== ack[plain] 100" in explained
