@@ -81,6 +81,36 @@ SELECT id FROM g"""
 RESERVE = "INSERT INTO inflight_reservations (tenant_id, topic, group_id, n) VALUES ($1, $2, $3, $4) RETURNING id"
 
 
+def _insert_sample(name: str) -> dict[str, Any]:
+    """An insert's 100 rows (keyed ones new keys) into topic-3, or topic-4 (its consumer group's) when grouped;
+    capped ones through a tenant gate of room enough."""
+    rows, grouped = 100, "grouped" in name
+    topic = "topic-4" if grouped else "topic-3"
+    ids = [uuid7() for _ in range(rows)]
+    return {
+        "ids": ",".join(map(str, ids)) if grouped and name.startswith("insert[uniform") else ids,
+        "topic": topic,
+        "topics": [topic] * rows,
+        "keys": [f"key-new-{n}" for n in range(rows)] if "keyed" in name else [None] * rows,
+        "payloads": [b"x"] * rows,
+        "metadata": [None] * rows,
+        "priority": 0,
+        "priorities": [0] * rows,
+        "max_retries": 3 if name.startswith("insert[uniform") else [3] * rows,
+        "delay": 0.0,
+        "delays": [0.0] * rows,
+        "ttl": 0,
+        "ttls": [0] * rows,
+        "groups": [None] * rows,
+        "expire_default": False,
+        "admit_scopes": [""],
+        "admit_rows": [rows],
+        "admit_caps": [10**9],
+        "admit_max_topics": None,
+        "admit_topics": [],
+    }
+
+
 async def explain_registry(conn: asyncpg.Connection[Any], leased: asyncpg.Record) -> None:
     """Every registered statement, by name, with its plan (a limited dequeue with a reservation of its count; an
     ack of 100 leased messages; a nack and an extend of one)."""
@@ -106,6 +136,8 @@ async def explain_registry(conn: asyncpg.Connection[Any], leased: asyncpg.Record
         values: dict[str, Any] = {**SAMPLE, **by_id}
         if name.startswith("dequeue[") and "grouped" in name:
             values.update(group=group, topic="topic-4")
+        if name.startswith("insert["):
+            values.update(_insert_sample(name))
         tr = conn.transaction()
         await tr.start()
         try:
@@ -144,24 +176,6 @@ async def explain_all(url: str) -> None:
         )
         print(
             f"{ROWS} messages; per status:", dict(await conn.fetch("SELECT status, count(*) FROM messages GROUP BY 1"))
-        )
-        keys = [f"key-new-{n}" for n in range(100)]
-        await explain(
-            conn,
-            "message_insert_keyed 100 (expired twins first)",
-            sql.MESSAGE_INSERT_KEYED,
-            1,
-            [uuid7() for _ in keys],
-            ["topic-3"] * 100,
-            keys,
-            [b"x"] * 100,
-            [None] * 100,
-            [0] * 100,
-            [3] * 100,
-            [0.0] * 100,
-            [0] * 100,
-            False,
-            True,
         )
         await explain_registry(conn, leased)
         await explain(conn, "message_next_available", sql.MESSAGE_NEXT_AVAILABLE, 1, "topic-3")

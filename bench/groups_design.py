@@ -35,8 +35,8 @@ import asyncpg
 from bench.explain import explain
 from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
-from mq.queue import sql
 from mq.queue.sql.dequeue import dequeue_statement
+from mq.queue.sql.insert import InsertPlan, insert_statement
 from mq.queue.sql.settle import ack_statement
 from mq.queue.types import DeliveryPlan
 from tests.support.servers import migrated_database, postgres_server
@@ -169,7 +169,8 @@ FILL_NARROW = FILL_DELIVERIES.replace("proto_deliveries", "proto_narrow").replac
 
 GROUPS_OF = "SELECT id FROM proto_groups WHERE tenant_id = $1 AND topic = $2 FOR KEY SHARE"
 
-ENQUEUE_PLAIN = sql.MESSAGE_INSERT_UNIFORM
+# (the statement's parameters in order: tenant, topic, priority, max_retries, delay, ttl, ids, payloads, metadata)
+ENQUEUE_PLAIN = insert_statement(InsertPlan(uniform=True)).text
 
 # cursor: read after the group's position in id order (index (tenant_id, topic, id), built for this side only)
 DEQUEUE_CURSOR = """

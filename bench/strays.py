@@ -31,7 +31,7 @@ import asyncpg
 from bench.run import git_commit, postgres_cpu
 from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
-from mq.queue import sql
+from mq.queue.sql.insert import InsertPlan, insert_statement
 from tests.support.servers import migrated_database, postgres_server
 
 SECONDS = float(os.environ.get("SKIPLOCK_BENCH_SECONDS", "4"))
@@ -45,9 +45,9 @@ GUARD = """
 WHERE (SELECT CASE WHEN EXISTS (SELECT FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = $2)
               THEN bench_refuse_grouped() ELSE true END)"""
 STATEMENTS = {
-    "today": sql.MESSAGE_INSERT_UNIFORM,
-    "guarded": sql.MESSAGE_INSERT_UNIFORM + GUARD,
-    "minting": sql.GROUP_INSERT_UNIFORM,
+    "today": insert_statement(InsertPlan(uniform=True)).text,
+    "guarded": insert_statement(InsertPlan(uniform=True)).text + GUARD,
+    "minting": insert_statement(InsertPlan(uniform=True, grouped=True)).text,
 }
 
 

@@ -19,31 +19,13 @@ from mq.ids import uuid7
 from mq.queue import sql
 from mq.queue.admission import RETRY_AFTER_SECONDS, AdmitArguments
 from mq.queue.sql import dequeue as dequeue_sql
+from mq.queue.sql import insert as insert_sql
 from mq.queue.sql import settle
 from mq.queue.sql.dequeue import dequeue_statement
+from mq.queue.sql.insert import EXPIRE_TWINS, InsertPlan, insert_statement
 from mq.queue.types import DeadLettered, DeliveryPlan, Lease, NackOutcome, NewRow, QueueDefaults, TopicConfig
 
 Record = asyncpg.Record
-
-# The insert statements by (the topic has consumer groups, the rows pass admission gates)
-_INSERT_BATCH = {
-    (False, False): sql.MESSAGE_INSERT_BATCH,
-    (False, True): sql.MESSAGE_INSERT_BATCH_ADMITTED,
-    (True, False): sql.GROUP_INSERT_BATCH,
-    (True, True): sql.GROUP_INSERT_BATCH_ADMITTED,
-}
-_INSERT_KEYED = {
-    (False, False): sql.MESSAGE_INSERT_KEYED,
-    (False, True): sql.MESSAGE_INSERT_KEYED_ADMITTED,
-    (True, False): sql.GROUP_INSERT_KEYED,
-    (True, True): sql.GROUP_INSERT_KEYED_ADMITTED,
-}
-_INSERT_UNIFORM = {
-    (False, False): sql.MESSAGE_INSERT_UNIFORM,
-    (False, True): sql.MESSAGE_INSERT_UNIFORM_ADMITTED,
-    (True, False): sql.GROUP_INSERT_UNIFORM,
-    (True, True): sql.GROUP_INSERT_UNIFORM_ADMITTED,
-}
 
 
 class MessageRepository:
@@ -62,56 +44,39 @@ class MessageRepository:
         conn: asyncpg.Connection[Record] | None = None,
     ) -> list[Record]:
         """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error.
-        Keyed rows first expire twins past their TTL (`sql.MESSAGE_INSERT_KEYED`). `conn`: in that connection's
+        Keyed rows first expire twins past their TTL (`mq.queue.sql.insert`). `conn`: in that connection's
         transaction (the schedules' firer), instead of a connection of the pool."""
-        extra: tuple[Any, ...] = ()
         grouped = any(r.grouped for r in rows)
-        if grouped and any(r.consumer_group is not None for r in rows):
-            statement = sql.GROUP_INSERT_TO_ADMITTED if admit is not None else sql.GROUP_INSERT_TO
-            extra = ([r.consumer_group for r in rows], self.defaults.expire_to_dlq, self.defaults.dlq_enabled)
-        elif any(r.key is not None for r in rows):
-            statement = _INSERT_KEYED[grouped, admit is not None]
-            extra = (self.defaults.expire_to_dlq, self.defaults.dlq_enabled)
-        else:
-            statement = _INSERT_BATCH[grouped, admit is not None]
-        if admit is not None:
-            extra += admit
+        to_groups = grouped and any(r.consumer_group is not None for r in rows)
+        plan = InsertPlan(
+            keyed=to_groups or any(r.key is not None for r in rows),
+            grouped=grouped,
+            admitted=admit is not None,
+            to_groups=to_groups,
+        )
+        statement = insert_statement(plan)
+        values = self._admit_values(admit) if admit is not None else {}
+        arguments = statement.args(
+            tenant=tenant_id,
+            ids=ids,
+            topics=[r.topic for r in rows],
+            keys=[r.key for r in rows],
+            payloads=[r.payload for r in rows],
+            metadata=[r.metadata_json for r in rows],
+            priorities=[r.priority for r in rows],
+            max_retries=[r.max_retries for r in rows],
+            delays=[float(r.delay_seconds) for r in rows],
+            ttls=[r.ttl_seconds for r in rows],
+            groups=[r.consumer_group for r in rows] if to_groups else None,
+            expire_default=self.defaults.expire_to_dlq,
+            dlq_default=self.defaults.dlq_enabled,
+            **values,
+        )
         try:
-            return await (conn or self.pool).fetch(
-                statement,
-                tenant_id,
-                ids,
-                [r.topic for r in rows],
-                [r.key for r in rows],
-                [r.payload for r in rows],
-                [r.metadata_json for r in rows],
-                [r.priority for r in rows],
-                [r.max_retries for r in rows],
-                [float(r.delay_seconds) for r in rows],
-                [r.ttl_seconds for r in rows],
-                *extra,
-            )
+            return await (conn or self.pool).fetch(statement.text, *arguments)
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)
             raise
-
-    async def insert_plain(
-        self, ids: Sequence[uuid.UUID], rows: Sequence[tuple[int, NewRow]], conn: asyncpg.Connection[Record]
-    ) -> None:
-        """(tenant, row) of keyless rows of topics without groups, stored without caps, in `conn`'s transaction
-        (`sql.MESSAGE_INSERT_PLAIN`)."""
-        await conn.execute(
-            sql.MESSAGE_INSERT_PLAIN,
-            [t for t, _ in rows],
-            ids,
-            [r.topic for _, r in rows],
-            [r.payload for _, r in rows],
-            [r.metadata_json for _, r in rows],
-            [r.priority for _, r in rows],
-            [r.max_retries for _, r in rows],
-            [float(r.delay_seconds) for _, r in rows],
-            [r.ttl_seconds for _, r in rows],
-        )
 
     async def insert_uniform(
         self,
@@ -122,24 +87,36 @@ class MessageRepository:
     ) -> None:
         """Insert keyless messages that share topic, priority, delay, max_retries and TTL (rows[0] gives them)."""
         first = rows[0]
-        statement, extra = _INSERT_UNIFORM[first.grouped, admit is not None], admit or ()
+        statement = insert_statement(InsertPlan(uniform=True, grouped=first.grouped, admitted=admit is not None))
+        values = self._admit_values(admit) if admit is not None else {}
+        arguments = statement.args(
+            tenant=tenant_id,
+            topic=first.topic,
+            priority=first.priority,
+            max_retries=first.max_retries,
+            delay=float(first.delay_seconds),
+            ttl=first.ttl_seconds,
+            ids=_id_list(ids) if first.grouped else ids,
+            payloads=[r.payload for r in rows],
+            metadata=[r.metadata_json for r in rows],
+            **values,
+        )
         try:
-            await self.pool.execute(
-                statement,
-                tenant_id,
-                first.topic,
-                first.priority,
-                first.max_retries,
-                float(first.delay_seconds),
-                first.ttl_seconds,
-                _id_list(ids) if first.grouped else ids,
-                [r.payload for r in rows],
-                [r.metadata_json for r in rows],
-                *extra,
-            )
+            await self.pool.execute(statement.text, *arguments)
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)
             raise
+
+    @staticmethod
+    def _admit_values(admit: AdmitArguments) -> dict[str, Any]:
+        scopes, rows, caps, max_topics, topics = admit
+        return {
+            "admit_scopes": scopes,
+            "admit_rows": rows,
+            "admit_caps": caps,
+            "admit_max_topics": max_topics,
+            "admit_topics": topics,
+        }
 
     async def copy_batch(
         self,
@@ -155,10 +132,10 @@ class MessageRepository:
             (message_id, tenant_id, row.topic, row.payload, row.metadata_json, row.priority, row.max_retries)
             for message_id, row in zip(ids, rows, strict=True)
         ]
-        where = None if admit is None else sql.copy_admission(tenant_id, admit)
+        where = None if admit is None else insert_sql.copy_admission(tenant_id, admit)
         try:
             await self.pool.copy_records_to_table(
-                "messages", records=records, columns=sql.MESSAGE_COPY_COLUMNS, where=where
+                "messages", records=records, columns=insert_sql.MESSAGE_COPY_COLUMNS, where=where
             )
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)
@@ -331,7 +308,7 @@ class MessageRepository:
                 row = await self.pool.fetchrow(statement.text, *arguments)
             except asyncpg.UniqueViolationError:
                 async with self.pool.acquire() as conn, conn.transaction():
-                    if await conn.fetchval(sql.MESSAGE_EXPIRE_TWINS, tenant_id, message_id, *self._expiry_defaults):
+                    if await self._expire_twins(conn, "message", tenant_id, message=message_id):
                         continue
                     superseded = settle.SUPERSEDED[plan.limited]
                     values = superseded.args(tenant=tenant_id, message=message_id, receipt=receipt)
@@ -340,9 +317,17 @@ class MessageRepository:
             return None if row is None or row["outcome"] is None else (row["outcome"], row["topic"])
         raise errors.Unavailable("the message's key kept changing; retry the nack")
 
-    @property
-    def _expiry_defaults(self) -> tuple[bool, bool]:
-        return self.defaults.expire_to_dlq, self.defaults.dlq_enabled
+    async def _expire_twins(self, conn: Any, whose: str, tenant_id: int, **values: Any) -> int:
+        """Expire the pending twins past their TTL of a message's key (`whose` 'message'), of a dead letter's key
+        in its original topic ('dlq') or of every key a DLQ's requeue moves back ('topic'); how many expired."""
+        statement = EXPIRE_TWINS[whose]
+        arguments = statement.args(
+            tenant=tenant_id,
+            expire_default=self.defaults.expire_to_dlq,
+            dlq_default=self.defaults.dlq_enabled,
+            **values,
+        )
+        return int(await conn.fetchval(statement.text, *arguments))
 
     async def extend(
         self,
@@ -380,7 +365,7 @@ class MessageRepository:
             original = await conn.fetchval(sql.MESSAGE_ORIGINAL_TOPIC, tenant_id, message_id)
             if original is not None:
                 await _admit_moved(conn, tenant_id, original, 1, depth_cap)
-                await conn.fetchval(sql.MESSAGE_EXPIRE_DLQ_TWINS, tenant_id, message_id, *self._expiry_defaults)
+                await self._expire_twins(conn, "dlq", tenant_id, message=message_id)
             topic: str | None = await conn.fetchval(sql.MESSAGE_REQUEUE, tenant_id, message_id, *self._restore)
             return topic
 
@@ -405,7 +390,7 @@ class MessageRepository:
                 waiting = await conn.fetchval(sql.MESSAGE_DLQ_PENDING, tenant_id, dlq_topic)
                 if waiting:
                     await _admit_moved(conn, tenant_id, topic, waiting, depth_cap)
-            await conn.fetchval(sql.TOPIC_EXPIRE_DLQ_TWINS, tenant_id, dlq_topic, *self._expiry_defaults)
+            await self._expire_twins(conn, "topic", tenant_id, topic=dlq_topic)
             restore = self._restore
             requeued = await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, *restore, groups)
             return len(requeued)
@@ -422,7 +407,7 @@ class MessageRepository:
                 if topic is None:
                     return None
                 await _admit_moved(conn, tenant_id, topic, 1, depth_cap)
-                await conn.fetchval(sql.MESSAGE_EXPIRE_TWINS, tenant_id, message_id, *self._expiry_defaults)
+                await self._expire_twins(conn, "message", tenant_id, message=message_id)
                 retried: str | None = await conn.fetchval(sql.MESSAGE_RETRY, tenant_id, message_id)
                 return retried
         except asyncpg.UniqueViolationError:
@@ -559,7 +544,9 @@ async def _admit_moved(
     if cap is None:
         return
     try:
-        await conn.execute(sql.ADMIT, tenant_id, [topic], [rows], [cap], None, [])
+        admit = insert_sql.ADMIT
+        values = {"admit_scopes": [topic], "admit_rows": [rows], "admit_caps": [cap], "admit_max_topics": None}
+        await conn.execute(admit.text, *admit.args(tenant=tenant_id, admit_topics=[], **values))
     except asyncpg.PostgresError as exc:
         _raise_refusal(exc)
         raise

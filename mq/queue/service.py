@@ -139,10 +139,13 @@ class QueueService:
         return [by_key[row.key] if row.key is not None else (ids[n], True) for n, row in enumerate(ticks.rows)]
 
     async def store_plain_ticks(self, conn: Any, batches: Sequence[AdmittedTicks]) -> None:
-        """Store ticks that nothing can refuse (`AdmittedTicks.plain`) of many tenants and topics in one statement,
-        in the caller's transaction."""
-        rows = [(b.tenant_id, row) for b in batches for row in b.rows]
-        await self.repository.insert_plain(uuid7_batch(len(rows)), rows, conn)
+        """Store ticks that nothing can refuse (`AdmittedTicks.plain`) of many tenants and topics, one statement per
+        tenant (every statement names one tenant), in the caller's transaction."""
+        by_tenant: dict[int, list[NewRow]] = {}
+        for batch in batches:
+            by_tenant.setdefault(batch.tenant_id, []).extend(batch.rows)
+        for tenant_id, rows in by_tenant.items():
+            await self.repository.insert_batch(tenant_id, uuid7_batch(len(rows)), rows, conn=conn)
 
     def wake_ticks(self, tenant_id: int, topic: str, inserted: int, upserted: int, polls: int) -> None:
         """After a schedule's transaction committed: its messages counted and the topic's waiting polls woken."""

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 from mq.ids import uuid7_batch
-from mq.queue import sql
+from mq.queue.sql.insert import InsertPlan, insert_statement
 from tests.integration.helpers import b64, unb64
 from tests.support.healing import HEALING_JOBS, run_job
 from tests.support.servers import ADMIN, Server
@@ -332,11 +332,10 @@ class GroupLifecycle(RuleBasedStateMachine):
         """A message stored by an instance whose cached config does not know the topic has groups: the statement
         of a topic without groups, owing it to none."""
         [mid] = uuid7_batch(1)
-        self._run(
-            lambda pool: pool.execute(
-                sql.MESSAGE_INSERT_UNIFORM, self.tenant_id, self.topic, 0, MAX_RETRIES, 0.0, 0, [mid], [payload], [None]
-            )
-        )
+        plain = insert_statement(InsertPlan(uniform=True))
+        values = {"topic": self.topic, "priority": 0, "max_retries": MAX_RETRIES, "delay": 0.0, "ttl": 0}
+        arguments = plain.args(tenant=self.tenant_id, ids=[mid], payloads=[payload], metadata=[None], **values)
+        self._run(lambda pool: pool.execute(plain.text, *arguments))
         tick = next(self.clock)
         self.messages[str(mid)] = Message(str(mid), payload, tick, {}, stray_of=set(self.groups))
 

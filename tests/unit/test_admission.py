@@ -49,7 +49,7 @@ def test_refusals_become_domain_errors() -> None:
 
 
 def test_copy_admission_is_one_literal_call() -> None:
-    from mq.queue.sql import copy_admission
+    from mq.queue.sql.insert import copy_admission
 
     assert copy_admission(7, (["orders"], [100], [5000], None, [])) == "skiplock_admit_copy_v1(7, 'orders', 100, 5000)"
     both = copy_admission(7, (["", "orders"], [100, 100], [10**6, 5000], 3, ["orders"]))

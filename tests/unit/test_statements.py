@@ -6,8 +6,9 @@ import re
 
 import pytest
 
+import mq.queue.repository  # noqa: F401  (imports every statement of the data plane)
 from mq.db.statements import REGISTRY, Fragment, compose, statement
-from mq.queue.sql import dequeue, settle
+from mq.queue.sql import dequeue, insert, settle
 from mq.queue.types import DeliveryPlan
 
 
@@ -49,8 +50,13 @@ def test_every_registered_statement_takes_the_tenant_first() -> None:
         if name.startswith("test: "):
             continue
         assert made.parameters[0] == "tenant", name
-        # a tenant_id compared with it, or the tenant passed first to a database function
-        scoped = re.search(r"tenant_id(\s*\+\s*0)? = \$1\b|\w+_v\d+\(\s*\$1\b", made.text)
+        # a tenant_id compared with it, the tenant passed first to a database function, or the rows an insert
+        # stores given $1 as their tenant_id (the column after id)
+        scoped = re.search(
+            r"tenant_id(\s*\+\s*0)? = \$1\b|\w+_v\d+\(\s*\$1\b"
+            r"|INSERT INTO \w+ AS \w+ \(id, tenant_id\b[^)]*\)\s*SELECT [\w.]+, \$1,",
+            made.text,
+        )
         assert scoped, f"{name} never compares a tenant_id to $1 nor passes it to a function"
 
 
@@ -72,3 +78,15 @@ def test_each_ack_plan_composes_its_own_steps(plan: DeliveryPlan) -> None:
     assert ({"freed", "ended"} <= steps) == plan.limited
     assert ("logged" in steps) == (plan.logged and not plan.grouped)  # a group's last ack logs in its function
     assert ("skiplock_group_ack_v" in made.text) == plan.grouped
+
+
+@pytest.mark.parametrize("plan", insert.InsertPlan.every(), ids=lambda p: p.name)
+def test_each_insert_plan_composes_its_own_steps(plan: insert.InsertPlan) -> None:
+    made = insert.insert_statement(plan)
+    assert made is REGISTRY[f"insert[{plan.name}]"]
+    assert ("dead_twins AS (" in made.text) == plan.keyed
+    assert ("admitted AS MATERIALIZED (" in made.text) == plan.admitted
+    assert ("minted AS (" in made.text) == plan.grouped
+    assert ("ON CONFLICT" in made.text) == plan.keyed
+    assert ("$groups" not in made.text) and (("groups" in made.parameters) == plan.to_groups)
+    assert ("ids" in made.parameters) and (("topics" in made.parameters) != plan.uniform)

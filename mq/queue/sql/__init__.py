@@ -10,128 +10,14 @@ table of 1,000,000 messages over 20 topics of two tenants (`make explain` prints
 from mq.queue.sql import functions
 from mq.queue.sql.common import (
     ALIVE,
+    EXPIRE_SET,
     LEASE_EXPIRED_ERROR,
     MESSAGE_COLUMNS,
     VIEW_STATUS,
+    expires_to_dlq,
     rfc3339,
     uuid_list,
 )
-
-# The arbiter of the key upsert: one pending message per (tenant, topic, key) outside dead-letter topics.
-_KEY_CONFLICT = """ON CONFLICT (tenant_id, topic, key) WHERE key IS NOT NULL AND status = 'pending'
-    AND original_topic IS NULL"""
-
-
-# Capped tenants and topics (a tenant's max_messages or max_topics, a topic's max_depth) admit their rows through
-# their gates (migration 2026_11_22_admission) in the statement that inserts them, first, as an InitPlan (plan:
-# One-Time Filter on the insert's scan). The common case, one gate and no max_topics, is tried right here: one
-# update of this connection's stripe (32 stripes, as in `skiplock_admit`). Anything else, or a stripe without
-# room, goes to `skiplock_admit`, which takes the gates' row locks and raises SKQ01-03 to refuse, undoing the
-# whole statement. The plpgsql call cost 50 µs per statement, the update alone 27 (one connection, 1-row inserts).
-# Statements of uncapped ones carry none of this.
-# Parameters after the statement's own: scopes text[] ('' = the tenant, then topics sorted), rows per scope,
-# caps per scope, max_topics (NULL: none), the statement's topics (checked against max_topics).
-def _admission(first: int) -> tuple[str, str]:
-    """(WITH clause, WHERE condition) that admit a statement's rows; parameters from `$first` on."""
-    scopes, rows, caps, max_topics, topics = (f"${first + n}" for n in range(5))
-    arguments = f"{scopes}::text[], {rows}::int8[], {caps}::int8[], {max_topics}::int4, {topics}::text[]"
-    call = f"{functions.ADMIT.name}($1, {arguments})"
-    return (
-        f"""WITH fast AS (
-    UPDATE admission_gates SET bound = bound + ({rows}::int8[])[1]
-    WHERE cardinality({scopes}::text[]) = 1 AND {max_topics}::int4 IS NULL AND tenant_id = $1
-      AND scope = ({scopes}::text[])[1] AND stripe = pg_backend_pid() % 32 AND bound + ({rows}::int8[])[1] <= alloc
-    RETURNING 1
-), admitted AS MATERIALIZED (
-    SELECT CASE WHEN EXISTS (SELECT FROM fast) THEN true ELSE {call} END AS ok
-)
-""",
-        "WHERE (SELECT ok FROM admitted)",
-    )
-
-
-ADMIT = f"SELECT {functions.ADMIT.name}($1, $2::text[], $3::int8[], $4::int8[], $5::int4, $6::text[])"
-
-
-def copy_admission(tenant_id: int, admit: tuple[list[str], list[int], list[int], int | None, list[str]]) -> str:
-    """The WHERE condition of a capped COPY (migration 2026_11_22_admission_copy): one call, folded before the
-    first row, that passes the gates in the COPY's transaction. COPY takes no parameters, so the arguments are
-    literals: integers, and scopes and topics, which are topic names (`TOPIC_RE`: letters, digits, '.', '_', '-')
-    or ''; quotes are doubled all the same."""
-    scopes, rows, caps, max_topics, topics = admit
-
-    def text(value: str) -> str:
-        return "'" + value.replace("'", "''") + "'"
-
-    if len(scopes) == 1 and max_topics is None:
-        return f"{functions.ADMIT_COPY.name}({int(tenant_id)}, {text(scopes[0])}, {int(rows[0])}, {int(caps[0])})"
-
-    def texts(values: list[str]) -> str:
-        return "ARRAY[" + ", ".join(text(v) for v in values) + "]::text[]"
-
-    def integers(values: list[int]) -> str:
-        return "ARRAY[" + ", ".join(str(int(v)) for v in values) + "]::int8[]"
-
-    limit = "NULL" if max_topics is None else str(int(max_topics))
-    return (
-        f"{functions.ADMIT_COPY_ALL.name}({int(tenant_id)}, {texts(scopes)}, {integers(rows)}, {integers(caps)}, "
-        f"{limit}::int4, {texts(topics)})"
-    )
-
-
-# A message past its TTL leaves the live set: marked `expired`, or moved to its topic's DLQ when the topic (or the
-# global default) says `expire_to_dlq`. The expiry reaper does this in batches; the statements below do it to the
-# expired twins that stand in their way. Rows `p` carry `to_dlq` (see `EXPIRES_TO_DLQ`).
-# A dead letter keeps no TTL (a DLQ does not inherit its topic's), and an expiring dead letter keeps its origin.
-EXPIRE_SET = """status = CASE WHEN p.to_dlq THEN 'pending' ELSE 'expired' END,
-    topic = CASE WHEN p.to_dlq THEN m.topic || '.dlq' ELSE m.topic END,
-    original_topic = CASE WHEN p.to_dlq THEN m.topic ELSE m.original_topic END,
-    dlq_moved_at = CASE WHEN p.to_dlq THEN now() ELSE m.dlq_moved_at END,
-    expires_at = CASE WHEN p.to_dlq THEN NULL ELSE m.expires_at END,
-    retry_count = CASE WHEN p.to_dlq THEN 0 ELSE m.retry_count END,
-    max_retries = CASE WHEN p.to_dlq THEN 0 ELSE m.max_retries END,
-    available_at = now(), receipt = NULL, updated_at = now(), owed = NULL"""
-
-
-def expires_to_dlq(expire_default: str, dlq_default: str) -> str:
-    """Whether an expiring message `m` (joined to its topic's config `tc`) goes to its DLQ; the arguments are
-    the parameters holding the global defaults of `expire_to_dlq` and `dlq_enabled`."""
-    return (
-        f"m.original_topic IS NULL AND coalesce(tc.expire_to_dlq, {expire_default}::bool) "
-        f"AND coalesce(tc.dlq_enabled, {dlq_default}::bool)"
-    )
-
-
-def _expire_twins(pairs: str, expire_default: str, dlq_default: str) -> str:
-    """CTE `dead_twins`: expire the pending messages past their TTL whose (topic, key) is among `pairs` (a
-    relation `k(topic, key)`), so that the statement after them does not mistake one for a live twin. Each pair is
-    one probe of messages_pending_key_uq (a LATERAL with LIMIT 1, the expiry test outside it: a join let the
-    planner scan messages_expiry_idx, every tenant's due messages, for each statement). Plan: Nested Loop <- the
-    pairs, Limit <- Index Scan using messages_pending_key_uq; ~1 µs a key when nothing is due. An expired twin's
-    deliveries (a grouped topic) go too: `dead_twin_deliveries`."""
-    return f"""dead_twins AS (
-    UPDATE messages AS m SET {EXPIRE_SET}
-    FROM (
-        SELECT m.id, {expires_to_dlq(expire_default, dlq_default)} AS to_dlq
-        FROM {pairs}
-        CROSS JOIN LATERAL (
-            SELECT x.id, x.topic, x.original_topic, x.expires_at FROM messages AS x
-            WHERE x.tenant_id = $1 AND x.topic = k.topic AND x.key = k.key AND x.key IS NOT NULL
-              AND x.status = 'pending' AND x.original_topic IS NULL
-            LIMIT 1
-        ) AS m
-        LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = m.topic
-        WHERE m.expires_at <= now()
-    ) AS p
-    WHERE m.id = p.id AND m.status = 'pending' AND m.original_topic IS NULL  -- still so once locked
-    RETURNING m.id, m.topic
-), dead_twin_deliveries AS (
-    -- a twin that consumer groups owed: their deliveries go with it (one probe per group of its topic, only when
-    -- a twin was due)
-    DELETE FROM deliveries AS d USING dead_twins AS t, consumer_groups AS g
-    WHERE g.tenant_id = $1 AND g.topic = t.topic AND d.group_id = g.id AND d.message_id = t.id
-)"""
-
 
 # The expiry reaper (`mq.jobs.ExpiryReaper`): messages past their TTL, oldest deadline first (index
 # messages_expiry_idx). A topic whose config (or the global default, $2) says expire_to_dlq moves them to its DLQ
@@ -196,90 +82,6 @@ WITH picked AS (
 SELECT g.tenant_id::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP BY 1, 2"""
 
 
-# Lists of ids travel as one comma-separated text (see `MessageRepository`): asyncpg encodes a uuid[] at about
-# 0.4 µs per element, a single text for nothing. Empty entries stand for NULL.
-# Batch enqueue: one statement for up to `max_batch_size` rows, all or nothing. The caller folds items that share
-# a (topic, key) into one row first (ON CONFLICT cannot touch a row twice in one statement). With keys, the
-# expired twins of those keys are expired first (an InitPlan before the insert's scan): a twin past its TTL is no
-# twin, the new content is stored as a new message. The expired twin's index entry is then its own statement's
-# dead version, which the conflict check does not see.
-# $2 ids, $3 topics, $4 keys, $5 payloads, $6 metadata, $7 priorities, $8 max_retries, $9 delays, $10 ttls;
-# keyed: $11 default expire_to_dlq, $12 default dlq_enabled
-def _insert_batch(*, admitted: bool, keyed: bool, grouped: bool = False, to_groups: bool = False) -> str:
-    """`to_groups`: rows may each name the one consumer group they are for ($11, a replay's; NULL: every group of
-    the topic, as any enqueue), stored in `consumer_group`; the parameters after it move one on."""
-    extra = 12 if to_groups else 11
-    with_clause, where = _admission(extra + 2 if keyed else extra) if admitted else ("", "")
-    if keyed:
-        twins = _expire_twins("unnest($3::text[], $4::text[]) AS k(topic, key)", f"${extra}", f"${extra + 1}")
-        with_clause = f"WITH {twins},{with_clause[len('WITH') :]}" if with_clause else f"WITH {twins}"
-        where = f"{where} AND" if where else "WHERE"
-        where += " (SELECT count(*) FROM dead_twins) >= 0"
-    owed_column, owed = (", owed", f", {_OWED.format(topic='u.topic')}") if grouped else ("", "")
-    group_column = group_array = ""
-    if to_groups:
-        owed = f", {_OWED_TO.format(topic='u.topic', group='u.consumer_group')}, u.consumer_group"
-        group_column, group_array = ", consumer_group", ", $11::text[]"
-    insert = f"""INSERT INTO messages AS m (id, tenant_id, topic, key, payload, metadata, priority, max_retries,
-                           available_at, expires_at{owed_column}{group_column})
-SELECT u.id, $1, u.topic, u.key, u.payload, u.metadata::jsonb, u.priority, u.max_retries,
-       now() + make_interval(secs => u.delay), CASE WHEN u.ttl > 0 THEN now() + make_interval(secs => u.ttl) END{owed}
-FROM unnest($2::uuid[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::int2[], $8::int4[], $9::float8[],
-            $10::int4[]{group_array}) AS u(id, topic, key, payload, metadata, priority, max_retries, delay, ttl{
-        group_column
-    })
-{where}
-{_KEY_CONFLICT}
-DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_at = now()
-RETURNING m.id, m.topic, m.key, (m.xmax = 0) AS inserted"""
-    if to_groups:
-        return _minting(with_clause, insert, to_groups=True)
-    return _minting(with_clause, insert) if grouped else f"{with_clause}\n{insert}"
-
-
-MESSAGE_INSERT_BATCH = _insert_batch(admitted=False, keyed=False)
-MESSAGE_INSERT_BATCH_ADMITTED = _insert_batch(admitted=True, keyed=False)
-MESSAGE_INSERT_KEYED = _insert_batch(admitted=False, keyed=True)
-MESSAGE_INSERT_KEYED_ADMITTED = _insert_batch(admitted=True, keyed=True)
-
-
-# Keyless messages sharing topic, priority, delay, max_retries and TTL (coalesced single enqueues, most batches):
-# three arrays instead of nine, and no conflict arbiter. For 8-row statements 13-23% more rows/s than
-# MESSAGE_INSERT_BATCH. $2 topic, $3 priority, $4 max_retries, $5 delay s, $6 ttl s, $7 ids, $8 payloads,
-# $9 metadata json
-def _insert_uniform(admitted: bool, grouped: bool = False) -> str:
-    with_clause, where = _admission(10) if admitted else ("", "")
-    owed_column, owed = (", owed", f", {_OWED.format(topic='$2')}") if grouped else ("", "")
-    # (a grouped insert takes its ids as one text, see `_uuid_list`: its server spends the time it saves on
-    # minting deliveries)
-    ids = uuid_list("$7") if grouped else "$7::uuid[]"
-    insert = f"""INSERT INTO messages AS m (id, tenant_id, topic, payload, metadata, priority, max_retries,
-                           available_at, expires_at{owed_column})
-SELECT u.id, $1, $2, u.payload, u.metadata::jsonb, $3, $4, now() + make_interval(secs => $5),
-       CASE WHEN $6 > 0 THEN now() + make_interval(secs => $6) END{owed}
-FROM unnest({ids}, $8::bytea[], $9::text[]) AS u(id, payload, metadata)
-{where}"""
-    if grouped:
-        # one row back, not one per message: the caller knows the ids it gave (a data-modifying CTE runs to the
-        # end whether or not the query reads it)
-        returning = "\nRETURNING m.id, m.topic, m.key, true AS inserted"
-        return _minting(with_clause, insert + returning, answer="count(*) AS stored")
-    return f"{with_clause}\n{insert}"
-
-
-MESSAGE_INSERT_UNIFORM = _insert_uniform(admitted=False)
-MESSAGE_INSERT_UNIFORM_ADMITTED = _insert_uniform(admitted=True)
-
-# Messages of many tenants and topics that nothing refuses and that mint nothing (keyless, uncapped, topics without
-# consumer groups): the schedules' ticks of one firer's batch, one statement instead of one per (tenant, topic).
-# $1 tenants, $2 ids, $3 topics, $4 payloads, $5 metadata, $6 priorities, $7 max_retries, $8 delays, $9 ttls
-MESSAGE_INSERT_PLAIN = """INSERT INTO messages (id, tenant_id, topic, payload, metadata, priority, max_retries,
-                      available_at, expires_at)
-SELECT u.id, u.tenant_id, u.topic, u.payload, u.metadata::jsonb, u.priority, u.max_retries,
-       now() + make_interval(secs => u.delay), CASE WHEN u.ttl > 0 THEN now() + make_interval(secs => u.ttl) END
-FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::bytea[], $5::text[], $6::int2[], $7::int4[], $8::float8[],
-            $9::int4[]) AS u(tenant_id, id, topic, payload, metadata, priority, max_retries, delay, ttl)"""
-
 # --- Consumer groups -------------------------------------------------------------------------------------------
 # A topic with groups is consumed through them only. Each group owes each message once: a delivery row per
 # (message, group), minted by the statement that stores the message from the groups its topic has then (the
@@ -296,47 +98,7 @@ FROM unnest($1::int8[], $2::uuid[], $3::text[], $4::bytea[], $5::text[], $6::int
 # 0.84; a cursor's enqueue costs nothing extra (0.96) but its dequeue serializes a group's consumers on the
 # cursor row (0.25-0.28). A delivery row takes about 150 bytes (heap 93, indexes 59).
 #
-# Statements of topics without groups are the ones above, unchanged: the server picks these variants only for a
-# topic whose cached config says it has groups (`EffectiveConfig.grouped`). `owed` is the count of the topic's
-# groups, NULL when it has none (a stale cache then stores a plain message, as it should).
-_OWED = "nullif((SELECT count(*) FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = {topic}), 0)"
-# A replay to one group (`consumer_group` on the row): owed to that group alone, or to every group when NULL.
-_OWED_TO = """nullif((SELECT count(*) FROM consumer_groups AS g
-        WHERE g.tenant_id = $1 AND g.topic = {topic} AND g.name = coalesce({group}, g.name)), 0)"""
-
-
-def _minting(
-    with_clause: str, insert: str, answer: str = "id, topic, key, inserted", *, to_groups: bool = False
-) -> str:
-    """The insert (`... RETURNING id, topic, key, inserted`) with a delivery row minted per new message and group
-    of its topic (`to_groups`: of the group the message names, if it names one); answers `answer` of the insert's
-    rows. An upsert into a pending twin mints nothing: its deliveries stand."""
-    ctes = f"{with_clause.rstrip()},\n" if with_clause else "WITH "
-    only = " AND g.name = coalesce(s.consumer_group, g.name)" if to_groups else ""
-    return f"""{ctes}stored AS (
-{insert}, m.priority, m.available_at, m.expires_at{", m.consumer_group" if to_groups else ""}
-), minted AS (
-    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
-    SELECT g.id, s.id, s.priority, s.available_at, s.expires_at
-    FROM stored AS s JOIN consumer_groups AS g ON g.tenant_id = $1 AND g.topic = s.topic{only}
-    WHERE s.inserted
-)
-SELECT {answer} FROM stored"""
-
-
-GROUP_INSERT_BATCH = _insert_batch(admitted=False, keyed=False, grouped=True)
-GROUP_INSERT_BATCH_ADMITTED = _insert_batch(admitted=True, keyed=False, grouped=True)
-GROUP_INSERT_KEYED = _insert_batch(admitted=False, keyed=True, grouped=True)
-GROUP_INSERT_KEYED_ADMITTED = _insert_batch(admitted=True, keyed=True, grouped=True)
-# A replay to one consumer group (`mq.history`): rows naming their group, keyed or not. Only replays use these.
-GROUP_INSERT_TO = _insert_batch(admitted=False, keyed=True, grouped=True, to_groups=True)
-GROUP_INSERT_TO_ADMITTED = _insert_batch(admitted=True, keyed=True, grouped=True, to_groups=True)
-GROUP_INSERT_UNIFORM = _insert_uniform(admitted=False, grouped=True)
-GROUP_INSERT_UNIFORM_ADMITTED = _insert_uniform(admitted=True, grouped=True)
-
-# Batches of keyless messages with no delay and no TTL go in by binary COPY (asyncpg's copy_records_to_table):
-# no per-row executor, no conflict check, no arrays to encode. 15-30% more rows/s than MESSAGE_INSERT_BATCH.
-MESSAGE_COPY_COLUMNS = ["id", "tenant_id", "topic", "payload", "metadata", "priority", "max_retries"]
+# The insert that mints a message's deliveries and counts `owed`: `mq.queue.sql.insert` (`grouped`).
 
 # The dequeue, and a limited one's reservation: `mq.queue.sql.dequeue`.
 
@@ -495,8 +257,8 @@ MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $
 
 # Strays: an instance whose cached topic config (`mq.queue.configs`) did not know the topic had groups yet, in the
 # moments after its first group was created on another instance, stores a message as for a topic without groups:
-# no deliveries, `owed` NULL. (A statement that knows the topic has groups reads them itself, `_OWED` and
-# `_minting`, so it owes the message to every group committed before it began: it never leaves one out.) A
+# no deliveries, `owed` NULL. (A statement that knows the topic has groups reads them itself, `mq.queue.sql.insert`'s
+# `minted`, so it owes the message to every group committed before it began: it never leaves one out.) A
 # message whose insert raced a group's creation (neither saw the other) is stored the same way.
 #
 # What tells a stray apart is a fact stored with the message, not a missing row: `owed` is NULL only on a message
@@ -571,18 +333,7 @@ SELECT d.message_id AS id, d.status FROM consumer_groups AS g JOIN deliveries AS
 WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({uuid_list("$3")})"""
 GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $1 AND name = $2)"
 
-# Before a nack's retry or a requeue would collide with a pending twin of the same key: expire that twin if its
-# TTL passed (a dead twin supersedes nothing and blocks nothing). $2 the message's id, $3 default expire_to_dlq,
-# $4 default dlq_enabled; `MESSAGE_EXPIRE_DLQ_TWINS` looks in the original topic of a dead letter's key.
-_OWN_KEY = "(SELECT topic, key FROM messages WHERE tenant_id = $1 AND id = $2) AS k"
-_ORIGINAL_KEY = "(SELECT original_topic AS topic, key FROM messages WHERE tenant_id = $1 AND id = $2) AS k"
-# Every key a DLQ's requeue would move back. $2 the DLQ topic
-_DLQ_KEYS = """(SELECT DISTINCT original_topic AS topic, key FROM messages
-     WHERE tenant_id = $1 AND topic = $2 AND key IS NOT NULL AND original_topic IS NOT NULL
-       AND status IN ('pending', 'processing')) AS k"""
-MESSAGE_EXPIRE_TWINS = f"WITH {_expire_twins(_OWN_KEY, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
-MESSAGE_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_ORIGINAL_KEY, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
-TOPIC_EXPIRE_DLQ_TWINS = f"WITH {_expire_twins(_DLQ_KEYS, '$3', '$4')}\nSELECT count(*) FROM dead_twins"
+# Expired twins of a key, before a nack's retry or a requeue collides with one: `mq.queue.sql.insert.EXPIRE_TWINS`.
 
 # A dead letter back in its original topic starts afresh, as if enqueued now: retry_count 0, max_retries and the
 # TTL from the topic's config or the global defaults $3 and $4.

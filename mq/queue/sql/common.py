@@ -55,3 +55,26 @@ def uuid_list(parameter: str) -> str:
     """A comma-separated text of uuids as uuid[] (an empty element is NULL): one text parameter encodes far faster
     than an array of UUID objects."""
     return f"string_to_array({parameter}, ',', '')::uuid[]"
+
+
+# A message past its TTL leaves the live set: marked `expired`, or moved to its topic's DLQ when the topic (or the
+# global default) says `expire_to_dlq`. The expiry reaper does this in batches; the statements below do it to the
+# expired twins that stand in their way. Rows `p` carry `to_dlq` (see `EXPIRES_TO_DLQ`).
+# A dead letter keeps no TTL (a DLQ does not inherit its topic's), and an expiring dead letter keeps its origin.
+EXPIRE_SET = """status = CASE WHEN p.to_dlq THEN 'pending' ELSE 'expired' END,
+    topic = CASE WHEN p.to_dlq THEN m.topic || '.dlq' ELSE m.topic END,
+    original_topic = CASE WHEN p.to_dlq THEN m.topic ELSE m.original_topic END,
+    dlq_moved_at = CASE WHEN p.to_dlq THEN now() ELSE m.dlq_moved_at END,
+    expires_at = CASE WHEN p.to_dlq THEN NULL ELSE m.expires_at END,
+    retry_count = CASE WHEN p.to_dlq THEN 0 ELSE m.retry_count END,
+    max_retries = CASE WHEN p.to_dlq THEN 0 ELSE m.max_retries END,
+    available_at = now(), receipt = NULL, updated_at = now(), owed = NULL"""
+
+
+def expires_to_dlq(expire_default: str, dlq_default: str) -> str:
+    """Whether an expiring message `m` (joined to its topic's config `tc`) goes to its DLQ; the arguments are
+    the parameters holding the global defaults of `expire_to_dlq` and `dlq_enabled`."""
+    return (
+        f"m.original_topic IS NULL AND coalesce(tc.expire_to_dlq, {expire_default}::bool) "
+        f"AND coalesce(tc.dlq_enabled, {dlq_default}::bool)"
+    )
