@@ -151,6 +151,7 @@ class MessageRepository:
             "tenant": lease.tenant_id,
             "topic": lease.topic,
             "group": lease.group_id or 0,
+            "group_name": lease.group_name,
             "visibility": float(lease.visibility),
             "dlq_default": self.defaults.dlq_enabled,
             "consumer": lease.consumer,

@@ -309,7 +309,7 @@ class QueueService:
         group_id = _group_of(config, topic, consumer_group)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds
         plan = DeliveryPlan(grouped=group_id is not None, limited=config.max_inflight is not None)
-        request = Lease(tenant_id, topic, count, visibility, consumer, group_id, plan)
+        request = Lease(tenant_id, topic, count, visibility, consumer, group_id, plan, consumer_group)
         rate = config.throughput_limit
         orphaned = functools.partial(self._give_back, tenant_id, consumer_group)
 

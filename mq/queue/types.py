@@ -321,6 +321,8 @@ class Lease(NamedTuple):
     #: the consumer group whose deliveries are leased (`plan.grouped`), or None
     group_id: int | None
     plan: DeliveryPlan
+    #: that group's name, which each delivery's view names (`consumer_group`)
+    group_name: str | None = None
 
 
 class SchemaRef(msgspec.Struct, frozen=True, array_like=True):

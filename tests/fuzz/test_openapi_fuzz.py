@@ -59,7 +59,9 @@ def _schemathesis(server: Server, auth: tuple[str, str], examples: int, report: 
     ]
     if seed := os.environ.get("SKIPLOCK_FUZZ_SEED"):
         command += ["--seed", seed]
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": ""}
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.fuzz.hooks", "PYTHONPATH": path}
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False, env=env, cwd=report)
     output = done.stdout + done.stderr
     found = re.search(r"(\d+) generated", output)

@@ -77,6 +77,7 @@ async def test_every_group_receives_every_message_once_and_the_message_goes_when
         received[name] = await dequeue(client, "fan", 10, consumer_group=name)
         assert {m["id"] for m in received[name]} == ids  # each group: all five, once
         assert all(m["status"] == "processing" and m["receipt"] for m in received[name])
+        assert {m["consumer_group"] for m in received[name]} == {name}  # the group each was leased for
         assert await dequeue(client, "fan", 10, consumer_group=name) == []  # leased: not again
     listed = {g["consumer_group"]: g for g in (await client.get("/api/topics/fan/consumer-groups")).json()["groups"]}
     assert [listed[n]["processing"] for n in groups] == [5, 5, 5]

@@ -8,9 +8,10 @@ lease with its deadline) and `given_back` (the slots reserved and not leased). A
 message's row lock, so the group gets the row's latest content). `dequeue_statement(plan)` answers the statement
 of a plan; the registry (`mq.db.statements.REGISTRY`) lists all four with their plans (`make explain`).
 
-Parameters: $tenant, $topic, $group (a group's id; 0 for a topic's own leases), $count, $visibility (seconds),
-$secret (32 hex digits: receipts are md5($secret || id)), $dlq_default (the deployment's dlq_enabled), $consumer
-(the leasing user's name, the lease's holder), $reservation (a limited dequeue's, from `INFLIGHT_RESERVE`).
+Parameters: $tenant, $topic, $group (a group's id; 0 for a topic's own leases), $group_name (its name), $count,
+$visibility (seconds), $secret (32 hex digits: receipts are md5($secret || id)), $dlq_default (the deployment's
+dlq_enabled), $consumer (the leasing user's name, the lease's holder), $reservation (a limited dequeue's, from
+`INFLIGHT_RESERVE`).
 """
 
 from __future__ import annotations
@@ -159,8 +160,8 @@ _DELIVERIES_RECORDED = Fragment(
     SELECT $tenant, $topic, $group, l.receipt, l.message_id, l.available_at FROM leased AS l""",
 )
 _DELIVERIES_LEASED_COUNT = "(SELECT count(*) FROM leased)"
-# The answer: each leased delivery with its message's columns (the group's saved metadata over the message's),
-# then the spent ones by id.
+# The answer: each leased delivery with its message's columns (the group's saved metadata over the message's, and
+# `consumer_group` the group it was leased for), then the spent ones by id.
 _DELIVERIES_ANSWER = f"""
 SELECT m.id::text AS id, m.topic, m.key, coalesce(r.payload, m.payload) AS payload,
     CASE WHEN l.saved IS NULL THEN coalesce(r.metadata, m.metadata)
@@ -168,7 +169,8 @@ SELECT m.id::text AS id, m.topic, m.key, coalesce(r.payload, m.payload) AS paylo
     l.retry_count, m.max_retries, l.last_error, {rfc3339("m.created_at")} AS created_at,
     {rfc3339("coalesce(r.updated_at, m.updated_at)")} AS updated_at, {rfc3339("l.available_at")} AS available_at,
     {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
-    l.receipt::text AS receipt, m.consumer_group, NULL::float8 AS waited, NULL::text AS fate, l.lapsed
+    l.receipt::text AS receipt, $group_name::text AS consumer_group, NULL::float8 AS waited, NULL::text AS fate,
+    l.lapsed
 FROM leased AS l JOIN messages AS m ON m.id = l.message_id AND m.tenant_id + 0 = $tenant AND m.topic = $topic
 LEFT JOIN received AS r ON r.id = l.message_id
 UNION ALL
