@@ -15,6 +15,7 @@ import msgspec
 from litestar.params import KwargDefinition
 from msgspec import Meta
 
+from mq.cron import MAX_CRON_LENGTH, MAX_SCHEDULE_LENGTH
 from mq.names import ADDRESSABLE_TOPIC_PATTERN, GROUP_PATTERN, SLUG_PATTERN, TOPIC_PATTERN
 from mq.queue.types import (
     MAX_BACKOFF_SECONDS,
@@ -40,8 +41,6 @@ from mq.queue.types import (
     TopicSummaryView,
 )
 from mq.quotas import MAX_BIGINT, MAX_ENQUEUE_RATE, MAX_TOPICS_LIMIT
-from mq.schedule import MAX_SCHEDULE_LENGTH
-from mq.schedules.cron import MAX_CRON_LENGTH
 from mq.tenancy.grants import MAX_PATTERN_LENGTH, Action, AssignableRole, Role, TenantStatus
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH
 from mq.tenancy.service import MAX_PASSWORD_LENGTH, MAX_TENANT_NAME_LENGTH

@@ -19,12 +19,12 @@ from typing import Any
 
 from mq import redis_keys
 from mq.audit import sql as audit_sql
+from mq.cron import normalized, reaper_cron
 from mq.db.repository import OperationsRepository, as_rows
 from mq.history.partitions import LogPartitions
 from mq.metrics import Metrics
 from mq.queue import sql
 from mq.queue.configs import STALE_SECONDS
-from mq.schedule import check_schedule, normalized
 from mq.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -285,7 +285,7 @@ class DeleteSchedule:
     async def put(self, schedule: str) -> str:
         """Store a valid schedule (InvalidRequest otherwise) and tell every instance; returns it as stored."""
         schedule = normalized(schedule)
-        check_schedule(schedule)
+        reaper_cron(schedule)  # InvalidRequest for a bad one
         await self.repository.put_setting(DELETE_SCHEDULE_SETTING, schedule)
         await self._publish(SCHEDULE_CHANNEL, schedule.encode())
         return schedule

@@ -13,21 +13,42 @@ import logging
 import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from mq import errors
+from mq.cron import Cron, reaper_cron
 from mq.db.engine import DATABASE_ERRORS
 from mq.jobs import Jobs
 from mq.runtime import Runtime
-from mq.schedule import cron_trigger
 from mq.schedules.firer import ScheduleFirer
 from mq.settings import Settings
 
 log = logging.getLogger(__name__)
 
 _SCHEDULE_RECHECK_SECONDS = 30.0
+_INSTANT = timedelta(microseconds=1)
+
+
+class CronTrigger(BaseTrigger):  # type: ignore[misc]
+    """APScheduler's trigger (untyped: the ignore above) for a cron as `mq.cron` reads it, the one reading the
+    API validated."""
+
+    __slots__ = ("cron",)
+
+    def __init__(self, cron: Cron) -> None:
+        self.cron = cron
+
+    def get_next_fire_time(self, previous_fire_time: datetime | None, now: datetime) -> datetime | None:
+        """The first tick at or after `now`, and after the previous fire time."""
+        start = now if previous_fire_time is None else max(now, previous_fire_time + _INSTANT)
+        return self.cron.next_after(start - _INSTANT)
+
+    def __str__(self) -> str:
+        return f"cron[{self.cron.expression}]"
 
 
 class Workers:
@@ -99,11 +120,13 @@ class Workers:
         schedule = await self.jobs.schedule.get()
         if schedule == self.delete_schedule and (not schedule or self.scheduler.get_job("delete_reaper")):
             return
+        trigger: CronTrigger | None = None
         try:
-            trigger = cron_trigger(schedule)
-        except ValueError:
+            cron = reaper_cron(schedule)
+        except errors.InvalidRequest:
             log.exception("the stored delete reaper schedule %r is not a valid cron; the reaper is off", schedule)
-            trigger = None
+        else:
+            trigger = None if cron is None else CronTrigger(cron)
         if self.scheduler.get_job("delete_reaper"):
             self.scheduler.remove_job("delete_reaper")
         if trigger is not None:

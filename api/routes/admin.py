@@ -22,10 +22,10 @@ from api.schemas import (
     ScheduleView,
 )
 from mq import errors
+from mq.cron import MAX_SCHEDULE_LENGTH, next_runs
 from mq.history.views import ArchiveRunView
 from mq.jobs import Jobs
 from mq.queue.types import rfc3339
-from mq.schedule import MAX_SCHEDULE_LENGTH, next_runs
 from mq.tenancy.auth import Principal
 from mq.tenancy.service import TenancyService
 
@@ -41,7 +41,7 @@ def _jobs(request: AnyRequest) -> Jobs:
 def _schedule_view(schedule: str) -> ScheduleView:
     try:
         runs = next_runs(schedule)
-    except ValueError:  # a stored schedule that no longer parses: the workers treat it as off
+    except errors.InvalidRequest:  # a stored schedule that no longer parses: the workers treat it as off
         runs = []
     return ScheduleView(schedule=schedule, active=bool(runs), next_runs=[rfc3339(r) or "" for r in runs])
 

@@ -25,11 +25,11 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from mq import errors
+from mq.cron import Cron
 from mq.metrics import Metrics
 from mq.queue.service import QueueService
 from mq.queue.types import AdmittedTicks, EnqueueItem, rfc3339
 from mq.queue.validation import build_item
-from mq.schedules.cron import Cron
 from mq.schedules.repository import Connection, Record, ScheduleRepository
 
 log = logging.getLogger(__name__)

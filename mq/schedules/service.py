@@ -15,11 +15,11 @@ from typing import Any
 import msgspec
 
 from mq import errors
+from mq.cron import Cron
 from mq.names import TOPIC_RE
 from mq.queue.types import rfc3339
 from mq.queue.validation import build_item
 from mq.quotas import QuotaCache
-from mq.schedules.cron import Cron
 from mq.schedules.repository import Record, ScheduleRepository
 from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView
 from mq.settings import Settings

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from api.queue_ti import queue_pb2, queue_pb2_grpc
+from tests.integration.helpers import long_polls_waiting
 from tests.support.grpc_calls import bearer, login_token
 from tests.support.servers import Server, start_server, stop_server
 from tests.support.tenants import Tenant
@@ -89,10 +90,10 @@ async def test_rest_errors_are_grpc_status_codes(
     )
 
 
-async def test_subscribe_is_woken_by_an_enqueue(channel: grpc.aio.Channel, admin_token: str) -> None:
+async def test_subscribe_is_woken_by_an_enqueue(channel: grpc.aio.Channel, admin_token: str, server: Server) -> None:
     stub, auth = Stub(channel), bearer(admin_token)
     stream = stub.Subscribe(queue_pb2.SubscribeRequest(topic="woken"), metadata=auth)
-    await asyncio.sleep(0.5)  # the stream waits: nothing to deliver
+    await long_polls_waiting(server.base_url)  # the stream waits: nothing to deliver
     started = time.monotonic()
     sent = await stub.Enqueue(
         queue_pb2.EnqueueRequest(topic="woken", payload=b"now", metadata={"k": "v"}, key="the-key"), metadata=auth
@@ -249,7 +250,7 @@ async def test_a_graceful_shutdown_ends_subscribe_streams(
         async with grpc.aio.insecure_channel(own.grpc_address) as channel:
             stream = Stub(channel).Subscribe(queue_pb2.SubscribeRequest(topic="draining"), metadata=bearer(token))
             reading = asyncio.create_task(stream.read())
-            await asyncio.sleep(0.5)
+            await long_polls_waiting(own.base_url)
             assert not reading.done()  # waiting: nothing to deliver
             started = time.monotonic()
             own.process.send_signal(signal.SIGTERM)

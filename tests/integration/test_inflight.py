@@ -16,7 +16,7 @@ import pytest
 from mq.db.repository import OperationsRepository
 from mq.jobs import InflightKeeper
 from mq.queue.sql.dequeue import INFLIGHT_RESERVE
-from tests.integration.helpers import assert_error, b64, dequeue
+from tests.integration.helpers import assert_error, b64, dequeue, long_polls_waiting
 from tests.support.servers import ADMIN, Server
 from tests.support.tenants import Tenant
 
@@ -75,7 +75,7 @@ async def test_a_waiting_long_poll_is_answered_when_an_ack_makes_room(client: ht
     poll = asyncio.create_task(
         client.post("/api/messages/dequeue", json={"topic": "polled-limit", "wait_seconds": 10}, timeout=30)
     )
-    await asyncio.sleep(0.5)
+    await long_polls_waiting(client.base_url)  # the poll waits: the limit leaves no room
     assert not poll.done()
     await _ack(client, m)
     answered = await poll
@@ -204,7 +204,7 @@ async def test_a_groups_waiting_long_poll_is_answered_when_its_ack_makes_room(cl
     started = time.monotonic()
     body = {"topic": "grouped-poll", "wait_seconds": 10, "consumer_group": "g"}
     poll = asyncio.create_task(client.post("/api/messages/dequeue", json=body, timeout=30))
-    await asyncio.sleep(0.5)
+    await long_polls_waiting(client.base_url)  # the poll waits: the limit leaves no room
     assert not poll.done()
     ack = {"receipt": m["receipt"], "consumer_group": "g"}
     assert (await client.post(f"/api/messages/{m['id']}/ack", json=ack)).status_code == 204

@@ -1,4 +1,5 @@
-"""A schedule's cron across daylight-saving changes, 6-field crons, and catching up (`mq.schedules.cron`)."""
+"""A schedule's cron across daylight-saving changes, 6-field crons, and catching up; the delete reaper's schedule
+read the same way (`mq.cron`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mq import errors
-from mq.schedules.cron import Cron
+from mq.cron import Cron, next_runs, reaper_cron
+from workers.scheduler import CronTrigger
 
 BERLIN = "Europe/Berlin"  # 2026: clocks go forward on 29 March at 02:00, back on 25 October at 03:00
 
@@ -107,3 +109,21 @@ def test_bad_crons_and_zones_are_refused_with_the_reason(cron: str, zone: str, s
     with pytest.raises(errors.InvalidRequest) as refused:
         Cron.parse(cron, zone)
     assert says in refused.value.message
+
+
+def test_the_delete_reapers_schedule_is_the_same_reading_in_utc_and_its_trigger_fires_on_it() -> None:
+    start = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)  # a Saturday
+    assert reaper_cron("") is None and next_runs("") == []
+    # a day of week as cron means it: 1-5 Monday to Friday, 0 and 7 Sunday
+    assert [t.day for t in next_runs("0 3 * * 1-5", 3, start)] == [30, 1, 2]
+    assert [t.weekday() for t in next_runs("0 3 * * 0", 2, start)] == [6, 6]
+    assert next_runs("0 3 * * 7", 1, start) == next_runs("0 3 * * 0", 1, start)
+    for bad in ("61 * * * *", "* * * *", "every day", "* * * * * *"):
+        with pytest.raises(errors.InvalidRequest):
+            reaper_cron(bad)
+    cron = reaper_cron("*/5 * * * *")
+    assert cron is not None
+    trigger = CronTrigger(cron)
+    assert trigger.get_next_fire_time(None, start) == start  # a tick at `now` fires now
+    fired = trigger.get_next_fire_time(start, start)
+    assert fired == datetime(2026, 11, 28, 12, 5, tzinfo=UTC)  # after the previous fire time

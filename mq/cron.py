@@ -1,4 +1,8 @@
-"""A schedule's cron, read by `cronsim` (5 fields, or 6 with seconds first) in the schedule's time zone.
+"""Cron expressions, the one reading of them: a periodic message's schedule (`mq.schedules`: 5 fields, or 6 with
+seconds first, in the schedule's time zone) and the delete reaper's (`reaper_cron`: 5 fields in UTC, "" is off,
+run by the workers' APScheduler through `workers.scheduler.CronTrigger`). Both are read by `cronsim`, so the
+schedule the API accepts is exactly the one that runs, and a day of week means what it means to cron (0 and 7
+are Sunday).
 
 `cronsim` follows Debian cron across daylight-saving changes, which is what a schedule in local time should do:
 - a tick that does not exist (the clock jumps from 02:00 to 03:00 and the cron says 02:30) happens at the first
@@ -35,13 +39,13 @@ class Cron:
     zone: ZoneInfo
 
     @classmethod
-    def parse(cls, expression: str, timezone: str) -> Cron:
-        """Raises InvalidRequest naming what is wrong."""
+    def parse(cls, expression: str, timezone: str, *, seconds: bool = True, what: str = "cron") -> Cron:
+        """Raises InvalidRequest naming what is wrong (`what`: the field's name). `seconds`: 6 fields, seconds
+        first, are accepted too."""
         fields = expression.split()
-        if len(expression) > MAX_CRON_LENGTH or len(fields) not in (5, 6):
-            raise errors.InvalidRequest(
-                f"cron: 5 fields (minute hour day month weekday), or 6 with seconds first; got {expression!r}"
-            )
+        if len(expression) > MAX_CRON_LENGTH or len(fields) not in ((5, 6) if seconds else (5,)):
+            also = ", or 6 with seconds first" if seconds else ""
+            raise errors.InvalidRequest(f"{what}: 5 fields (minute hour day month weekday){also}; got {expression!r}")
         try:
             zone = ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError):
@@ -52,7 +56,7 @@ class Cron:
         try:
             next(cron.ticks_after(datetime.now(UTC)))
         except (CronSimError, StopIteration, ValueError) as exc:
-            raise errors.InvalidRequest(f"cron: {exc or 'no tick ever matches'} in {expression!r}") from None
+            raise errors.InvalidRequest(f"{what}: {exc or 'no tick ever matches'} in {expression!r}") from None
         return cron
 
     def ticks_after(self, at: datetime) -> Iterator[datetime]:
@@ -99,3 +103,28 @@ class Cron:
             if missed:
                 return [latest_missed], missed - 1
         return [due], 0
+
+
+# --- The delete reaper's schedule ---------------------------------------------------------------------------------
+MAX_SCHEDULE_LENGTH = MAX_CRON_LENGTH
+
+
+def normalized(schedule: str) -> str:
+    """A delete reaper schedule as stored: fields separated by one space."""
+    return " ".join(schedule.split())
+
+
+def reaper_cron(schedule: str) -> Cron | None:
+    """The delete reaper's schedule read, None for "" (off); InvalidRequest for anything but five valid fields."""
+    if not schedule.strip():
+        return None
+    return Cron.parse(schedule, "UTC", seconds=False, what="schedule")
+
+
+def next_runs(schedule: str, count: int = 5, after: datetime | None = None) -> list[datetime]:
+    """The next `count` times a valid delete reaper schedule fires, in UTC (none for "", off)."""
+    cron = reaper_cron(schedule)
+    if cron is None:
+        return []
+    ticks = cron.ticks_after(after or datetime.now(UTC))
+    return [next(ticks) for _ in range(count)]
