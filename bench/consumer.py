@@ -1,6 +1,6 @@
 """The consumer runtime of `skiplock_client` against the bench's own loop, on the same server and the same backlog.
 
-Baseline: CLIENTS connections each repeating dequeue 100 + one batch ack (`bench.run.dequeue_100_ack`, the minimal
+Baseline: CLIENTS connections each repeating dequeue 100 + one batch ack (`bench.harness.dequeue_100_ack`, the minimal
 HTTP client). Measured: CLIENTS consumers (`client.consumer(...)`, 100 messages per fetch, a no-op handler), each
 on an `AsyncClient` of its own, as CLIENTS worker processes would each run one; messages/s counts handler calls
 that returned within the round. Rounds alternate which side runs first; both see a fresh backlog. The server's CPU
@@ -18,8 +18,7 @@ from typing import Any
 import asyncpg
 from skiplock_client import AsyncClient, Message
 
-from bench.httpclient import HttpConnection
-from bench.run import (
+from bench.harness import (
     ADMIN,
     CLIENTS,
     ROUNDS,
@@ -32,6 +31,7 @@ from bench.run import (
     prefill,
     run_clients,
 )
+from bench.httpclient import HttpConnection
 
 TARGET = 0.8
 

@@ -1,6 +1,6 @@
 """`make bench` part `groups`: what consumer groups cost over HTTP, against the same requests on a topic without them.
 
-One server; a topic with 3 groups and a plain topic of the same tenant; interleaved rounds (`bench.run.compare`)
+One server; a topic with 3 groups and a plain topic of the same tenant; interleaved rounds (`bench.harness.compare`)
 with the server's CPU per request on each side. Workloads: single enqueue, batch enqueue of 100, and dequeue 100 +
 batch ack, each client consuming as one of the groups (a group's messages count, as the plain topic's do) from a
 backlog larger than a round drains. Also the storage per (message, group): `pg_total_relation_size('deliveries')`
@@ -15,8 +15,8 @@ from typing import Any
 import asyncpg
 import msgspec
 
+from bench.harness import PAYLOAD, PAYLOAD_B64, SECONDS, Side, compare, connected, cpu_seconds
 from bench.httpclient import HttpConnection
-from bench.run import PAYLOAD, PAYLOAD_B64, SECONDS, Side, compare, connected, cpu_seconds
 from mq.ids import uuid7_batch
 
 GROUPS = ("billing", "shipping", "audit")

@@ -20,8 +20,8 @@ import msgspec
 
 from api.queue_ti import queue_pb2, queue_pb2_grpc
 from bench.groups import fill
+from bench.harness import ADMIN, CLIENTS, PAYLOAD, PAYLOAD_B64, SECONDS, TENANT, Side, compare, connected, cpu_seconds
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, CLIENTS, PAYLOAD, PAYLOAD_B64, SECONDS, TENANT, Side, compare, connected, cpu_seconds
 
 TOPIC = "bench-grpc"
 

@@ -2,7 +2,7 @@
 
 - Acks on a replayable topic (its tenant's acks take the statement that logs) against the same on a plain topic of
   a tenant without replayable topics (whose acks are the unchanged statement): dequeue 100 + batch ack, and
-  dequeue 1 + single ack; interleaved rounds with the server's CPU per request (`bench.run.compare`). Targets 0.85.
+  dequeue 1 + single ack; interleaved rounds with the server's CPU per request (`bench.harness.compare`). Targets 0.85.
 - Log pages at depth: 10,000,000 entries of one topic (SKIPLOCK_BENCH_LOG_ROWS), written straight in; pages of 100
   at the start, the middle and the end, by `from_time` and by cursor, timed over HTTP and by EXPLAIN ANALYZE (the
   server's time). Target < 20 ms.
@@ -32,8 +32,8 @@ import msgspec
 import psutil
 
 from bench.groups import fill
+from bench.harness import ADMIN, CLIENTS, PAYLOAD, PAYLOAD_B64, ROOT, SECONDS, TENANT, Side, compare
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, CLIENTS, PAYLOAD, PAYLOAD_B64, ROOT, SECONDS, TENANT, Side, compare
 from mq.history import sql as history_sql
 from mq.history.partitions import LogPartitions
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import asyncpg
 
-from bench.run import RAW_SCHEMA, Side, compare, connected, cpu_seconds, start_api, stop_server, workloads
+from bench.harness import RAW_SCHEMA, Side, compare, connected, cpu_seconds, start_api, workloads
+from tests.support.servers import stop_server
 
 
 async def measure_hot_routes(

@@ -12,8 +12,8 @@ from typing import Any
 import asyncpg
 
 from bench.groups import fill
+from bench.harness import SECONDS, Side, compare, connected, cpu_seconds
 from bench.httpclient import HttpConnection
-from bench.run import SECONDS, Side, compare, connected, cpu_seconds
 
 PLAIN, LIMITED = "bench-plain", "bench-limited-inflight"
 LIMIT = 1000

@@ -31,8 +31,8 @@ from typing import Any
 import asyncpg
 import msgspec
 
+from bench.harness import ADMIN, RAW_DELETE, RAW_DEQUEUE, RAW_SCHEMA, ROUNDS, TENANT, Result, cpu_seconds, postgres_cpu
 from bench.httpclient import HttpConnection
-from bench.run import ADMIN, RAW_DELETE, RAW_DEQUEUE, RAW_SCHEMA, ROUNDS, TENANT, Result, cpu_seconds, postgres_cpu
 from mq.db.engine import asyncpg_dsn
 
 RATE = float(os.environ.get("SKIPLOCK_BENCH_LONGPOLL_RATE", "500"))

@@ -3,7 +3,7 @@ SCHEDULES), fired by a `skiplock worker` process of their own.
 
 - Ticks/s: every schedule made due at once (the minute's boundary, the worst case), the time until all their
   ticks are stored (at most 60 s; then the ticks stored by then).
-- The data plane while they fire: interleaved rounds (`bench.run.compare`) of single enqueue and of dequeue 100 +
+- The data plane while they fire: interleaved rounds (`bench.harness.compare`) of single enqueue and of dequeue 100 +
   batch ack over HTTP, on the benchmark's tenant, with no schedule due (the baseline) and with all of them made
   due at the start of the round (the measured side): the burst, the worst seconds of each minute.
 - The data plane over whole minutes: the same single enqueues in rounds of 60 s (SKIPLOCK_BENCH_SCHEDULES_MINUTES
@@ -26,8 +26,8 @@ import asyncpg
 import msgspec
 
 from bench.groups import fill
+from bench.harness import PAYLOAD_B64, ROOT, SECONDS, Side, compare, connected, cpu_seconds
 from bench.httpclient import HttpConnection
-from bench.run import PAYLOAD_B64, ROOT, SECONDS, Side, compare, connected, cpu_seconds
 from tests.support.servers import scratch_dir
 
 SCHEDULES = int(os.environ.get("SKIPLOCK_BENCH_SCHEDULES", "100000"))

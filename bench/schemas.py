@@ -3,7 +3,7 @@ topic without one (the same tenant, the same ~170-byte JSON order objects).
 
 A typical schema, in both formats: an order with an id, an amount, a currency enum, an array of items (sku, qty)
 and an optional customer object. Workloads: single enqueue and batch enqueue of 100, into a `json_schema` topic and
-into an `avro` topic; interleaved rounds (`bench.run.compare`) with the server's CPU per request. Targets (issue
+into an `avro` topic; interleaved rounds (`bench.harness.compare`) with the server's CPU per request. Targets (issue
 30): batch of 100 >= 0.8, single >= 0.9.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import asyncpg
 import msgspec
 
+from bench.harness import Side, compare, connected, cpu_seconds
 from bench.httpclient import HttpConnection
-from bench.run import Side, compare, connected, cpu_seconds
 
 PLAIN = "bench-unchecked"
 TOPICS = {"json_schema": "bench-json-schema", "avro": "bench-avro"}

@@ -18,8 +18,7 @@ from typing import Any
 import asyncpg
 import psutil
 
-from bench.httpclient import HttpConnection
-from bench.run import (
+from bench.harness import (
     ADMIN,
     CLIENTS,
     PAYLOAD_B64,
@@ -32,6 +31,7 @@ from bench.run import (
     merged,
     run_clients,
 )
+from bench.httpclient import HttpConnection
 
 ROWS = int(os.environ.get("SKIPLOCK_BENCH_SPARK_ROWS", "1000000"))
 TARGET = 0.7

@@ -28,7 +28,7 @@ from typing import Any
 
 import asyncpg
 
-from bench.run import git_commit, postgres_cpu
+from bench.harness import git_commit, postgres_cpu
 from mq.db.engine import asyncpg_dsn
 from mq.ids import uuid7_batch
 from mq.queue.sql.insert import InsertPlan, insert_statement

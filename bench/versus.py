@@ -22,7 +22,7 @@ import asyncpg
 import msgspec
 import psutil
 
-from bench import run
+from bench import harness
 from bench.httpclient import HttpConnection
 from mq.db.engine import asyncpg_dsn
 from tests.support import servers
@@ -40,16 +40,16 @@ def _start_from(checkout: Path, database_url: str, redis_url: str, data: Path) -
     saved = servers.ROOT
     servers.ROOT = checkout
     try:
-        return run.start_api(database_url, redis_url, data)
+        return harness.start_api(database_url, redis_url, data)
     finally:
         servers.ROOT = saved
 
 
 async def versus(other: Path) -> None:
     scratch = servers.scratch_dir("skiplock-versus-")
-    path, body = "/api/messages", msgspec.json.encode({"topic": "versus", "payload": run.PAYLOAD_B64})
+    path, body = "/api/messages", msgspec.json.encode({"topic": "versus", "payload": harness.PAYLOAD_B64})
     if BATCH > 1:
-        items = [{"payload": run.PAYLOAD_B64}] * BATCH
+        items = [{"payload": harness.PAYLOAD_B64}] * BATCH
         path, body = "/api/messages/batch", msgspec.json.encode({"topic": "versus", "messages": items})
 
     async def enqueue(c: HttpConnection) -> int:
@@ -61,20 +61,21 @@ async def versus(other: Path) -> None:
         async with servers.migrated_database(url, "skiplock_versus") as database_url:
             started = [
                 _start_from(other, database_url, redis_url, scratch / "other"),
-                _start_from(run.ROOT, database_url, redis_url, scratch / "this"),
+                _start_from(harness.ROOT, database_url, redis_url, scratch / "this"),
             ]
             pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=2)
             assert pool is not None
-            tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", run.TENANT)
-            postgres = run.postgres_cpu(await pool.fetchval("SELECT pg_backend_pid()"))
+            tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", harness.TENANT)
+            postgres = harness.postgres_cpu(await pool.fetchval("SELECT pg_backend_pid()"))
             work, workload = enqueue, "single enqueue" if BATCH == 1 else f"batch enqueue of {BATCH}"
             if OP == "consume":
-                work, workload = run.dequeue_100_ack, "dequeue 100 + batch ack"
+                work, workload = harness.dequeue_100_ack, "dequeue 100 + batch ack"
             sides: list[tuple[list[HttpConnection], Any]] = []
             for server in started:
                 host, port = server.base_url.removeprefix("http://").split(":")
                 conns = [
-                    HttpConnection(host, int(port), run.ADMIN, {"X-Tenant": run.TENANT}) for _ in range(run.CLIENTS)
+                    HttpConnection(host, int(port), harness.ADMIN, {"X-Tenant": harness.TENANT})
+                    for _ in range(harness.CLIENTS)
                 ]
                 for c in conns:
                     await c.connect()
@@ -85,12 +86,12 @@ async def versus(other: Path) -> None:
                     rates = [0.0, 0.0]
                     for n in (0, 1) if round_number % 2 == 0 else (1, 0):
                         if OP == "consume":
-                            await run.prefill(pool, tenant_id, "bench-drain", PREFILL)
+                            await harness.prefill(pool, tenant_id, "bench-drain", PREFILL)
                         else:
                             await pool.execute("TRUNCATE messages")
                         conns, process = sides[n]
                         before, database_before = sum(process.cpu_times()[:2]), postgres()
-                        result = await run.run_clients("versus", conns, work, SECONDS)
+                        result = await harness.run_clients("versus", conns, work, SECONDS)
                         cpu[n] += sum(process.cpu_times()[:2]) - before
                         database[n] += postgres() - database_before
                         messages[n] += result.messages
@@ -113,11 +114,11 @@ def main() -> None:
         raise SystemExit("REV=<commit> names the other side")
     with tempfile.TemporaryDirectory(prefix="skiplock-rev-") as folder:
         other = Path(folder) / "checkout"
-        subprocess.run(["git", "worktree", "add", "--detach", str(other), rev], cwd=run.ROOT, check=True)
+        subprocess.run(["git", "worktree", "add", "--detach", str(other), rev], cwd=harness.ROOT, check=True)
         try:
             asyncio.run(versus(other))
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=run.ROOT, check=True)
+            subprocess.run(["git", "worktree", "remove", "--force", str(other)], cwd=harness.ROOT, check=True)
 
 
 if __name__ == "__main__":
