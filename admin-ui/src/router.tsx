@@ -28,6 +28,7 @@ import {
 import { usersQuery } from "./api/users";
 import { platformAdmins, RequireRole, tenantAdmins } from "./components/RequireRole";
 import { Shell } from "./components/Shell";
+import { text, topicSearch } from "./lib/search";
 import { AuditPage } from "./pages/Audit";
 import { LoginPage } from "./pages/Login";
 import { MaintenancePage } from "./pages/Maintenance";
@@ -42,30 +43,6 @@ const root = createRootRouteWithContext<{ queryClient: QueryClient }>()({ compon
 export interface LoginSearch {
   redirect?: string;
   expired?: boolean;
-}
-
-export interface TopicSearch {
-  status?: "pending" | "delayed" | "processing" | "failed" | "expired";
-  key?: string;
-  metadata?: string;
-  id?: string;
-  /** In a dead-letter topic: the dead letters of this consumer group (a group's row links here). */
-  consumer_group?: string;
-  /** The message whose drawer is open: a link to it. */
-  message?: string;
-  /** The chart's range (the last hour when absent). */
-  range?: "24h" | "7d";
-  /** "end": the list from its other end (newest pending, oldest failed); the start when absent. */
-  from?: "end";
-  /** "history": the History tab (the topic's message log); "schema": the Schema tab; its messages when absent. */
-  view?: "history" | "schema";
-  /** The History tab's filter: entries acked from `log_from`, before `log_to` (RFC 3339), with key `log_key`. */
-  log_from?: string;
-  log_to?: string;
-  log_key?: string;
-  /** The Schema tab's version shown (the one in force when absent) and the one it is compared with. */
-  schema_version?: number;
-  schema_compare?: number;
 }
 
 const login = createRoute({
@@ -84,33 +61,11 @@ const overview = createRoute({
   loader: ({ context }) =>
     preload(context.queryClient, "tenant", (q) => [q.query(topicsQuery()), q.query(tenantSeriesQuery("1h"))]),
 });
-const STATUSES = ["pending", "delayed", "processing", "failed", "expired"] as const;
-const text = (v: unknown) => (typeof v === "string" && v ? v : undefined);
-/** A whole number of at least 1 from the URL (the router reads `?schema_version=2` as the number 2). */
-const positive = (v: unknown) => {
-  const n = typeof v === "string" ? Number(v) : v;
-  return typeof n === "number" && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
-};
 const topic = createRoute({
   getParentRoute: () => root,
   path: "/topics/$topic",
   component: TopicPage,
-  validateSearch: (s: Record<string, unknown>): TopicSearch => ({
-    status: STATUSES.find((x) => x === s.status),
-    key: typeof s.key === "string" && s.key ? s.key : undefined,
-    metadata: typeof s.metadata === "string" && s.metadata ? s.metadata : undefined,
-    id: typeof s.id === "string" && s.id ? s.id : undefined,
-    consumer_group: typeof s.consumer_group === "string" && s.consumer_group ? s.consumer_group : undefined,
-    message: typeof s.message === "string" && s.message ? s.message : undefined,
-    range: s.range === "24h" || s.range === "7d" ? s.range : undefined,
-    from: s.from === "end" ? "end" : undefined,
-    view: s.view === "history" || s.view === "schema" ? s.view : undefined,
-    log_from: text(s.log_from),
-    log_to: text(s.log_to),
-    log_key: text(s.log_key),
-    schema_version: positive(s.schema_version),
-    schema_compare: positive(s.schema_compare),
-  }),
+  validateSearch: topicSearch,
   // The drawer (`message`) is not a dependency: opening one loads nothing again.
   loaderDeps: ({ search: { message, ...deps } }) => deps,
   loader: ({ context, params: { topic }, deps }) =>

@@ -34,21 +34,53 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from skiplock_client import errors
 from skiplock_client.handling import Counters, Middleware, Retry, maybe_await
-from skiplock_client.models import Message
-
-if TYPE_CHECKING:
-    from skiplock_client.client import AsyncClient
+from skiplock_client.models import BatchAck, Message, NackOutcome
+from skiplock_client.retry import RetryPolicy
 
 log = logging.getLogger("skiplock_client.consumer")
 
 _MAX_DEQUEUE = 1000  # the server's largest dequeue count
+
+
+class Leases(Protocol):
+    """What a consumer asks of its client (`AsyncClient` is one): leases taken, acked, nacked and extended, the
+    largest batch it sends and how it waits before retrying."""
+
+    batch_size: int
+    retry: RetryPolicy
+
+    async def receive(
+        self,
+        topic: str,
+        count: int = 1,
+        *,
+        visibility_timeout: int | None = None,
+        wait_seconds: float = 0,
+        consumer_group: str | None = None,
+    ) -> list[Message]: ...
+
+    async def ack_batch(
+        self, messages: Iterable[tuple[str, str | None]], *, consumer_group: str | None = None
+    ) -> BatchAck: ...
+
+    async def nack(
+        self,
+        message: Message,
+        error: str | None = None,
+        *,
+        delay: float | None = None,
+        consumer_group: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> NackOutcome: ...
+
+    async def extend(self, message: Message, visibility_timeout: int, *, consumer_group: str | None = None) -> str: ...
 
 
 @dataclass(eq=False)
@@ -68,7 +100,7 @@ class _Outbox:
 class Consumer:
     def __init__(
         self,
-        client: AsyncClient,
+        client: Leases,
         topic: str,
         handler: Callable[..., Any],
         *,

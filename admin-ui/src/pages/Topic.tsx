@@ -23,8 +23,8 @@ import { type BulkAction, describeBulk, describeFilter, jobFilter } from "../lib
 import { formatCount } from "../lib/format";
 import { can, canConsumeAs, consumeGroups, isAdmin } from "../lib/grants";
 import { listEnds } from "../lib/order";
+import type { TopicSearch } from "../lib/search";
 import { useDenseTables } from "../lib/settings";
-import type { TopicSearch } from "../router";
 import { RangePicker, TopicChart } from "./Overview";
 import { ConsumerGroups } from "./topic/ConsumerGroups";
 import { GroupChip, PinnedGroupsNote } from "./topic/GroupFilter";
