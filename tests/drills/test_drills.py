@@ -129,7 +129,7 @@ async def test_kill_9_of_the_api_under_load(server_env: dict[str, str], tenant: 
     load = Load(lambda: f"http://127.0.0.1:{port}", ADMIN, tenant.slug)
     load.start()
     kills, downtime = 0, []
-    deadline = time.monotonic() + seconds(20, 180)
+    deadline = time.monotonic() + seconds(12, 180)
     try:
         while time.monotonic() < deadline:
             await asyncio.sleep(3)
@@ -167,7 +167,7 @@ async def test_kill_9_of_the_api_while_three_consumer_groups_consume(
     load = Load(lambda: f"http://127.0.0.1:{port}", ADMIN, tenant.slug, producers=2, consumers=3, groups=groups)
     load.start()
     kills = 0
-    deadline = time.monotonic() + seconds(20, 180)
+    deadline = time.monotonic() + seconds(12, 180)
     try:
         while time.monotonic() < deadline:
             await asyncio.sleep(3)
@@ -197,7 +197,7 @@ async def test_kill_9_of_make_run_and_start_again_on_the_same_data(tenant: Tenan
     load = Load(lambda: f"http://127.0.0.1:{port}", ADMIN, "drill", producers=3, consumers=2)
     load.start()
     kills, restart = 0, []
-    deadline = time.monotonic() + seconds(15, 120)
+    deadline = time.monotonic() + seconds(10, 120)
     try:
         while time.monotonic() < deadline:
             await asyncio.sleep(4)
