@@ -7,12 +7,15 @@ Also runs under `spark-submit` (the session it finds is used). Credentials: `--u
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from skiplock_client.spark.options import Connection, OptionError, check_connection
 
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,6 +69,12 @@ def options(args: argparse.Namespace, summary: Path) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
+    # the server and the credentials first: a wrong password is told in a second, not after Spark has started
+    try:
+        asyncio.run(check_connection(Connection.from_options(options(args, Path("unused")))))
+    except OptionError as exc:
+        print(f"skiplock enqueue FAILED: {exc}")
+        return 1
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession  # noqa: PLC0415 - after the arguments: --help needs no JVM
 

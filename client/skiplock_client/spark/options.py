@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from skiplock_client.client import DEFAULT_BATCH_SIZE
+from skiplock_client import errors
+from skiplock_client.client import DEFAULT_BATCH_SIZE, AsyncClient
 from skiplock_client.models import MessageStatus
 
 
@@ -158,3 +159,22 @@ class ReadOptions:
             until=options.get("until"),
             slices=_int(options, "slices", 4, high=1000),
         )
+
+
+async def check_connection(connection: Connection) -> None:
+    """The server answers and takes the credentials (a platform admin names a tenant): OptionError otherwise, before
+    any data moves."""
+    async with AsyncClient(
+        connection.url, auth=connection.auth, tenant=connection.tenant, verify=connection.verify, timeout=10
+    ) as client:
+        try:
+            me = await client.me()
+        except errors.Unauthorized:
+            raise OptionError(
+                f"Skiplock at {connection.url} refused the credentials: check 'username' and 'password' "
+                "(or 'credentialsFile', SKIPLOCK_USERNAME/SKIPLOCK_PASSWORD)"
+            ) from None
+        except errors.SkiplockError as exc:
+            raise OptionError(f"Skiplock at {connection.url} cannot be used: {exc}") from None
+    if me.role == "platform_admin" and not connection.tenant:
+        raise OptionError(f"{me.username} is a platform admin: name the tenant to write to with the option 'tenant'")

@@ -12,30 +12,11 @@ import asyncio
 from pyspark.sql.datasource import DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
-from skiplock_client import errors
-from skiplock_client.client import AsyncClient
 from skiplock_client.spark.columns import Columns
 from skiplock_client.spark.history import HISTORY_SCHEMA, FilteringHistoryReader, HistoryReader
-from skiplock_client.spark.options import Connection, OptionError, ReadOptions, WriteOptions
+from skiplock_client.spark.options import OptionError, ReadOptions, WriteOptions, check_connection
 from skiplock_client.spark.reader import SCHEMA, FilteringReader, SkiplockReader
 from skiplock_client.spark.writer import SkiplockStreamWriter, SkiplockWriter
-
-
-async def _check(connection: Connection) -> None:
-    async with AsyncClient(
-        connection.url, auth=connection.auth, tenant=connection.tenant, verify=connection.verify, timeout=10
-    ) as client:
-        try:
-            me = await client.me()
-        except errors.Unauthorized:
-            raise OptionError(
-                f"Skiplock at {connection.url} refused the credentials: check 'username' and 'password' "
-                "(or 'credentialsFile', SKIPLOCK_USERNAME/SKIPLOCK_PASSWORD)"
-            ) from None
-        except errors.SkiplockError as exc:
-            raise OptionError(f"Skiplock at {connection.url} cannot be used: {exc}") from None
-    if me.role == "platform_admin" and not connection.tenant:
-        raise OptionError(f"{me.username} is a platform admin: name the tenant to write to with the option 'tenant'")
 
 
 class SkiplockDataSource(DataSource):
@@ -48,7 +29,7 @@ class SkiplockDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.from_options(self.options)
-        asyncio.run(_check(options.connection))
+        asyncio.run(check_connection(options.connection))
         if options.history:
             return FilteringHistoryReader(options) if options.push_filters else HistoryReader(options)
         return FilteringReader(options) if options.push_filters else SkiplockReader(options)
@@ -67,5 +48,5 @@ class SkiplockDataSource(DataSource):
             )
         options = WriteOptions.from_options(self.options)
         columns = Columns.checked(schema, options)
-        asyncio.run(_check(options.connection))
+        asyncio.run(check_connection(options.connection))
         return options, columns
