@@ -139,6 +139,7 @@ class HotRoutes:
             routes[path] = dataclasses.replace(route, template=template)
         self._ack = routes.pop("")
         self._routes = routes
+        self._lean: dict[str, Any] = {}  # each route's child of `Metrics.lean`
 
     @property
     def state(self) -> State:
@@ -204,6 +205,10 @@ class HotRoutes:
             elapsed = time.perf_counter() - started
             metrics: Metrics = self.app.state.runtime.metrics
             metrics.http.observe((route.template, "POST", f"{status // 100}xx"), (elapsed,))
+            lean = self._lean.get(route.template)
+            if lean is None:
+                lean = self._lean[route.template] = metrics.lean.labels(route.template)
+            lean.inc()
             if log.isEnabledFor(logging.DEBUG):
                 log.debug(
                     "request",

@@ -219,6 +219,12 @@ class Metrics:
             ["route", "method", "status"],
             _HTTP_BUCKETS,
         )
+        self.lean = Counter(
+            "skiplock_http_lean_requests",
+            "Requests the hot routes answered on their lean path (api.hot_routes), by route template",
+            ["route"],
+            registry=self.registry,
+        )
         self.wait = Histogram(
             "skiplock_message_wait_seconds",
             "Time from enqueue to first delivery",

@@ -231,3 +231,25 @@ async def test_the_hot_routes_are_timed_under_the_apps_route_templates(
         enqueue = metric(exposition, name, route="/api/messages", method="POST", status="2xx")
         assert ack is not None and ack >= 1, exposition
         assert enqueue is not None and enqueue >= 1
+
+
+async def test_the_hot_paths_answers_came_from_the_lean_path(servers: tuple[Server, Server], pair: Pair) -> None:
+    """Each of the five routes, once to each server: the server with hot routes counts each on its lean path (so
+    the comparisons above compared the lean path with the framework), the other never takes it."""
+    lean = "skiplock_http_lean_requests_total"
+    routes = ["/api/messages", "/api/messages/batch", "/api/messages/dequeue", "/api/messages/ack"]
+    routes.append("/api/messages/{message_id}/ack")
+
+    def counts(server: Server) -> list[float | None]:
+        exposition = httpx.get(f"{server.base_url}/metrics").text
+        return [metric(exposition, lean, route=route) for route in routes]
+
+    before = counts(servers[0])
+    await pair.same("/api/messages", json={"topic": "lean", "payload": b64("x")})
+    await pair.same("/api/messages/batch", json={"topic": "lean", "messages": [{"payload": b64("y")}]})
+    hot, _ = await pair.same("/api/messages/dequeue", json={"topic": "lean", "count": 1})
+    await pair.same("/api/messages/ack", json={"acks": [{"id": hot.json()["messages"][0]["id"], "receipt": "r"}]})
+    await pair.same("/api/messages/0190c0de-0000-7000-8000-000000000000/ack", json={"receipt": "r"})
+    after = counts(servers[0])
+    assert [(a or 0) - (b or 0) for a, b in zip(after, before, strict=True)] == [1, 1, 1, 1, 1], after
+    assert counts(servers[1]) == [None] * 5  # the framework's server never took the lean path
