@@ -26,6 +26,7 @@ from mq.metrics import Metrics
 from mq.queue import sql
 from mq.queue.configs import STALE_SECONDS
 from mq.settings import Settings
+from mq.topics import sql as topics_sql
 
 log = logging.getLogger(__name__)
 
@@ -164,10 +165,10 @@ class GroupSettler:
                 for group_id in unsettled:
                     settle = (group_id, self.stale_seconds, self.margin_seconds)
                     by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, *settle)))
-            for group_id in await conn.column(sql.DELETED_GROUPS):  # what a deletion's request left
-                while await conn.column(sql.GROUP_RELEASE, group_id, RELEASE_BATCH) != [0]:
+            for group_id in await conn.column(topics_sql.DELETED_GROUPS):  # what a deletion's request left
+                while await conn.column(topics_sql.GROUP_RELEASE, group_id, RELEASE_BATCH) != [0]:
                     pass
-                await conn.column(sql.GROUP_FORGET, group_id)
+                await conn.column(topics_sql.GROUP_FORGET, group_id)
             total = sum(by_topic.values())
             await conn.record_run(self.name, time.perf_counter() - started, total)
         if total:

@@ -300,7 +300,7 @@ class MessageController(Controller):
         if topic is None and principal.is_member and not grants.allows_every_topic(principal.grants, "read"):
             raise errors.Forbidden("name a topic you may read (a read grant on '*' lists every topic)")
         topics: TopicAdmin = request.app.state.runtime.topics
-        items, total = await topics.browse(tenant, topic, status, key, limit, offset, consumer_group)
+        items, total = await topics.browser.browse(tenant, topic, status, key, limit, offset, consumer_group)
         return Page(items=items, total=total, limit=limit, offset=offset)
 
     @get("/{message_id:str}", summary="One message", operation_id="getMessage")

@@ -62,7 +62,7 @@ def _tenant_view(tenant: TenantRecord, usage: dict[str, tuple[int, int]] | None 
 async def _usage(request: AnyRequest) -> dict[str, tuple[int, int]]:
     """Every tenant's topics and messages as the gauge job last counted them (one read of a small table)."""
     topics: TopicAdmin = request.app.state.runtime.topics
-    return await topics.usage()
+    return await topics.config.usage()
 
 
 def _user_view(user: UserRow) -> UserView:

@@ -110,12 +110,12 @@ class TopicController(Controller):
 
     @get("/topics", summary="Every topic with messages or a config, with counts", operation_id="listTopics")
     async def list_topics(self, request: AnyRequest) -> TopicListView:
-        items = await _topics(request).topics(tenant_for(request.user, action="read"))
+        items = await _topics(request).config.summaries(tenant_for(request.user, action="read"))
         return TopicListView(items=[t for t in items if _may_read(request.user, t.topic)])
 
     @get("/stats", summary="Message counts by topic and status (queue-ti shape)", operation_id="getStats")
     async def stats(self, request: AnyRequest) -> StatsView:
-        rows = await _topics(request).stats(tenant_for(request.user, action="read"))
+        rows = await _topics(request).config.stats(tenant_for(request.user, action="read"))
         return StatsView(topics=[StatRowView(**r) for r in rows if _may_read(request.user, r["topic"])])
 
     @post(
@@ -127,7 +127,7 @@ class TopicController(Controller):
     async def requeue_topic(self, request: AnyRequest, topic: str) -> RequeuedView:
         tenant = tenant_for(request.user, action="consume", topic=topic)
         pinned = pinned_groups(request.user, topic)  # a member consuming as some groups requeues only theirs
-        requeued = await _topics(request).requeue_topic(tenant, topic, pinned)
+        requeued = await _topics(request).bulk.requeue_dlq(tenant, topic, pinned)
         await audit(request, "topic.requeue", topic, {"requeued": requeued})
         return RequeuedView(requeued=requeued)
 
@@ -141,7 +141,7 @@ class TopicController(Controller):
     async def purge(self, request: AnyRequest, topic: str, data: JSONBody[PurgeBody | None] = None) -> DeletedView:
         tenant = tenant_for(request.user, admin_only=True)
         statuses = data.statuses if data else None
-        deleted = await _topics(request).purge(tenant, topic, statuses)
+        deleted = await _topics(request).bulk.purge(tenant, topic, statuses)
         await audit(request, "topic.purge", topic, {"statuses": statuses, "deleted": deleted})
         return DeletedView(deleted=deleted)
 
@@ -155,7 +155,7 @@ class TopicController(Controller):
     async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> DeletedView:
         tenant = tenant_for(request.user, admin_only=True)
         key = _key_from_raw_path(request)
-        deleted = await _topics(request).delete_by_key(tenant, topic, key)
+        deleted = await _topics(request).bulk.delete_by_key(tenant, topic, key)
         await audit(request, "topic.delete_by_key", topic, {"key": key, "deleted": deleted})
         return DeletedView(deleted=deleted)
 
@@ -178,7 +178,7 @@ class TopicConfigController(Controller):
 
     @get("/", summary="Every topic config of the tenant", operation_id="listTopicConfigs")
     async def list_configs(self, request: AnyRequest) -> TopicConfigListView:
-        configs = await _topics(request).topic_configs(tenant_for(request.user, action="read"))
+        configs = await _topics(request).config.configs(tenant_for(request.user, action="read"))
         return TopicConfigListView(
             items=[
                 TopicConfigView(topic=topic, **msgspec.structs.asdict(c))
@@ -189,7 +189,7 @@ class TopicConfigController(Controller):
 
     @get("/{topic:str}", summary="One topic's config", operation_id="getTopicConfig")
     async def get_config(self, request: AnyRequest, topic: str) -> TopicConfigView:
-        config = await _topics(request).topic_config(tenant_for(request.user, action="read", topic=topic), topic)
+        config = await _topics(request).config.get(tenant_for(request.user, action="read", topic=topic), topic)
         return TopicConfigView(topic=topic, **msgspec.structs.asdict(config))
 
     @put(
@@ -206,7 +206,7 @@ class TopicConfigController(Controller):
         fields = msgspec.structs.asdict(data)
         del fields["topic"]
         config = msgspec.convert(fields, TopicConfig)
-        stored = await _topics(request).put_topic_config(tenant, topic, config)
+        stored = await _topics(request).config.put(tenant, topic, config)
         await audit(request, "topic_config.update", topic, msgspec.to_builtins(stored))
         return TopicConfigView(topic=topic, **msgspec.structs.asdict(stored))
 
@@ -217,7 +217,7 @@ class TopicConfigController(Controller):
         operation_id="deleteTopicConfig",
     )
     async def delete_config(self, request: AnyRequest, topic: str) -> None:
-        await _topics(request).delete_topic_config(tenant_for(request.user, admin_only=True), topic)
+        await _topics(request).config.delete(tenant_for(request.user, admin_only=True), topic)
         await audit(request, "topic_config.delete", topic)
 
 
@@ -230,13 +230,13 @@ class TopicConsoleController(Controller):
     @post("/topics/{topic:str}/pause", status_code=HTTP_200_OK, summary="Pause a topic", operation_id="pauseTopic")
     async def pause(self, request: AnyRequest, topic: str) -> PauseView:
         """Dequeues answer empty on every instance until the topic is resumed; enqueues are accepted."""
-        await _topics(request).pause(tenant_for(request.user, admin_only=True), topic, request.user.username)
+        await _topics(request).config.pause(tenant_for(request.user, admin_only=True), topic, request.user.username)
         await audit(request, "topic.pause", topic)
         return PauseView(topic=topic, paused=True)
 
     @post("/topics/{topic:str}/resume", status_code=HTTP_200_OK, summary="Resume a topic", operation_id="resumeTopic")
     async def resume(self, request: AnyRequest, topic: str) -> PauseView:
-        await _topics(request).resume(tenant_for(request.user, admin_only=True), topic)
+        await _topics(request).config.resume(tenant_for(request.user, admin_only=True), topic)
         await audit(request, "topic.resume", topic)
         return PauseView(topic=topic, paused=False)
 
@@ -244,7 +244,7 @@ class TopicConsoleController(Controller):
     async def settings(self, request: AnyRequest, topic: str) -> TopicSettingsView:
         """The topic's own overrides (null when it has no config), the global defaults, and the value of each
         setting in force: the override, else the default."""
-        return await _topics(request).settings(tenant_for(request.user, action="read", topic=topic), topic)
+        return await _topics(request).config.settings(tenant_for(request.user, action="read", topic=topic), topic)
 
     @get(
         "/topics/{topic:str}/messages",
@@ -284,7 +284,7 @@ class TopicConsoleController(Controller):
         where = MessageFilter(
             status=status, key=key, metadata=_metadata_filter(metadata), consumer_group=consumer_group
         )
-        return await _topics(request).page(tenant, topic, where, cursor, limit, reverse=reverse)
+        return await _topics(request).browser.page(tenant, topic, where, cursor, limit, reverse=reverse)
 
     @get("/topics/{topic:str}/series", summary="A topic's depth and rates", operation_id="getTopicSeries")
     async def series(
@@ -301,7 +301,7 @@ class TopicConsoleController(Controller):
         last `minutes` from the gauge job's samples and the API's activity counts, or over a `range` from the
         workers' 5-minute rollups (never a scan of the messages)."""
         tenant = tenant_for(request.user, action="read", topic=topic)
-        return await _topics(request).series(tenant, topic, minutes, range_)
+        return await _topics(request).browser.series(tenant, topic, minutes, range_)
 
     @get("/series", summary="The tenant's depth and rates, all topics together", operation_id="getTenantSeries")
     async def tenant_series(
@@ -314,7 +314,7 @@ class TopicConsoleController(Controller):
         """The tenant dashboard's figures: every topic summed (the oldest age: the largest). Members need a read
         grant on every topic (`*`)."""
         tenant = tenant_for(request.user, action="read", topic="*")
-        return await _topics(request).series(tenant, None, span=range_)
+        return await _topics(request).browser.series(tenant, None, span=range_)
 
     @json_post(
         "/topics/{topic:str}/messages/bulk",
@@ -328,7 +328,7 @@ class TopicConsoleController(Controller):
         go back to their topic; `delete`: gone, whatever their status. Each message that cannot take the action is
         listed with the contract's code."""
         tenant = await _tenant_for_bulk(request, data.action, topic, ids=data.ids)
-        done, failures = await _topics(request).bulk(tenant, topic, data.action, data.ids)
+        done, failures = await _topics(request).bulk.apply(tenant, topic, data.action, data.ids)
         await audit(
             request, f"messages.bulk_{data.action}", topic, {"topic": topic, "ids": len(data.ids), "done": done}
         )
@@ -349,7 +349,7 @@ class TopicConsoleController(Controller):
     async def start_bulk_job(self, request: AnyRequest, topic: str, data: BulkJobBody) -> BulkJobView:
         """Runs in batches in the background; follow it with `GET /api/bulk-jobs/{id}`."""
         tenant = await _tenant_for_bulk(request, data.action, topic, group=data.filter.consumer_group)
-        job = await _topics(request).start_bulk_job(tenant, topic, data.action, data.filter, request.user.username)
+        job = await _topics(request).bulk.start_job(tenant, topic, data.action, data.filter, request.user.username)
         await audit(
             request,
             "bulk_job.start",
@@ -361,13 +361,13 @@ class TopicConsoleController(Controller):
     @get("/bulk-jobs", summary="The tenant's recent bulk jobs", operation_id="listBulkJobs")
     async def list_bulk_jobs(self, request: AnyRequest) -> BulkJobListView:
         principal = request.user
-        jobs = await _topics(request).bulk_jobs(tenant_for(principal, action="read"))
+        jobs = await _topics(request).bulk.jobs(tenant_for(principal, action="read"))
         visible = [j for j in jobs if not principal.is_member or grants.allowed(principal.grants, "read", j.topic)]
         return BulkJobListView(items=visible)
 
     @get("/bulk-jobs/{job_id:str}", summary="A bulk job's progress", operation_id="getBulkJob")
     async def get_bulk_job(self, request: AnyRequest, job_id: str) -> BulkJobView:
-        job = await _topics(request).bulk_job(tenant_for(request.user, action="read"), job_id)
+        job = await _topics(request).bulk.job(tenant_for(request.user, action="read"), job_id)
         require_grant(request.user, "read", job.topic)
         return job
 
@@ -379,9 +379,9 @@ class TopicConsoleController(Controller):
     )
     async def cancel_bulk_job(self, request: AnyRequest, job_id: str) -> BulkJobView:
         console = _topics(request)
-        job = await console.bulk_job(tenant_for(request.user, action="read"), job_id)
+        job = await console.bulk.job(tenant_for(request.user, action="read"), job_id)
         tenant = await _tenant_for_bulk(request, job.action, job.topic, group=job.filter.consumer_group)
-        cancelled = await console.cancel_bulk_job(tenant, job_id)
+        cancelled = await console.bulk.cancel_job(tenant, job_id)
         await audit(request, "bulk_job.cancel", job.topic, {"topic": job.topic, "job": job_id})
         return cancelled
 
@@ -402,7 +402,7 @@ class ConsumerGroupController(Controller):
         """`latest`: the group receives the messages enqueued from now on; `earliest`: also every message already
         pending or processing in the topic. From its first group on, the topic is consumed through groups only."""
         tenant = tenant_for(request.user, admin_only=True)
-        group = await _topics(request).create_group(tenant, topic, data.consumer_group, data.start)
+        group = await _topics(request).groups.create(tenant, topic, data.consumer_group, data.start)
         await audit(request, "topic.group_create", topic, {"consumer_group": data.consumer_group, "start": data.start})
         return group
 
@@ -414,7 +414,7 @@ class ConsumerGroupController(Controller):
     async def list_groups(self, request: AnyRequest, topic: str) -> ConsumerGroupsView:
         """`items`: the names in creation order; `groups`: each with pending, processing, dead letters and the age
         of its oldest available message (its lag)."""
-        return await _topics(request).groups(tenant_for(request.user, action="read", topic=topic), topic)
+        return await _topics(request).groups.list(tenant_for(request.user, action="read", topic=topic), topic)
 
     @delete(
         "/topics/{topic:str}/consumer-groups/{group:str}",
@@ -424,5 +424,5 @@ class ConsumerGroupController(Controller):
     )
     async def delete_group(self, request: AnyRequest, topic: str, group: str) -> None:
         """The group's deliveries go; messages stay for the other groups (and go when none owes them)."""
-        await _topics(request).delete_group(tenant_for(request.user, admin_only=True), topic, group)
+        await _topics(request).groups.delete(tenant_for(request.user, admin_only=True), topic, group)
         await audit(request, "topic.group_delete", topic, {"consumer_group": group})

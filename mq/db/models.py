@@ -405,7 +405,7 @@ class QueueGauge(Base):
 
 
 class DeletedGroup(Base):
-    """A deleted consumer group whose deliveries are still being released (`mq.topics.service.TopicAdmin`, then
+    """A deleted consumer group whose deliveries are still being released (`mq.topics.groups.ConsumerGroups`, then
     `mq.jobs.GroupSettler` for what a request left); gone with its last delivery."""
 
     __tablename__ = "deleted_groups"

@@ -23,7 +23,7 @@ from mq.queue.sql import insert as insert_sql
 from mq.queue.sql import settle
 from mq.queue.sql.dequeue import dequeue_statement
 from mq.queue.sql.insert import EXPIRE_TWINS, InsertPlan, insert_statement
-from mq.queue.types import DeadLettered, DeliveryPlan, Lease, NackOutcome, NewRow, QueueDefaults, TopicConfig
+from mq.queue.types import DeadLettered, DeliveryPlan, Lease, NackOutcome, NewRow, QueueDefaults
 
 Record = asyncpg.Record
 
@@ -444,37 +444,6 @@ class MessageRepository:
         topic: str | None = await self.pool.fetchval(sql.MESSAGE_DELETE, tenant_id, message_id)
         return topic
 
-    async def browse(
-        self,
-        tenant_id: int,
-        topic: str | None,
-        status: str | None,
-        key: str | None,
-        limit: int,
-        offset: int,
-        group: str | None = None,
-    ) -> tuple[list[Record], int]:
-        statuses = _known(status)
-        filters = [v for v in (topic, key, group) if v is not None]
-        shape = {"topic": topic is not None, "key": key is not None, "group": group is not None}
-        async with self.pool.acquire() as conn:
-            rows = await conn.fetch(sql.message_browse(statuses, **shape), tenant_id, *filters, limit, offset)
-            total = await conn.fetchval(sql.message_count(statuses, **shape), tenant_id, *filters)
-        return rows, int(total)
-
-    async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
-        chosen = sorted({s for status in statuses for s in _known(status)}) if statuses else _known(None)
-        return _affected(await self.pool.execute(sql.message_purge(chosen), tenant_id, topic))
-
-    async def delete_by_key(self, tenant_id: int, topic: str, key: str) -> int:
-        return _affected(await self.pool.execute(sql.message_delete_by_key(_known(None)), tenant_id, topic, key))
-
-    async def stats(self, tenant_id: int) -> list[Record]:
-        return await self.pool.fetch(sql.STATS_BY_TOPIC_STATUS, tenant_id)
-
-    async def topic_summaries(self, tenant_id: int) -> list[Record]:
-        return await self.pool.fetch(sql.TOPIC_SUMMARY, tenant_id)
-
     async def tenant_plan(self, tenant_id: int) -> DeliveryPlan:
         row = await self.pool.fetchrow(sql.TENANT_PLAN, tenant_id)
         assert row is not None  # an aggregate answers one row
@@ -485,36 +454,6 @@ class MessageRepository:
         row: Record | None = await self.pool.fetchrow(sql.TOPIC_CONFIG_GET, tenant_id, topic)
         assert row is not None  # the statement always answers one row
         return row
-
-    async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig, max_topics: int | None) -> Record:
-        """Create or replace; a topic new to the tenant must fit `max_topics` (QuotaExceeded otherwise)."""
-        try:
-            row = await self.pool.fetchrow(
-                sql.TOPIC_CONFIG_PUT,
-                tenant_id,
-                topic,
-                config.max_retries,
-                config.message_ttl_seconds,
-                config.max_depth,
-                config.throughput_limit,
-                config.visibility_timeout_seconds,
-                config.retry_backoff_seconds,
-                config.dlq_enabled,
-                max_topics,
-                config.expire_to_dlq,
-                config.replayable,
-                config.replay_window_seconds,
-                config.max_inflight,
-            )
-        except asyncpg.PostgresError as exc:
-            _raise_refusal(exc)
-            raise
-        assert row is not None
-        stored: Record = row
-        return stored
-
-    async def delete_topic_config(self, tenant_id: int, topic: str) -> bool:
-        return await self.pool.fetchval(sql.TOPIC_CONFIG_DELETE, tenant_id, topic) is not None
 
     async def add_activity(
         self,
@@ -527,9 +466,6 @@ class MessageRepository:
         """Add counts to each topic's current 10-second bucket of `topic_activity` (every tenant at once: the
         flush of one process's counters, `mq.queue.activity`)."""
         await self.pool.execute(sql.ACTIVITY_ADD, tenant_ids, topics, enqueued, acked, dead_lettered)
-
-    async def topic_configs(self, tenant_id: int) -> list[Record]:
-        return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)
 
 
 #: A topic's max_depth, or None when it has none (the topic configs' cache answers it).
@@ -589,18 +525,3 @@ def refusal(exc: asyncpg.PostgresError) -> errors.SkiplockError | None:
 def _id_list(ids: Sequence[uuid.UUID | None]) -> str:
     """UUIDs as one comma-separated text, None as an empty entry (see `sql._uuid_list`)."""
     return ",".join("" if i is None else str(i) for i in ids)
-
-
-def _known(status: str | None) -> list[str]:
-    """The statuses a filter names (all for None); anything outside the fixed set is a programming error, the
-    service validates input first."""
-    if status is None:
-        return sorted(sql.KNOWN_STATUSES)
-    if status not in sql.KNOWN_STATUSES:
-        raise ValueError(f"unknown status {status!r}")
-    return [status]
-
-
-def _affected(status: str) -> int:
-    """Rows affected, from a command tag such as 'DELETE 3'."""
-    return int(status.rsplit(" ", 1)[-1])

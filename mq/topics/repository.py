@@ -10,7 +10,8 @@ from typing import Any
 
 import asyncpg
 
-from mq.queue import sql as queue_sql
+from mq.queue.repository import refusal
+from mq.queue.types import TopicConfig
 from mq.topics import sql
 
 Record = asyncpg.Record
@@ -19,6 +20,72 @@ Record = asyncpg.Record
 class TopicRepository:
     def __init__(self, pool: asyncpg.Pool[Any]) -> None:
         self.pool = pool
+
+    async def browse(
+        self,
+        tenant_id: int,
+        topic: str | None,
+        status: str | None,
+        key: str | None,
+        limit: int,
+        offset: int,
+        group: str | None = None,
+    ) -> tuple[list[Record], int]:
+        statuses = _known(status)
+        filters = [v for v in (topic, key, group) if v is not None]
+        shape = {"topic": topic is not None, "key": key is not None, "group": group is not None}
+        async with self.pool.acquire() as conn:
+            rows = await conn.fetch(sql.message_browse(statuses, **shape), tenant_id, *filters, limit, offset)
+            total = await conn.fetchval(sql.message_count(statuses, **shape), tenant_id, *filters)
+        return rows, int(total)
+
+    async def purge(self, tenant_id: int, topic: str, statuses: Sequence[str] | None) -> int:
+        chosen = sorted({s for status in statuses for s in _known(status)}) if statuses else _known(None)
+        return _affected(await self.pool.execute(sql.message_purge(chosen), tenant_id, topic))
+
+    async def delete_by_key(self, tenant_id: int, topic: str, key: str) -> int:
+        return _affected(await self.pool.execute(sql.message_delete_by_key(_known(None)), tenant_id, topic, key))
+
+    async def stats(self, tenant_id: int) -> list[Record]:
+        return await self.pool.fetch(sql.STATS_BY_TOPIC_STATUS, tenant_id)
+
+    async def topic_summaries(self, tenant_id: int) -> list[Record]:
+        return await self.pool.fetch(sql.TOPIC_SUMMARY, tenant_id)
+
+    async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig, max_topics: int | None) -> Record:
+        """Create or replace; a topic new to the tenant must fit `max_topics` (QuotaExceeded otherwise)."""
+        try:
+            row = await self.pool.fetchrow(
+                sql.TOPIC_CONFIG_PUT,
+                tenant_id,
+                topic,
+                config.max_retries,
+                config.message_ttl_seconds,
+                config.max_depth,
+                config.throughput_limit,
+                config.visibility_timeout_seconds,
+                config.retry_backoff_seconds,
+                config.dlq_enabled,
+                max_topics,
+                config.expire_to_dlq,
+                config.replayable,
+                config.replay_window_seconds,
+                config.max_inflight,
+            )
+        except asyncpg.PostgresError as exc:
+            error = refusal(exc)
+            if error is not None:
+                raise error from None
+            raise
+        assert row is not None
+        stored: Record = row
+        return stored
+
+    async def delete_topic_config(self, tenant_id: int, topic: str) -> bool:
+        return await self.pool.fetchval(sql.TOPIC_CONFIG_DELETE, tenant_id, topic) is not None
+
+    async def topic_configs(self, tenant_id: int) -> list[Record]:
+        return await self.pool.fetch(sql.TOPIC_CONFIG_LIST, tenant_id)
 
     async def live_page(
         self,
@@ -137,12 +204,12 @@ class TopicRepository:
     async def release_group(self, group_id: int, batch: int) -> int:
         """Release up to `batch` of a deleted group's deliveries; how many went (0: none, or only locked ones,
         left)."""
-        released: int = await self.pool.fetchval(queue_sql.GROUP_RELEASE, group_id, batch)
+        released: int = await self.pool.fetchval(sql.GROUP_RELEASE, group_id, batch)
         return released
 
     async def forget_group(self, group_id: int) -> bool:
         """Drop a deleted group's tombstone if no delivery of it is left; whether it went."""
-        return await self.pool.fetchval(queue_sql.GROUP_FORGET, group_id) is not None
+        return await self.pool.fetchval(sql.GROUP_FORGET, group_id) is not None
 
 
 def _extra(first: int, *values: str | None) -> tuple[Sequence[Any], list[int]]:
@@ -156,3 +223,18 @@ def _extra(first: int, *values: str | None) -> tuple[Sequence[Any], list[int]]:
             extra.append(value)
             positions.append(first + len(extra) - 1)
     return extra, positions
+
+
+def _known(status: str | None) -> list[str]:
+    """The statuses a filter names (all for None); anything outside the fixed set is a programming error, the
+    service validates input first."""
+    if status is None:
+        return sorted(sql.KNOWN_STATUSES)
+    if status not in sql.KNOWN_STATUSES:
+        raise ValueError(f"unknown status {status!r}")
+    return [status]
+
+
+def _affected(status: str) -> int:
+    """Rows affected, from a command tag such as 'DELETE 3'."""
+    return int(status.rsplit(" ", 1)[-1])

@@ -15,17 +15,17 @@ backwards.
 from __future__ import annotations
 
 from mq.queue.sql import NEVER_OWED_TO as _NEVER_OWED_TO
-from mq.queue.sql.common import ALIVE as _ALIVE
-from mq.queue.sql.common import MESSAGE_COLUMNS
+from mq.queue.sql import functions
+from mq.queue.sql.common import ALIVE, MESSAGE_COLUMNS, VIEW_STATUS
 from mq.queue.sql.common import rfc3339 as _rfc3339
 
 #: A filter's status -> the condition on a row read from each index ("live" or "done"); None: none of that index.
 STATUS_FILTERS: dict[str, dict[str, str | None]] = {
-    "pending": {"live": f"({_ALIVE} AND (m.status = 'pending' OR m.available_at <= now()))", "done": None},
-    "delayed": {"live": f"({_ALIVE} AND m.status = 'pending' AND m.available_at > now())", "done": None},
-    "processing": {"live": f"({_ALIVE} AND m.status = 'processing' AND m.available_at > now())", "done": None},
+    "pending": {"live": f"({ALIVE} AND (m.status = 'pending' OR m.available_at <= now()))", "done": None},
+    "delayed": {"live": f"({ALIVE} AND m.status = 'pending' AND m.available_at > now())", "done": None},
+    "processing": {"live": f"({ALIVE} AND m.status = 'processing' AND m.available_at > now())", "done": None},
     "failed": {"live": None, "done": "m.status = 'failed'"},
-    "expired": {"live": f"NOT {_ALIVE}", "done": "m.status = 'expired'"},
+    "expired": {"live": f"NOT {ALIVE}", "done": "m.status = 'expired'"},
 }
 
 # The window of a live page: from the cursor ($3 priority, $4 available_at, $5 id) in queue order. Two index
@@ -196,7 +196,7 @@ WITH live AS (
     SELECT m.id, m.owed, m.priority, m.expires_at, m.created_at,
            CASE WHEN m.status = 'processing' AND m.owed IS NULL THEN now() ELSE m.available_at END AS available_at
     FROM messages AS m
-    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND {_ALIVE}
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND {ALIVE}
 ), owed AS (
     INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
     SELECT x.id, l.id, l.priority, l.available_at, l.expires_at
@@ -231,3 +231,170 @@ ORDER BY g.id"""
 # The group goes; a trigger leaves its tombstone in `deleted_groups` until what it owed is released
 # (`GROUP_RELEASE`). $2 topic, $3 name
 GROUP_DELETE = "DELETE FROM consumer_groups WHERE tenant_id = $1 AND topic = $2 AND name = $3 RETURNING id"
+
+
+# --- Browsing by offset, purge, delete by key, stats, summaries -------------------------------------------------
+# Browse, count, purge and delete-by-key work per status group, because each group has its own partial index:
+# live messages (pending, processing) are in messages_dequeue_idx, finished ones (failed, expired) in
+# messages_done_idx. The planner uses a partial index only when the query names its statuses as literals, so these
+# statements are built from fixed fragments: statuses come from the fixed set below, never from input; values are
+# always bind parameters. Plans: Bitmap Index Scan on each group's index (BitmapOr for both), then for browsing a
+# top-N sort by id: proportional to the topic's size (an admin path, never the queue's).
+# A status filter means the status a reader sees (`VIEW_STATUS`): `pending` includes lapsed leases and leaves out
+# messages past their TTL, which count as `expired` until a reaper marks them.
+#: Statuses by partial index: live ones in messages_dequeue_idx, finished ones in messages_done_idx.
+STATUS_GROUPS = (("pending", "processing"), ("failed", "expired"))
+KNOWN_STATUSES = frozenset(s for group in STATUS_GROUPS for s in group)
+# Per (index group, status seen): the condition on a row of that group.
+_SEEN_AS = {
+    ("pending", "processing"): {
+        "pending": f"({ALIVE} AND (m.status = 'pending' OR m.available_at <= now()))",
+        "processing": f"({ALIVE} AND m.status = 'processing' AND m.available_at > now())",
+        "expired": f"NOT {ALIVE}",
+    },
+    ("failed", "expired"): {"failed": "m.status = 'failed'", "expired": "m.status = 'expired'"},
+}
+
+
+def _status_condition(statuses: list[str]) -> str:
+    """`(status IN (...group...) AND (seen as one of the chosen)) OR (...)`: one arm per group, literal statuses."""
+    arms = []
+    for members in STATUS_GROUPS:
+        seen = _SEEN_AS[members]
+        chosen = [seen[s] for s in sorted(statuses) if s in seen]
+        if len(chosen) == len(seen):
+            chosen = []  # the whole group: no condition beyond the index's
+        in_group = ", ".join(f"'{s}'" for s in members)
+        if chosen or any(s in seen for s in statuses):
+            condition = f" AND ({' OR '.join(chosen)})" if chosen else ""
+            arms.append(f"(m.status IN ({in_group}){condition})")
+    return "(" + " OR ".join(arms) + ")"
+
+
+def _filter(statuses: list[str], *, topic: bool, key: bool, group: bool = False) -> str:
+    """WHERE clause: $1 tenant, then $2 topic, the key and the consumer group when present. A group (with a topic)
+    keeps the messages it still owes (a probe of its delivery by primary key) and its dead letters."""
+    parts = ["m.tenant_id = $1", _status_condition(statuses)]
+    if topic:
+        parts.append("m.topic = $2")
+    if key:
+        parts.append(f"m.key = ${3 if topic else 2}")
+    if group:
+        g = f"${2 + topic + key}"
+        parts.append(f"""(m.consumer_group = {g} OR EXISTS (
+    SELECT FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id AND d.message_id = m.id
+    WHERE g.tenant_id = $1 AND g.topic = m.topic AND g.name = {g}))""")
+    return " AND ".join(parts)
+
+
+def message_browse(statuses: list[str], *, topic: bool, key: bool, group: bool = False) -> str:
+    """Newest first (ids are time-ordered). Parameters: $1 tenant, [$2 topic], [key], [group], then limit, offset."""
+    n = 2 + topic + key + group
+    return f"""SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key, group=group)}
+ORDER BY m.id DESC LIMIT ${n} OFFSET ${n + 1}"""
+
+
+def message_count(statuses: list[str], *, topic: bool, key: bool, group: bool = False) -> str:
+    return f"SELECT count(*) FROM messages AS m WHERE {_filter(statuses, topic=topic, key=key, group=group)}"
+
+
+def message_purge(statuses: list[str]) -> str:
+    """$1 tenant, $2 topic."""
+    return f"DELETE FROM messages AS m WHERE {_filter(statuses, topic=True, key=False)}"
+
+
+def message_delete_by_key(statuses: list[str]) -> str:
+    """$1 tenant, $2 topic, $3 key."""
+    return f"DELETE FROM messages AS m WHERE {_filter(statuses, topic=True, key=True)}"
+
+
+STATS_BY_TOPIC_STATUS = f"""
+SELECT m.topic, {VIEW_STATUS} AS status, count(*) AS count FROM messages AS m WHERE m.tenant_id = $1
+GROUP BY 1, 2 ORDER BY 1, 2"""
+
+# One row per topic that has messages, a config, a pause or activity in the last hour, counted by the status a
+# reader sees (`VIEW_STATUS`): `pending` counts every pending message and lapsed lease, `delayed` the part of them
+# not yet available. Rates: messages per second over the last whole minute of `topic_activity`.
+TOPIC_SUMMARY = f"""
+WITH seen AS (
+    SELECT m.topic, {VIEW_STATUS} AS status, m.available_at FROM messages AS m WHERE m.tenant_id = $1
+), counts AS (
+    SELECT topic,
+           count(*) FILTER (WHERE status = 'pending') AS pending,
+           count(*) FILTER (WHERE status = 'processing') AS processing,
+           count(*) FILTER (WHERE status = 'failed') AS failed,
+           count(*) FILTER (WHERE status = 'expired') AS expired,
+           count(*) FILTER (WHERE status = 'pending' AND available_at > now()) AS delayed,
+           min(available_at) FILTER (WHERE status = 'pending' AND available_at <= now()) AS oldest_available
+    FROM seen GROUP BY topic
+), rates AS (
+    SELECT topic, sum(enqueued) / 60.0 AS enqueue_rate, sum(acked) / 60.0 AS ack_rate FROM topic_activity
+    WHERE tenant_id = $1 AND at >= now() - interval '70 seconds' AND at < now() - interval '10 seconds'
+    GROUP BY topic
+), known AS (
+    SELECT topic FROM topic_configs WHERE tenant_id = $1
+    UNION SELECT topic FROM topic_pauses WHERE tenant_id = $1
+    UNION SELECT topic FROM topic_activity WHERE tenant_id = $1 AND at >= now() - interval '1 hour'
+)
+SELECT coalesce(c.topic, k.topic) AS topic, coalesce(c.pending, 0) AS pending,
+       coalesce(c.processing, 0) AS processing, coalesce(c.failed, 0) AS failed, coalesce(c.expired, 0) AS expired,
+       coalesce(c.delayed, 0) AS delayed,
+       coalesce(extract(epoch FROM now() - c.oldest_available), 0)::float8 AS oldest_pending_age_seconds,
+       EXISTS (SELECT 1 FROM topic_pauses AS p WHERE p.tenant_id = $1 AND p.topic = coalesce(c.topic, k.topic))
+           AS paused,
+       coalesce(r.enqueue_rate, 0)::float8 AS enqueue_rate, coalesce(r.ack_rate, 0)::float8 AS ack_rate,
+       tc.topic IS NOT NULL AS configured, tc.max_retries, tc.message_ttl_seconds, tc.max_depth, tc.throughput_limit,
+       tc.visibility_timeout_seconds, tc.retry_backoff_seconds, tc.dlq_enabled, tc.expire_to_dlq, tc.replayable,
+       tc.replay_window_seconds, tc.max_inflight
+FROM counts AS c
+FULL JOIN known AS k ON k.topic = c.topic
+LEFT JOIN rates AS r ON r.topic = coalesce(c.topic, k.topic)
+LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = coalesce(c.topic, k.topic)
+ORDER BY 1"""
+
+
+# --- Topic configs (read by the data plane's cache: `mq.queue.sql.TOPIC_CONFIG_GET`) ---------------------------
+_CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
+    retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds, max_inflight"""
+
+# Create or replace a topic's config (every field; NULL = the global default). A topic new to the tenant passes
+# max_topics first ($10, NULL: none; see `_admission`). The topic's max_depth gate is dropped: the next capped
+# enqueue recounts (a cap set after a time without one must not trust a bound nobody kept).
+# $2 topic, $3 max_retries, $4 ttl s, $5 max_depth, $6 throughput_limit, $7 visibility s, $8 backoff, $9 dlq,
+# $11 expire_to_dlq, $12 replayable, $13 replay_window_seconds, $14 max_inflight
+TOPIC_CONFIG_PUT = f"""
+WITH admitted AS MATERIALIZED (
+    SELECT {functions.ADMIT.name}($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
+), gate AS (
+    DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2 AND (SELECT ok FROM admitted)
+)
+INSERT INTO topic_configs AS tc (tenant_id, topic, {_CONFIG_COLUMNS})
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13, $14 WHERE (SELECT ok FROM admitted)
+ON CONFLICT (tenant_id, topic) DO UPDATE SET
+    max_retries = EXCLUDED.max_retries, message_ttl_seconds = EXCLUDED.message_ttl_seconds,
+    max_depth = EXCLUDED.max_depth, throughput_limit = EXCLUDED.throughput_limit,
+    visibility_timeout_seconds = EXCLUDED.visibility_timeout_seconds,
+    retry_backoff_seconds = EXCLUDED.retry_backoff_seconds, dlq_enabled = EXCLUDED.dlq_enabled,
+    expire_to_dlq = EXCLUDED.expire_to_dlq, replayable = EXCLUDED.replayable,
+    replay_window_seconds = EXCLUDED.replay_window_seconds, max_inflight = EXCLUDED.max_inflight, updated_at = now()
+RETURNING {_CONFIG_COLUMNS}"""
+
+TOPIC_CONFIG_DELETE = """
+WITH gate AS (DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2)
+DELETE FROM topic_configs WHERE tenant_id = $1 AND topic = $2 RETURNING topic"""
+
+TOPIC_CONFIG_LIST = """
+SELECT topic, max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
+       retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds, max_inflight
+FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
+
+
+# --- A deleted consumer group's release (its deletion's request, then `mq.jobs.GroupSettler` for what it left) ----
+# What a deleted group owed, released a batch at a time (`skiplock_group_release`): its deliveries go, and the
+# messages no other group owes with them; leased deliveries locked at that moment are skipped, for a later batch.
+# Then its tombstone, once no delivery is left. $1 group id, $2 batch
+GROUP_RELEASE = f"SELECT {functions.GROUP_RELEASE.name}($1, $2)"
+GROUP_FORGET = """
+DELETE FROM deleted_groups WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM deliveries WHERE group_id = $1)
+RETURNING id"""
+DELETED_GROUPS = "SELECT id FROM deleted_groups ORDER BY id LIMIT 100"

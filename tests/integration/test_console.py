@@ -12,7 +12,7 @@ import httpx
 
 from mq.db.repository import OperationsRepository
 from mq.jobs import GaugeRefresher
-from mq.topics.service import PAGE_SCAN
+from mq.topics.browsing import PAGE_SCAN
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue, long_polls_waiting
 from tests.support.servers import ADMIN, Server
 from tests.support.tenants import Tenant
