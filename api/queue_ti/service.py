@@ -48,9 +48,8 @@ from api.errors import code_of, status_of
 from api.input_checks import check_message, lenient
 from api.queue_ti import queue_pb2, queue_pb2_grpc
 from mq import errors
-from mq.names import GROUP_PATTERN, GROUP_RE
 from mq.queue.types import MessageView
-from mq.queue.validation import build_item
+from mq.queue.validation import build_item, check_group
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
 
@@ -152,10 +151,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         self, request: queue_pb2.BatchDequeueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> queue_pb2.BatchDequeueResponse:
         async def batch(principal: Principal) -> queue_pb2.BatchDequeueResponse:
-            limit = self.runtime.settings.max_batch_size
-            if not 1 <= request.count <= limit:
-                raise errors.InvalidRequest(f"count must be 1 to {limit}; got {request.count}")
-            visibility = _visibility(request)
+            visibility = _visibility(request)  # (the count and the visibility are checked by the queue's dequeue)
             messages = await self._lease(principal, request.topic, request.count, visibility, request.consumer_group)
             self._remember(principal, messages)
             return queue_pb2.BatchDequeueResponse(messages=[_dequeued(m) for m in messages])
@@ -357,21 +353,15 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
 
 
 def _group(name: str) -> str | None:
-    """A request's consumer group: proto3's empty default is none; a name is checked as REST checks it."""
-    if not name:
-        return None
-    if not GROUP_RE.match(name):
-        raise errors.InvalidRequest(f"consumer_group must match {GROUP_PATTERN}")
-    return name
+    """A request's consumer group: proto3's empty default is none; a name is checked as every edge checks it."""
+    group = name or None
+    check_group(group)
+    return group
 
 
 def _visibility(request: Any) -> int | None:
-    if not request.HasField("visibility_timeout_seconds"):
-        return None
-    seconds = int(request.visibility_timeout_seconds)
-    if not 1 <= seconds <= 43200:
-        raise errors.InvalidRequest(f"visibility_timeout_seconds must be 1 to 43200; got {seconds}")
-    return seconds
+    """The visibility timeout a request sets (proto3's optional field), None when unset."""
+    return int(request.visibility_timeout_seconds) if request.HasField("visibility_timeout_seconds") else None
 
 
 def _code(exc: Exception) -> grpc.StatusCode:

@@ -48,7 +48,7 @@ from mq.queue.types import (
     parse_uuid,
     parse_uuids,
 )
-from mq.queue.validation import check_topic, encode_metadata
+from mq.queue.validation import check_group, check_lease, check_topic, encode_metadata
 from mq.queue.wakeups import WakeupHub
 from mq.quotas import NO_QUOTAS, QuotaCache, Quotas
 from mq.schemas.checks import CHECK_TOO_COSTLY, SchemaChecks
@@ -305,6 +305,8 @@ class QueueService:
         (`consumer_group`), and each group leases its own deliveries. `before_lease` runs before each attempt to
         lease (a long-lived caller's credentials and grants checked again: it raises to refuse)."""
         check_topic(topic, for_enqueue=False)
+        check_lease(count, visibility_timeout_seconds, self.settings.max_batch_size)
+        check_group(consumer_group)
         config = await self.configs.effective(tenant_id, topic)
         group_id = _group_of(config, topic, consumer_group)
         visibility = visibility_timeout_seconds or config.visibility_timeout_seconds

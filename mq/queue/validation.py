@@ -1,4 +1,5 @@
-"""Input rules the HTTP layer cannot check: sizes from settings, reserved topics, text Postgres cannot store."""
+"""Input rules of the queue's commands, whichever edge a request came through (REST, the hot routes, gRPC): sizes
+from settings, reserved topics, text Postgres cannot store, a dequeue's bounds, group names."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any, Protocol
 import msgspec
 
 from mq import errors
-from mq.names import ADDRESSABLE_TOPIC_RE, DLQ_SUFFIX, TOPIC_RE, check_text
-from mq.queue.types import MAX_KEY_LENGTH, MAX_METADATA_DEPTH, EnqueueItem, NewRow
+from mq.names import ADDRESSABLE_TOPIC_RE, DLQ_SUFFIX, GROUP_PATTERN, GROUP_RE, TOPIC_RE, check_text
+from mq.queue.types import MAX_KEY_LENGTH, MAX_METADATA_DEPTH, MAX_VISIBILITY_SECONDS, EnqueueItem, NewRow
 from mq.settings import Settings
 
 
@@ -152,3 +153,21 @@ async def build_rows(
             known = checked[topic] = await limits(topic)
         rows.append(item.resolved(*known))
     return rows, problems
+
+
+def check_lease(count: int, visibility_timeout_seconds: int | None, max_batch_size: int) -> None:
+    """A dequeue's count and visibility timeout, whichever edge it came through; raises InvalidRequest."""
+    if count < 1:
+        raise errors.InvalidRequest(f"count must be at least 1; got {count}")
+    if count > max_batch_size:
+        raise errors.InvalidRequest(f"at most {max_batch_size} messages per request; got {count}")
+    if visibility_timeout_seconds is not None and not 1 <= visibility_timeout_seconds <= MAX_VISIBILITY_SECONDS:
+        raise errors.InvalidRequest(
+            f"visibility_timeout_seconds must be 1 to {MAX_VISIBILITY_SECONDS}; got {visibility_timeout_seconds}"
+        )
+
+
+def check_group(name: str | None) -> None:
+    """A consumer group's name as a request gives it (None: none); raises InvalidRequest."""
+    if name is not None and not GROUP_RE.fullmatch(name):
+        raise errors.InvalidRequest(f"consumer_group must match {GROUP_PATTERN}")
