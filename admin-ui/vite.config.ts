@@ -8,5 +8,26 @@ export default defineConfig({
   plugins: [react()],
   build: { outDir: "dist", emptyOutDir: true, sourcemap: false, chunkSizeWarningLimit: 400 },
   server: { proxy: { "/api": { target: api, changeOrigin: false } } },
-  test: { environment: "jsdom", include: ["src/**/*.test.{ts,tsx}"], setupFiles: ["src/test-setup.ts"] },
+  // Two projects: the pure functions of src/lib/ in Node (no DOM to build for each file), the components in jsdom.
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "lib",
+          environment: "node",
+          include: ["src/lib/**/*.test.ts"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "dom",
+          environment: "jsdom",
+          include: ["src/**/*.test.tsx"],
+          setupFiles: ["src/test-setup.ts"],
+        },
+      },
+    ],
+  },
 });

@@ -25,6 +25,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+import typing
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from litestar._asgi.utils import is_valid_host
 from litestar.enums import ScopeType
 from litestar.exceptions import ClientException, InternalServerException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.handlers import HTTPRouteHandler
 
 from api.auth import READ_HEADERS, AuthMiddleware, refuse_cross_site
 from api.body import decode_batch_body, decode_strict
@@ -41,7 +43,7 @@ from api.errors import EXCEPTION_HANDLERS
 from api.input_checks import check_query_string
 from api.observability import client_request_id_of, log, request_id_of, stamp_response
 from api.routes import messages
-from api.schemas import AckBody, BatchAckBody, DequeueBody, EnqueueBody
+from api.schemas import BatchEnqueueBody
 from mq import errors
 from mq.logs import CLIENT_REQUEST_ID, REQUEST_ID
 from mq.names import check_text
@@ -74,10 +76,12 @@ Authenticate = Callable[["Scope", dict[bytes, bytes], bool], Awaitable[None]]
 class _Route:
     handler: Callable[..., Any]  # the controller's method, whose routing this route mirrors
     sample_path: str  # a path the app routes to `handler`
-    status: int
-    decode: Callable[[bytes], Any]
     handle: Handle
-    template: str = ""  # the app's route template for this path (the metrics' `route` label), found at start
+    # From the app's own route, found at start: its route template (the metrics' `route` label), its status and
+    # the decoder of its body's type
+    template: str = ""
+    status: int = 0
+    decode: Callable[[bytes], Any] = bytes
 
 
 async def _enqueue(call: _Call, data: Any, _: str) -> msgspec.Struct:
@@ -106,15 +110,55 @@ def _strict(model: type[Any]) -> Callable[[bytes], Any]:
 
 _CONTROLLER = messages.MessageController
 _ROUTES: dict[str, _Route] = {
-    "/api/messages": _Route(_CONTROLLER.enqueue, "/api/messages", 201, _strict(EnqueueBody), _enqueue),
-    "/api/messages/batch": _Route(
-        _CONTROLLER.enqueue_batch, "/api/messages/batch", 201, decode_batch_body, _enqueue_batch
-    ),
-    "/api/messages/dequeue": _Route(_CONTROLLER.dequeue, "/api/messages/dequeue", 200, _strict(DequeueBody), _dequeue),
-    "/api/messages/ack": _Route(_CONTROLLER.ack_batch, "/api/messages/ack", 200, _strict(BatchAckBody), _ack_batch),
+    "/api/messages": _Route(_CONTROLLER.enqueue, "/api/messages", _enqueue),
+    "/api/messages/batch": _Route(_CONTROLLER.enqueue_batch, "/api/messages/batch", _enqueue_batch),
+    "/api/messages/dequeue": _Route(_CONTROLLER.dequeue, "/api/messages/dequeue", _dequeue),
+    "/api/messages/ack": _Route(_CONTROLLER.ack_batch, "/api/messages/ack", _ack_batch),
 }
-_ACK = _Route(_CONTROLLER.ack, "/api/messages/x/ack", 204, _strict(AckBody), _ack)
+_ACK = _Route(_CONTROLLER.ack, "/api/messages/x/ack", _ack)
 _ID_PREFIX, _ACK_SUFFIX = "/api/messages/", "/ack"
+#: Body types decoded by a faster decoder of the same rules than `decode_strict`.
+_DECODERS: dict[type[Any], Callable[[bytes], Any]] = {BatchEnqueueBody: decode_batch_body}
+#: The app's middleware, outermost first, as `HotRoutes` applies each: observability (the request id, the metrics,
+#: the log line, `stamp_response`) in `_serve`; the deadline in `_serve`; authentication and the cross-site refusal
+#: in `_work`; the query string and path parameter checks in `_work`. A middleware added to the app stops the server
+#: from starting until it is applied here too (`mirrored_layers`).
+MIRRORED_MIDDLEWARE = ("ObservabilityMiddleware", "RequestDeadline", "AuthMiddleware", "RequestChecks")
+
+
+def mirrored_layers(app: Litestar, handler: Any) -> list[str]:
+    """What the app would do for `handler`'s requests that the hot path does not: each a sentence (none: the hot
+    path applies every layer). Litestar's layers are the app, its routers and controllers, and the handler; each may
+    add middleware, guards, dependencies, request hooks and its own body limit."""
+    missing = []
+    names = [getattr(m, "middleware", m) for m in app.middleware]
+    found = tuple(getattr(m, "__name__", type(m).__name__) for m in names)
+    if found != MIRRORED_MIDDLEWARE:
+        missing.append(f"the app's middleware is {found}, the hot path applies {MIRRORED_MIDDLEWARE}")
+    for layer in handler.ownership_layers:
+        what = f"{type(layer).__name__} {getattr(layer, 'path', '')!r}"
+        if layer is not app and layer.middleware:
+            missing.append(f"{what} adds middleware")
+        if layer.guards:
+            missing.append(f"{what} has guards")
+        if layer.dependencies:
+            missing.append(f"{what} has dependencies")
+        for hook in ("before_request", "after_request", "after_response"):
+            if getattr(layer, hook, None):
+                missing.append(f"{what} has a {hook} hook")
+        limit = getattr(layer, "request_max_body_size", None)
+        if layer is not app and isinstance(limit, int):
+            missing.append(f"{what} sets its own body limit")
+    return missing
+
+
+def _body_type(handler: Any) -> type[Any]:
+    """The type of the handler's `data` (an optional body's: the type it has when present)."""
+    annotation = handler.parsed_fn_signature.parameters["data"].annotation
+    members = [t for t in typing.get_args(annotation) if t is not type(None)]
+    body: type[Any] = members[0] if members else annotation
+    return body
+
 
 _JSON = (b"content-type", b"application/json")
 _NOSNIFF = (b"x-content-type-options", b"nosniff")
@@ -136,7 +180,13 @@ class HotRoutes:
             # The app must route these paths to the handlers mirrored here; anything else is a bug in this table.
             if getattr(handler.fn, "__func__", None) is not route.handler.fn:  # type: ignore[attr-defined]
                 raise RuntimeError(f"{route.sample_path} is not routed to {route.handler} in the app")
-            routes[path] = dataclasses.replace(route, template=template)
+            if not isinstance(handler, HTTPRouteHandler):
+                raise TypeError(f"{route.sample_path} is not an HTTP route in the app")
+            if missing := mirrored_layers(app, handler):
+                raise RuntimeError(f"the hot path of {route.sample_path} would skip: {'; '.join(missing)}")
+            body = _body_type(handler)
+            decode = _DECODERS.get(body) or _strict(body)
+            routes[path] = dataclasses.replace(route, template=template, status=handler.status_code, decode=decode)
         self._ack = routes.pop("")
         self._routes = routes
         self._lean: dict[str, Any] = {}  # each route's child of `Metrics.lean`
