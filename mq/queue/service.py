@@ -107,7 +107,7 @@ class QueueService:
 
     async def admit_ticks(self, tenant_id: int, items: Sequence[EnqueueItem]) -> AdmittedTicks:
         """Schedules' messages into one topic (`mq.schedules.firer`), checked as any producer's are before their
-        statement: the topic's schema, the tenant's payload size and enqueue rate; refusals raise their errors.
+        statement, by the same admission (`_admission`) after the topic's schema; refusals raise their errors.
         The caps the statement itself checks (the tenant's max_messages and max_topics, the topic's max_depth)
         come back as `admit`. No two of the items share a key."""
         topic = items[0].topic
@@ -116,16 +116,9 @@ class QueueService:
             for item in items:
                 await self._check_schema(tenant_id, config.schema, item.payload)
         rows = [item.resolved(config.max_retries, config.message_ttl_seconds, config.grouped) for item in items]
-        quotas = NO_QUOTAS
-        if self.quotas is not None:
-            quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
-        if quotas.max_payload_bytes is not None:
-            _check_payloads(rows, quotas.max_payload_bytes)
         self.shared.seen(tenant_id)  # ticks count toward fairness as enqueues do
-        self._fair_share(tenant_id, quotas, len(rows))
-        await self._quota_rate(tenant_id, quotas, len(rows))
         depths = ((topic, config.max_depth),) if config.max_depth is not None else ()
-        caps = Caps(quotas.max_messages, quotas.max_topics, depths)
+        _, caps = await self._admission(tenant_id, rows, depths)
         admit = caps.arguments(Counter({topic: len(rows)})) if caps else None
         return AdmittedTicks(tenant_id, rows, admit, max(1, len(config.groups)))
 
@@ -239,25 +232,36 @@ class QueueService:
     async def _admitted_store(
         self, tenant_id: int, rows: Sequence[NewRow], configs: dict[str, EffectiveConfig]
     ) -> list[tuple[uuid.UUID, bool]]:
-        """Store after the tenant's quotas and the topics' max_depth (docs/semantics.md, "Quotas and
-        max_depth"); a tenant without quotas writing to uncapped topics goes straight to the shared statement."""
-        quotas = NO_QUOTAS
-        if self.quotas is not None:
-            quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
-        self._fair_share(tenant_id, quotas, len(rows))
-        if quotas is NO_QUOTAS and all(c.max_depth is None for c in configs.values()):
-            return await self.shared.insert(tenant_id, rows)
+        """Store after the admission every enqueue passes (`_admission`); a tenant without quotas writing to
+        uncapped topics goes straight to the shared statement."""
         depths = tuple(sorted((t, c.max_depth) for t, c in configs.items() if c.max_depth is not None))
-        if quotas.max_payload_bytes is not None:
-            _check_payloads(rows, quotas.max_payload_bytes)
-        caps = Caps(quotas.max_messages, quotas.max_topics, depths)
-        await self._quota_rate(tenant_id, quotas, len(rows))
+        quotas, caps = await self._admission(tenant_id, rows, depths)
+        if not caps:
+            return await self.shared.insert(tenant_id, rows)
         try:
             return await self.shared.insert(tenant_id, rows, caps)
         except (errors.QueueFull, errors.QuotaExceeded):
             if quotas.enqueue_rate is not None:
                 await self.buckets.give_back(redis_keys.enqueue_bucket(tenant_id), quotas.enqueue_rate, len(rows))
             raise
+
+    async def _admission(
+        self, tenant_id: int, rows: Sequence[NewRow], depths: tuple[tuple[str, int], ...]
+    ) -> tuple[Quotas, Caps]:
+        """What every enqueue passes before its statement, whichever way it came (a request, a batch, a schedule's
+        ticks; docs/semantics.md, "Quotas and max_depth"): the tenant's fair share of the enqueue rate, then, for a
+        tenant with quotas or a capped topic, its payload size and enqueue_rate quotas. Returns the tenant's quotas
+        and the caps the statement itself must pass (`depths`: the capped topics written; empty caps: none)."""
+        quotas = NO_QUOTAS
+        if self.quotas is not None:
+            quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
+        self._fair_share(tenant_id, quotas, len(rows))
+        if quotas is NO_QUOTAS and not depths:
+            return quotas, Caps()
+        if quotas.max_payload_bytes is not None:
+            _check_payloads(rows, quotas.max_payload_bytes)
+        await self._quota_rate(tenant_id, quotas, len(rows))
+        return quotas, Caps(quotas.max_messages, quotas.max_topics, depths)
 
     def _fair_share(self, tenant_id: int, quotas: Quotas, rows: int) -> None:
         """A tenant without an enqueue_rate quota enqueues at most the default fair rate while others are active
