@@ -13,31 +13,32 @@ from mq.faults import is_dependency_fault
 
 log = logging.getLogger(__name__)
 
-# Domain error class -> (HTTP status, stable code). The most specific class wins (subclasses listed first).
-DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int, str]] = [
-    (errors.ReservedTopic, 400, "reserved_topic"),
-    (errors.ConsumerGroupRequired, 400, "consumer_group_required"),
-    (errors.InvalidSchema, 400, "invalid_schema"),
-    (errors.SchemaViolation, 400, "schema_violation"),
-    (errors.InvalidRequest, 400, "invalid_request"),
-    (errors.UnsupportedMediaType, 415, "unsupported_media_type"),
-    (errors.Unauthorized, 401, "unauthorized"),
-    (errors.Forbidden, 403, "forbidden"),
-    (errors.MessageNotFound, 404, "message_not_found"),
-    (errors.NotFound, 404, "not_found"),
-    (errors.LeaseLost, 409, "lease_lost"),
-    (errors.KeyConflict, 409, "key_conflict"),
-    (errors.GroupExists, 409, "group_exists"),
-    (errors.NotReplayable, 409, "not_replayable"),
-    (errors.IncompatibleSchema, 409, "incompatible_schema"),
-    (errors.AlreadyExists, 409, "already_exists"),
-    (errors.TenantNotEmpty, 409, "tenant_not_empty"),
-    (errors.LastAdmin, 409, "last_admin"),
-    (errors.PayloadTooLarge, 413, "payload_too_large"),
-    (errors.QueueFull, 429, "queue_full"),
-    (errors.RateLimited, 429, "rate_limited"),
-    (errors.QuotaExceeded, 429, "quota_exceeded"),
-    (errors.Unavailable, 503, "unavailable"),
+# Domain error class -> HTTP status (its stable code is the class's own, `errors.SkiplockError.code`). The most
+# specific class wins (subclasses listed first).
+DOMAIN_ERRORS: list[tuple[type[errors.SkiplockError], int]] = [
+    (errors.ReservedTopic, 400),
+    (errors.ConsumerGroupRequired, 400),
+    (errors.InvalidSchema, 400),
+    (errors.SchemaViolation, 400),
+    (errors.InvalidRequest, 400),
+    (errors.UnsupportedMediaType, 415),
+    (errors.Unauthorized, 401),
+    (errors.Forbidden, 403),
+    (errors.MessageNotFound, 404),
+    (errors.NotFound, 404),
+    (errors.LeaseLost, 409),
+    (errors.KeyConflict, 409),
+    (errors.GroupExists, 409),
+    (errors.NotReplayable, 409),
+    (errors.IncompatibleSchema, 409),
+    (errors.AlreadyExists, 409),
+    (errors.TenantNotEmpty, 409),
+    (errors.LastAdmin, 409),
+    (errors.PayloadTooLarge, 413),
+    (errors.QueueFull, 429),
+    (errors.RateLimited, 429),
+    (errors.QuotaExceeded, 429),
+    (errors.Unavailable, 503),
 ]
 
 # Framework errors by status: unknown routes, wrong methods, oversized or unparsable bodies.
@@ -80,9 +81,9 @@ def error_response(
 
 def code_of(exc: errors.SkiplockError) -> str:
     """The contract's code for a domain error (for errors reported inside a body, such as a bulk action's)."""
-    for cls, _, code in DOMAIN_ERRORS:
+    for cls, _ in DOMAIN_ERRORS:
         if isinstance(exc, cls):
-            return code
+            return exc.code
     return "internal"
 
 
@@ -90,7 +91,7 @@ def status_of(exc: BaseException) -> int:
     """The status the handlers below answer `exc` with (for metrics, which see the exception, not the response)."""
     if isinstance(exc, HTTPException):
         return exc.status_code
-    for cls, status, _ in DOMAIN_ERRORS:
+    for cls, status in DOMAIN_ERRORS:
         if isinstance(exc, cls):
             refusal = isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded)
             return 403 if refusal and exc.retry_after is None else status  # type: ignore[attr-defined]
@@ -98,8 +99,9 @@ def status_of(exc: BaseException) -> int:
 
 
 def handle_domain_error(request: Request[Any, Any, Any], exc: errors.SkiplockError) -> Response[dict[str, Any]]:
-    for cls, status, code in DOMAIN_ERRORS:
+    for cls, status in DOMAIN_ERRORS:
         if isinstance(exc, cls):
+            code = exc.code
             headers = None
             if isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded | errors.Unavailable):
                 if exc.retry_after is None:  # a quota that waiting will not lift

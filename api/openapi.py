@@ -47,7 +47,7 @@ _RETRY_AFTER = {429, 503}
 
 
 def error_schema() -> Schema:
-    codes = sorted({code for _, _, code in DOMAIN_ERRORS} | set(HTTP_STATUS_CODES.values()) | {"internal"})
+    codes = sorted({cls.code for cls, _ in DOMAIN_ERRORS} | set(HTTP_STATUS_CODES.values()) | {"internal"})
     return Schema(
         type=OpenAPIType.OBJECT,
         required=["code", "error"],

@@ -208,13 +208,9 @@ def _plan(expression: str, timezone: str, due: datetime, now: datetime) -> tuple
 
 
 def _reason(exc: errors.SkiplockError) -> str:
-    return _CODES.get(type(exc), "invalid")
+    """A refused tick's reason: the error's code for the refusals an enqueue can meet, `invalid` for the rest."""
+    return exc.code if exc.code in _REASONS else "invalid"
 
 
-_CODES: dict[type[errors.SkiplockError], str] = {
-    errors.SchemaViolation: "schema_violation",
-    errors.QueueFull: "queue_full",
-    errors.QuotaExceeded: "quota_exceeded",
-    errors.RateLimited: "rate_limited",
-    errors.PayloadTooLarge: "payload_too_large",
-}
+#: The reasons the metric `skiplock_schedule_ticks_refused` counts (and `tenant_suspended`, `invalid`)
+_REASONS = frozenset({"schema_violation", "queue_full", "quota_exceeded", "rate_limited", "payload_too_large"})
