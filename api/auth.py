@@ -6,11 +6,13 @@ from __future__ import annotations
 import binascii
 import hmac
 from base64 import b64decode
+from collections.abc import Sequence
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from mq import errors
+from mq.queue.service import QueueService
 from mq.runtime import Runtime
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
@@ -191,6 +193,29 @@ def require_consumer_group(principal: Principal, topic: str, consumer_group: str
     if pinned is not None and consumer_group not in pinned:
         names = ", ".join(sorted(pinned))
         raise errors.Forbidden(f"your consume grant on topic {topic!r} is for consumer group {names} only")
+
+
+async def tenant_for_messages(
+    principal: Principal,
+    queue: QueueService,
+    action: str,
+    message_ids: Sequence[str],
+    groups: Sequence[str | None] | None = None,
+) -> int:
+    """`tenant_for` for a request that names messages by id (REST and gRPC alike): a member needs `action` on each
+    message's topic and, to consume, a grant for the consumer group it names (`groups`, one per message: ack,
+    nack, visibility) or, naming none (requeue, retry), for the message's own (a dead letter's). Messages not
+    found are left to the caller (which answers not found)."""
+    tenant = tenant_for(principal, action=action)
+    if principal.is_member:
+        for i, found in enumerate(await queue.topics_of(tenant, message_ids)):
+            if found is None:
+                continue
+            topic, own_group = found
+            require_grant(principal, action, topic)
+            if action == "consume":
+                require_consumer_group(principal, topic, groups[i] if groups is not None else own_group)
+    return tenant
 
 
 def pinned_groups(principal: Principal, topic: str) -> frozenset[str] | None:

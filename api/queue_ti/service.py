@@ -43,7 +43,7 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from google.rpc import error_details_pb2, status_pb2
 
-from api.auth import require_consumer_group, require_grant, tenant_for
+from api.auth import require_consumer_group, tenant_for, tenant_for_messages
 from api.errors import code_of, status_of
 from api.input_checks import check_message, lenient
 from api.queue_ti import queue_pb2, queue_pb2_grpc
@@ -329,13 +329,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             stream.settle(message_id)
 
     async def _tenant_for_message(self, principal: Principal, message_id: str, group: str | None) -> int:
-        tenant = tenant_for(principal, action="consume")
-        if principal.is_member:
-            for found in await self.runtime.queue.topics_of(tenant, [message_id]):
-                if found is not None:
-                    require_grant(principal, "consume", found[0])
-                    require_consumer_group(principal, found[0], group)
-        return tenant
+        return await tenant_for_messages(principal, self.runtime.queue, "consume", [message_id], [group])
 
     async def _release(self, principal: Principal, request: queue_pb2.SubscribeRequest, stream: _Stream) -> None:
         """The stream ended: its deliveries that no gRPC ack or nack settled lapse now (a lease extended to 0 s:

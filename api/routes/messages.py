@@ -11,7 +11,7 @@ from litestar.params import JSONBody, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import require_consumer_group, require_grant, tenant_for
+from api.auth import require_consumer_group, require_grant, tenant_for, tenant_for_messages
 from api.body import BatchBody, json_post
 from api.schemas import (
     MAX_OFFSET,
@@ -76,20 +76,7 @@ def _batch_limit(request: Caller, n: int, what: str) -> None:
 async def _tenant_for_messages(
     request: Caller, action: str, message_ids: list[str], groups: Sequence[str | None] | None = None
 ) -> int:
-    """`tenant_for` for routes that name messages by id: a member needs `action` on each message's topic and,
-    to consume, a grant for the consumer group it names (`groups`, one per message: ack, nack, visibility) or,
-    naming none (requeue, retry), for the message's own (a dead letter's)."""
-    principal = request.user
-    tenant = tenant_for(principal, action=action)
-    if principal.is_member:
-        for i, found in enumerate(await _queue(request).topics_of(tenant, message_ids)):
-            if found is None:  # the route answers 404 for it
-                continue
-            topic, own_group = found
-            require_grant(principal, action, topic)
-            if action == "consume":
-                require_consumer_group(principal, topic, groups[i] if groups is not None else own_group)
-    return tenant
+    return await tenant_for_messages(request.user, _queue(request), action, message_ids, groups)
 
 
 async def _disconnected(request: Caller) -> None:
