@@ -1,3 +1,5 @@
+// @vitest-environment jsdom
+// (it imports the API client, which reads window.location when loaded)
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../api/client";
 import { toBase64 } from "./format";
