@@ -53,7 +53,7 @@ worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `
 	$(BIN)/python -m skiplock worker
 
 test: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Run the whole test suite against real Postgres and Redis
-	$(BIN)/python -m pytest --durations=40
+	$(BIN)/python -m pytest --durations=0 --durations-min=3
 
 test-fast: $(STAMP) ## Unit tests only (no servers)
 	$(BIN)/python -m pytest tests/unit

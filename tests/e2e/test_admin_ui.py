@@ -84,4 +84,5 @@ def test_every_page_and_action_in_chromium(npm: str, console_server: Server) -> 
         timeout=600,
         check=False,  # the assertion shows Playwright's report and the server's log
     )
+    print(run.stdout[-12000:])  # each spec with its time (shown with -s)
     assert run.returncode == 0, f"{run.stdout}\n{run.stderr}\n--- server log ---\n{console_server.log()[-5000:]}"

@@ -9,6 +9,11 @@ as generated. Long polls' waiting itself is tested where it is measured (tests/i
 
 from __future__ import annotations
 
+import atexit
+import collections
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import schemathesis
@@ -25,3 +30,14 @@ def map_body(ctx: schemathesis.HookContext, body: Any) -> Any:
     if isinstance(wait, int | float) and not isinstance(wait, bool) and LONG_POLL_CAP < wait <= 20:
         body["wait_seconds"] = LONG_POLL_CAP
     return body
+
+
+# SKIPLOCK_FUZZ_TIMES=<file>: the seconds each operation's answers took in all, written when the run ends (to find
+# what makes a run slow).
+if _times_file := os.environ.get("SKIPLOCK_FUZZ_TIMES"):
+    _times: collections.Counter[str] = collections.Counter()
+    atexit.register(lambda: Path(_times_file).write_text(json.dumps(_times.most_common(), indent=1)))
+
+    @schemathesis.hook
+    def after_call(ctx: schemathesis.HookContext, case: Any, response: Any) -> None:
+        _times[f"{case.operation.method.upper()} {case.operation.path}"] += float(response.elapsed)

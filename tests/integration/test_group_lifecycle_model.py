@@ -389,7 +389,7 @@ def test_consumer_groups_match_their_model(
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=int(os.environ.get("SKIPLOCK_MODEL_EXAMPLES", "12")),
+            max_examples=int(os.environ.get("SKIPLOCK_MODEL_EXAMPLES", "6")),
             stateful_step_count=30,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

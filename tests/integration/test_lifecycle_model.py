@@ -429,7 +429,7 @@ def test_the_message_lifecycle_matches_its_model(
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=int(os.environ.get("SKIPLOCK_MODEL_EXAMPLES", "12")),
+            max_examples=int(os.environ.get("SKIPLOCK_MODEL_EXAMPLES", "6")),
             stateful_step_count=30,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

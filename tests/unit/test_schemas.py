@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import jsonschema_rs
@@ -212,7 +213,8 @@ def _mutate(schema: Any, data: st.DataObject) -> Any:
     return schema
 
 
-@settings(max_examples=1500, deadline=None)
+# 500 in the suite (about 6 s); SKIPLOCK_SCHEMA_EXAMPLES=5000 for a long run
+@settings(max_examples=int(os.environ.get("SKIPLOCK_SCHEMA_EXAMPLES", "500")), deadline=None)
 @given(old=_schema, data=st.data(), instances=st.lists(_instance, min_size=5, max_size=30))
 def test_nearby_schemas_the_rule_calls_compatible_accept_what_the_current_version_does(
     old: Any, data: st.DataObject, instances: list[Any]
