@@ -28,6 +28,9 @@ from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.drill
 
+#: How long Postgres or Redis stays away in their drills (the suite's; `make drills`: 10 s)
+DOWN_SECONDS = seconds(5, 10)
+
 
 def _assert_no_loss(figures: dict[str, Any]) -> None:
     assert figures["lost"] == 0, figures
@@ -217,7 +220,7 @@ async def test_kill_9_of_make_run_and_start_again_on_the_same_data(tenant: Tenan
 
 
 async def test_postgres_restart_under_load(server_env: dict[str, str], tenant: Tenant) -> None:
-    """Postgres stops (fast shutdown) for 10 s under load and comes back on the same port and data."""
+    """Postgres stops (fast shutdown) for 10 s (5 in the suite) under load and comes back on the same port and data."""
     pg = EmbeddedPostgres(scratch_dir() / "pg", database="drill")
     pg_url = pg.start()
     try:
@@ -232,7 +235,7 @@ async def test_postgres_restart_under_load(server_env: dict[str, str], tenant: T
             await asyncio.sleep(seconds(3, 20))
             before = dict(load.ledger.statuses)
             await asyncio.to_thread(pg.stop)
-            await asyncio.sleep(10)
+            await asyncio.sleep(DOWN_SECONDS)
             await asyncio.to_thread(pg.start)
             up = time.monotonic()
             recovered = None
@@ -249,7 +252,8 @@ async def test_postgres_restart_under_load(server_env: dict[str, str], tenant: T
             await load.cancel()
             stop_server(server)
         during = {k: v - before.get(k, 0) for k, v in load.ledger.statuses.items() if v != before.get(k, 0)}
-        figures = load.ledger.result() | {"down_seconds": 10, "recovery_seconds": recovered, "while_down": during}
+        down = {"down_seconds": DOWN_SECONDS, "recovery_seconds": recovered, "while_down": during}
+        figures = load.ledger.result() | down
         figures["internal_errors"] = _internal_errors(server)
         report("Postgres restart", figures)
         _assert_no_loss(figures)
@@ -260,8 +264,8 @@ async def test_postgres_restart_under_load(server_env: dict[str, str], tenant: T
 
 
 async def test_redis_loss_under_load(server_env: dict[str, str], tenant: Tenant, client: httpx.AsyncClient) -> None:
-    """Redis stops for 10 s under load (topic limits and quotas configured, so every Redis use is exercised):
-    no request fails; limits fall back; caches heal; login limiting resumes."""
+    """Redis stops for 10 s (5 in the suite) under load (topic limits and quotas configured, so every Redis use is
+    exercised): no request fails; limits fall back; caches heal; login limiting resumes."""
     redis = EmbeddedRedis(scratch_dir() / "redis")
     redis_url = redis.start()
     port = redis.port
@@ -277,7 +281,7 @@ async def test_redis_loss_under_load(server_env: dict[str, str], tenant: Tenant,
         try:
             await asyncio.sleep(seconds(3, 20))
             await asyncio.to_thread(redis.stop)
-            await asyncio.sleep(10)
+            await asyncio.sleep(DOWN_SECONDS)
             redis = EmbeddedRedis(scratch_dir() / "redis2", port=port)
             await asyncio.to_thread(redis.start)
             await asyncio.sleep(seconds(3, 20))
