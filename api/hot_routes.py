@@ -189,7 +189,6 @@ class HotRoutes:
             routes[path] = dataclasses.replace(route, template=template, status=handler.status_code, decode=decode)
         self._ack = routes.pop("")
         self._routes = routes
-        self._lean: dict[str, Any] = {}  # each route's child of `Metrics.lean`
 
     @property
     def state(self) -> State:
@@ -255,10 +254,7 @@ class HotRoutes:
             elapsed = time.perf_counter() - started
             metrics: Metrics = self.app.state.runtime.metrics
             metrics.http.observe((route.template, "POST", f"{status // 100}xx"), (elapsed,))
-            lean = self._lean.get(route.template)
-            if lean is None:
-                lean = self._lean[route.template] = metrics.lean.labels(route.template)
-            lean.inc()
+            metrics.lean[route.template] += 1
             if log.isEnabledFor(logging.DEBUG):
                 log.debug(
                     "request",

@@ -10,6 +10,7 @@ addition; histograms bisect into their buckets, so a dequeue of 100 observes 100
 from __future__ import annotations
 
 import bisect
+import collections
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,7 +25,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from mq.db.repository import GaugeRow, GroupGaugeRow, JobRun, OperationsRepository
@@ -37,6 +38,23 @@ _GAUGES_REUSE_SECONDS = 2.0
 _HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0)
 _LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
 _WAIT_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
+
+
+class _LeanRequests(Collector):
+    """`skiplock_http_lean_requests_total` from the hot routes' counts, at scrape."""
+
+    def __init__(self, counts: collections.Counter[str]) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "skiplock_http_lean_requests",
+            "Requests the hot routes answered on their lean path (api.hot_routes), by route template",
+            labels=["route"],
+        )
+        for route, n in sorted(self.counts.items()):
+            family.add_metric([route], n)
+        yield family
 
 
 class Histogram(Collector):
@@ -219,12 +237,9 @@ class Metrics:
             ["route", "method", "status"],
             _HTTP_BUCKETS,
         )
-        self.lean = Counter(
-            "skiplock_http_lean_requests",
-            "Requests the hot routes answered on their lean path (api.hot_routes), by route template",
-            ["route"],
-            registry=self.registry,
-        )
+        #: Requests the hot routes answered on their lean path, by route template (`api.hot_routes` adds to it: a
+        #: dict's increment, where a labelled counter's took 0.6 µs on the hottest path)
+        self.lean: collections.Counter[str] = collections.Counter()
         self.wait = Histogram(
             "skiplock_message_wait_seconds",
             "Time from enqueue to first delivery",
@@ -234,7 +249,7 @@ class Metrics:
         self.long_polls = Gauge(
             "skiplock_long_polls_waiting", "Dequeues waiting for a message in this process", registry=self.registry
         )
-        for collector in (self.http, self.wait, self.schedule_lag, _StoredGauges(self)):
+        for collector in (self.http, self.wait, self.schedule_lag, _StoredGauges(self), _LeanRequests(self.lean)):
             self.registry.register(collector)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)

@@ -15,8 +15,9 @@ explain` prints each one's plan, and a test checks that each tenant-scoped one t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 # A named parameter: `$` and a lower-case name. Positional parameters (`$1`) and dollar quotes (`$$`, `$body$`,
@@ -47,10 +48,20 @@ class Statement:
     name: str
     text: str
     parameters: tuple[str, ...]
+    _pick: Callable[[Mapping[str, Any]], tuple[Any, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        getter = itemgetter(*self.parameters) if self.parameters else (lambda _: ())
+        pick = (lambda values: (getter(values),)) if len(self.parameters) == 1 else getter
+        object.__setattr__(self, "_pick", pick)
 
     def args(self, **values: Any) -> tuple[Any, ...]:
         """The arguments in the statement's order, from their names (a missing one raises KeyError)."""
-        return tuple(values[name] for name in self.parameters)
+        return self._pick(values)
+
+    def bind(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        """`args` from a mapping the caller built (the hot paths: no keyword arguments to pack again)."""
+        return self._pick(values)
 
     @property
     def tenant_scoped(self) -> bool:

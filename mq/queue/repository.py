@@ -28,6 +28,15 @@ from mq.queue.types import DeadLettered, DeliveryPlan, Lease, NackOutcome, NewRo
 Record = asyncpg.Record
 
 
+# The insert of each plan, by what the rows ask (looked up per statement: a plan's hash costs more than a tuple's)
+_INSERT_ROWS = {
+    (plan.keyed, plan.grouped, plan.admitted, plan.to_groups): insert_statement(plan)
+    for plan in InsertPlan.every()
+    if not plan.uniform
+}
+_INSERT_UNIFORM = {(p.grouped, p.admitted): insert_statement(p) for p in InsertPlan.every() if p.uniform}
+
+
 class MessageRepository:
     """Message rows of one database. Every method takes the tenant id first and scopes its statement by it."""
 
@@ -48,15 +57,10 @@ class MessageRepository:
         transaction (the schedules' firer), instead of a connection of the pool."""
         grouped = any(r.grouped for r in rows)
         to_groups = grouped and any(r.consumer_group is not None for r in rows)
-        plan = InsertPlan(
-            keyed=to_groups or any(r.key is not None for r in rows),
-            grouped=grouped,
-            admitted=admit is not None,
-            to_groups=to_groups,
-        )
-        statement = insert_statement(plan)
+        keyed = to_groups or any(r.key is not None for r in rows)
+        statement = _INSERT_ROWS[keyed, grouped, admit is not None, to_groups]
         values = self._admit_values(admit) if admit is not None else {}
-        arguments = statement.args(
+        values.update(
             tenant=tenant_id,
             ids=ids,
             topics=[r.topic for r in rows],
@@ -70,8 +74,8 @@ class MessageRepository:
             groups=[r.consumer_group for r in rows] if to_groups else None,
             expire_default=self.defaults.expire_to_dlq,
             dlq_default=self.defaults.dlq_enabled,
-            **values,
         )
+        arguments = statement.bind(values)
         try:
             return await (conn or self.pool).fetch(statement.text, *arguments)
         except asyncpg.PostgresError as exc:
@@ -87,9 +91,9 @@ class MessageRepository:
     ) -> None:
         """Insert keyless messages that share topic, priority, delay, max_retries and TTL (rows[0] gives them)."""
         first = rows[0]
-        statement = insert_statement(InsertPlan(uniform=True, grouped=first.grouped, admitted=admit is not None))
+        statement = _INSERT_UNIFORM[first.grouped, admit is not None]
         values = self._admit_values(admit) if admit is not None else {}
-        arguments = statement.args(
+        values.update(
             tenant=tenant_id,
             topic=first.topic,
             priority=first.priority,
@@ -99,8 +103,8 @@ class MessageRepository:
             ids=_id_list(ids) if first.grouped else ids,
             payloads=[r.payload for r in rows],
             metadata=[r.metadata_json for r in rows],
-            **values,
         )
+        arguments = statement.bind(values)
         try:
             await self.pool.execute(statement.text, *arguments)
         except asyncpg.PostgresError as exc:

@@ -24,7 +24,7 @@ from mq.ids import uuid7_batch
 from mq.metrics import Metrics
 from mq.names import DLQ_SUFFIX, check_text
 from mq.queue.activity import Activity
-from mq.queue.admission import Caps
+from mq.queue.admission import NO_CAPS, Caps
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
 from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
@@ -236,7 +236,7 @@ class QueueService:
         uncapped topics goes straight to the shared statement."""
         depths = tuple(sorted((t, c.max_depth) for t, c in configs.items() if c.max_depth is not None))
         quotas, caps = await self._admission(tenant_id, rows, depths)
-        if not caps:
+        if caps is NO_CAPS or not caps:
             return await self.shared.insert(tenant_id, rows)
         try:
             return await self.shared.insert(tenant_id, rows, caps)
@@ -257,7 +257,7 @@ class QueueService:
             quotas = self.quotas.cached(tenant_id) or await self.quotas.of(tenant_id)
         self._fair_share(tenant_id, quotas, len(rows))
         if quotas is NO_QUOTAS and not depths:
-            return quotas, Caps()
+            return quotas, NO_CAPS
         if quotas.max_payload_bytes is not None:
             _check_payloads(rows, quotas.max_payload_bytes)
         await self._quota_rate(tenant_id, quotas, len(rows))
