@@ -126,15 +126,17 @@ _DECODERS: dict[type[Any], Callable[[bytes], Any]] = {BatchEnqueueBody: decode_b
 MIRRORED_MIDDLEWARE = ("ObservabilityMiddleware", "RequestDeadline", "AuthMiddleware", "RequestChecks")
 
 
-def mirrored_layers(app: Litestar, handler: Any) -> list[str]:
+def mirrored_layers(app: Litestar, handler: Any, auth: str = "AuthMiddleware") -> list[str]:
     """What the app would do for `handler`'s requests that the hot path does not: each a sentence (none: the hot
     path applies every layer). Litestar's layers are the app, its routers and controllers, and the handler; each may
-    add middleware, guards, dependencies, request hooks and its own body limit."""
+    add middleware, guards, dependencies, request hooks and its own body limit. `auth`: the name of the app's
+    authentication middleware (the benchmark's auth-less server has its own, `bench.noauth`)."""
     missing = []
     names = [getattr(m, "middleware", m) for m in app.middleware]
     found = tuple(getattr(m, "__name__", type(m).__name__) for m in names)
-    if found != MIRRORED_MIDDLEWARE:
-        missing.append(f"the app's middleware is {found}, the hot path applies {MIRRORED_MIDDLEWARE}")
+    expected = tuple(auth if name == "AuthMiddleware" else name for name in MIRRORED_MIDDLEWARE)
+    if found != expected:
+        missing.append(f"the app's middleware is {found}, the hot path applies {expected}")
     for layer in handler.ownership_layers:
         what = f"{type(layer).__name__} {getattr(layer, 'path', '')!r}"
         if layer is not app and layer.middleware:
@@ -167,10 +169,11 @@ _NOSNIFF = (b"x-content-type-options", b"nosniff")
 class HotRoutes:
     """The ASGI app a server runs: the hot routes here, everything else in `app`."""
 
-    def __init__(self, app: Litestar, settings: Settings, authenticate: Authenticate | None = None) -> None:
-        """`authenticate` replaces the app's check only in the benchmark (`bench.noauth`)."""
+    def __init__(self, app: Litestar, settings: Settings, auth: type[Any] = AuthMiddleware) -> None:
+        """`auth`: the app's authentication middleware, whose check the hot path applies (another than
+        `AuthMiddleware` only in the benchmark, `bench.noauth`)."""
         self.app = app
-        self._authenticate = authenticate or AuthMiddleware.authenticate
+        self._authenticate: Authenticate = auth.authenticate
         self._max_body = settings.max_request_body_bytes
         self._deadline = settings.request_timeout_seconds
         router = app.asgi_router
@@ -182,7 +185,7 @@ class HotRoutes:
                 raise RuntimeError(f"{route.sample_path} is not routed to {route.handler} in the app")
             if not isinstance(handler, HTTPRouteHandler):
                 raise TypeError(f"{route.sample_path} is not an HTTP route in the app")
-            if missing := mirrored_layers(app, handler):
+            if missing := mirrored_layers(app, handler, auth.__name__):
                 raise RuntimeError(f"the hot path of {route.sample_path} would skip: {'; '.join(missing)}")
             body = _body_type(handler)
             decode = _DECODERS.get(body) or _strict(body)

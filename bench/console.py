@@ -31,7 +31,7 @@ import httpx
 
 from mq.db.engine import asyncpg_dsn
 from mq.topics import sql as console_sql
-from mq.topics.service import _encode_cursor
+from mq.topics.browsing import encode_cursor
 from tests.support.servers import (
     ADMIN,
     ROOT,
@@ -160,7 +160,7 @@ async def measure_pages(base_url: str, username: str, conn: asyncpg.Connection[A
                 offset,
             )
             assert row is not None
-            cursor = _encode_cursor("live", (row["priority"], row["available_at"], row["id"]))
+            cursor = encode_cursor("live", (row["priority"], row["available_at"], row["id"]), reverse=False)
             keyset = [
                 (await timed(lambda cur=cursor: c.get("/api/topics/big/messages", params={"cursor": cur})))[0]  # type: ignore[misc]
                 for _ in range(5)

@@ -175,15 +175,17 @@ async def explain_all(url: str) -> None:
             "SELECT id, receipt FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 1"
         )
         print(
-            f"{ROWS} messages; per status:", dict(await conn.fetch("SELECT status, count(*) FROM messages GROUP BY 1"))
+            f"{ROWS} messages; per status:",
+            {r["status"]: r["count"] for r in await conn.fetch("SELECT status, count(*) FROM messages GROUP BY 1")},
         )
+        assert leased is not None
         await explain_registry(conn, leased)
         await explain(conn, "message_next_available", sql.MESSAGE_NEXT_AVAILABLE, 1, "topic-3")
-        everything = sorted(sql.KNOWN_STATUSES)
+        everything = sorted(topics_sql.KNOWN_STATUSES)
         await explain(
             conn,
             "message_browse (topic, all statuses)",
-            sql.message_browse(everything, topic=True, key=False),
+            topics_sql.message_browse(everything, topic=True, key=False),
             1,
             "topic-3",
             50,
@@ -192,24 +194,30 @@ async def explain_all(url: str) -> None:
         await explain(
             conn,
             "message_browse (topic, failed)",
-            sql.message_browse(["failed"], topic=True, key=False),
+            topics_sql.message_browse(["failed"], topic=True, key=False),
             1,
             "topic-3",
             50,
             0,
         )
-        await explain(conn, "message_purge (topic, expired)", sql.message_purge(["expired"]), 1, "topic-3")
-        await explain(conn, "message_delete_by_key", sql.message_delete_by_key(everything), 1, "topic-3", "key-40")
+        await explain(conn, "message_purge (topic, expired)", topics_sql.message_purge(["expired"]), 1, "topic-3")
+        await explain(
+            conn, "message_delete_by_key", topics_sql.message_delete_by_key(everything), 1, "topic-3", "key-40"
+        )
         await explain(conn, "message_get", sql.MESSAGE_GET, 1, pending)
-        await explain(conn, "topic_summary", sql.TOPIC_SUMMARY, 1)
+        await explain(conn, "topic_summary", topics_sql.TOPIC_SUMMARY, 1)
         # The console's pages, from each end of the list (mq/topics/sql.py): windows of one index range each.
         first, last = (10, datetime.min.replace(tzinfo=UTC), ZERO), (-1, datetime.max.replace(tzinfo=UTC), ALL_ONES)
-        no_filter = {"conditions": [], "key_at": 0, "metadata_at": 0}
-        await explain(conn, "live_page", topics_sql.live_page(**no_filter), 1, "topic-3", *first, 50, 50)
-        reverse = topics_sql.live_page(**no_filter, reverse=True)
+        no_filter: list[str] = []
+        await explain(
+            conn, "live_page", topics_sql.live_page(no_filter, key_at=0, metadata_at=0), 1, "topic-3", *first, 50, 50
+        )
+        reverse = topics_sql.live_page(no_filter, key_at=0, metadata_at=0, reverse=True)
         await explain(conn, "live_page reversed", reverse, 1, "topic-3", *last, 50, 50)
-        await explain(conn, "done_page", topics_sql.done_page(**no_filter), 1, "topic-3", ALL_ONES, 50, 50)
-        reverse = topics_sql.done_page(**no_filter, reverse=True)
+        await explain(
+            conn, "done_page", topics_sql.done_page(no_filter, key_at=0, metadata_at=0), 1, "topic-3", ALL_ONES, 50, 50
+        )
+        reverse = topics_sql.done_page(no_filter, key_at=0, metadata_at=0, reverse=True)
         await explain(conn, "done_page reversed", reverse, 1, "topic-3", ZERO, 50, 50)
     finally:
         await conn.close()

@@ -31,7 +31,7 @@ class _Client:
 
     def __init__(self, address: str, metadata: tuple[tuple[str, str], ...]) -> None:
         self.channel = grpc.aio.insecure_channel(address)
-        self.stub = queue_pb2_grpc.QueueServiceStub(self.channel)
+        self.stub = queue_pb2_grpc.QueueServiceStub(self.channel)  # type: ignore[no-untyped-call]
         self.metadata = metadata
         self.stream: Any = None
 

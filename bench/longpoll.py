@@ -25,7 +25,7 @@ import os
 import statistics
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import asyncpg
@@ -54,7 +54,8 @@ def _stamp() -> bytes:
 
 
 def _latency_ms(payload: bytes) -> float:
-    return (time.perf_counter_ns() - _STAMP.unpack_from(payload)[0]) / 1e6
+    sent: int = _STAMP.unpack_from(payload)[0]
+    return (time.perf_counter_ns() - sent) / 1e6
 
 
 class _Run:
@@ -72,7 +73,7 @@ class _Run:
         self.latencies_ms.extend(_latency_ms(p) for p in payloads)
 
 
-async def _produce(run: _Run, send: Callable[[bytes], Awaitable[None]], rate: float, offset: float) -> None:
+async def _produce(run: _Run, send: Callable[[bytes], Coroutine[Any, Any, None]], rate: float, offset: float) -> None:
     started = time.perf_counter() + offset / rate
     n = 0
     while not run.stop_sending.is_set():
@@ -85,7 +86,8 @@ async def _produce(run: _Run, send: Callable[[bytes], Awaitable[None]], rate: fl
 
 
 async def _round(
-    producers: list[Callable[[bytes], Awaitable[None]]], consumers: list[Callable[[_Run], Awaitable[None]]]
+    producers: list[Callable[[bytes], Coroutine[Any, Any, None]]],
+    consumers: list[Callable[[_Run], Coroutine[Any, Any, None]]],
 ) -> tuple[_Run, float]:
     """Producers for SECONDS, then until the consumers have received everything (or DRAIN_SECONDS)."""
     run = _Run()
@@ -131,13 +133,13 @@ async def measure_longpoll(
     raw_producer_conns = [await asyncpg.connect(dsn) for _ in range(PRODUCERS)]
     raw_consumer_conns = [await asyncpg.connect(dsn) for _ in range(CONSUMERS)]
 
-    def raw_producer(conn: asyncpg.Connection[Any]) -> Callable[[bytes], Awaitable[None]]:
+    def raw_producer(conn: asyncpg.Connection[Any]) -> Callable[[bytes], Coroutine[Any, Any, None]]:
         async def send(payload: bytes) -> None:
             await conn.execute(RAW_INSERT_NOTIFY, payload)
 
         return send
 
-    def raw_consumer(conn: asyncpg.Connection[Any]) -> Callable[[_Run], Awaitable[None]]:
+    def raw_consumer(conn: asyncpg.Connection[Any]) -> Callable[[_Run], Coroutine[Any, Any, None]]:
         async def consume(run: _Run) -> None:
             woken = asyncio.Event()
 
@@ -167,7 +169,7 @@ async def measure_longpoll(
             await c.close()
             await c.connect()
 
-    def api_producer(c: HttpConnection) -> Callable[[bytes], Awaitable[None]]:
+    def api_producer(c: HttpConnection) -> Callable[[bytes], Coroutine[Any, Any, None]]:
         async def send(payload: bytes) -> None:
             body = msgspec.json.encode({"topic": TOPIC, "payload": payload})
             status, _ = await c.request("POST", "/api/messages", body)

@@ -44,11 +44,14 @@ async def fixed_principal(scope: Scope, headers: dict[bytes, bytes] | None = Non
 
 
 class FixedPrincipal:
+    #: the hot path's check (`api.hot_routes.HotRoutes`)
+    authenticate = staticmethod(fixed_principal)
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("path", "").startswith("/api/"):
+        if str(scope["type"]) == "http" and scope.get("path", "").startswith("/api/"):
             await fixed_principal(scope)
         await self.app(scope, receive, send)
 
@@ -57,7 +60,7 @@ def main() -> None:
     """The server as `skiplock serve` runs it (its hot routes included), with `fixed_principal` for the check."""
     settings = get_settings()
     app = create_app(settings, auth_middleware=FixedPrincipal)
-    uvloop.run(serve(settings, HotRoutes(app, settings, authenticate=fixed_principal)))
+    uvloop.run(serve(settings, HotRoutes(app, settings, auth=FixedPrincipal)))
 
 
 if __name__ == "__main__":

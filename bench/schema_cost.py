@@ -33,7 +33,7 @@ def _cases() -> list[tuple[str, SchemaFormat, Any, bytes]]:
     records = [{"type": "record", "name": f"R{i}", "fields": [{"name": "f", "type": "int"}]} for i in range(200)]
     union = {"type": "array", "items": records}
     integers = {"type": "array", "items": {"type": "integer"}}
-    avro_items = json.dumps({**ORDER, "items": ORDER["items"] * 150}).encode()
+    avro_items = json.dumps({**ORDER, "items": ORDER["items"] * 150}).encode()  # type: ignore[operator]
     return [
         ("an order (ordinary)", "json_schema", ORDER_JSON_SCHEMA, json.dumps(ORDER).encode()),
         ("fan-out of 10 levels, invalid", "json_schema", _fan_out(10), b'"x"'),

@@ -132,11 +132,11 @@ class MessageBrowser:
             read = rows[0]["scanned"] if rows else 0
             scanned += read
             if len(items) >= limit:  # go on after the last one shown
-                next_cursor = _encode_cursor(phase, _position(phase, hits[-1], last=False), reverse)
+                next_cursor = encode_cursor(phase, _position(phase, hits[-1], last=False), reverse)
                 break
             if read == window:  # the window was full: more rows in this phase
                 position = _position(phase, rows[0], last=True)
-                next_cursor = _encode_cursor(phase, position, reverse)
+                next_cursor = encode_cursor(phase, position, reverse)
                 if scanned >= PAGE_SCAN:
                     break
                 continue
@@ -145,7 +145,7 @@ class MessageBrowser:
                 next_cursor = None
                 break
             phase, position = later[0], None
-            next_cursor = _encode_cursor(phase, None, reverse)
+            next_cursor = encode_cursor(phase, None, reverse)
         return MessagePageView(
             items=MessageView.from_rows(items, with_lease=False), next_cursor=next_cursor, scanned=scanned
         )
@@ -236,7 +236,7 @@ def _position(phase: str, row: Record, *, last: bool) -> Position:
     return mid
 
 
-def _encode_cursor(phase: str, position: Position, reverse: bool) -> str:
+def encode_cursor(phase: str, position: Position, reverse: bool) -> str:
     if reverse:
         phase = "-" + phase
     if position is None:

@@ -54,3 +54,12 @@ def test_a_layer_the_hot_path_does_not_apply_stops_the_server(change: str) -> No
     assert mirrored_layers(app, handler) != []
     with pytest.raises(RuntimeError, match="would skip"):
         HotRoutes(app, SETTINGS)
+
+
+def test_the_benchmarks_auth_less_server_starts() -> None:
+    """`bench.noauth` swaps the authentication middleware; the hot path applies the swapped check (`make bench`'s
+    auth part runs it)."""
+    from bench.noauth import FixedPrincipal, fixed_principal
+
+    hot = HotRoutes(create_app(SETTINGS, auth_middleware=FixedPrincipal), SETTINGS, auth=FixedPrincipal)
+    assert hot._authenticate is fixed_principal
