@@ -73,8 +73,8 @@ WITH g AS (
     INSERT INTO consumer_groups (tenant_id, topic, name, start) VALUES (1, 'topic-4', 'bench', 'earliest')
     RETURNING id
 ), owed AS (
-    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
-    SELECT g.id, m.id, m.priority, now() - interval '1 minute', m.expires_at FROM g, messages AS m
+    INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
+    SELECT 1, g.id, m.id, m.priority, now() - interval '1 minute', m.expires_at FROM g, messages AS m
     WHERE m.tenant_id = 1 AND m.topic = 'topic-4'
 )
 SELECT id FROM g"""

@@ -115,8 +115,8 @@ async def fill(pool: asyncpg.Pool[Any], tenant_id: int, topic: str, n: int) -> N
         )
         if grouped:
             await pool.execute(
-                """INSERT INTO deliveries (group_id, message_id, priority, available_at)
-                   SELECT g.id, u, 0, now() FROM unnest($3::uuid[]) AS u
+                """INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at)
+                   SELECT $1, g.id, u, 0, now() FROM unnest($3::uuid[]) AS u
                    CROSS JOIN consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = $2""",
                 tenant_id,
                 topic,

@@ -161,14 +161,14 @@ class GroupSettler:
             if conn is None:
                 return JobResult(ran=False)
             by_topic: Counter[tuple[str, str]] = Counter()
-            while unsettled := await conn.column(sql.GROUPS_UNSETTLED, self.stale_seconds):
-                for group_id in unsettled:
-                    settle = (group_id, self.stale_seconds, self.margin_seconds)
+            while unsettled := await conn.records(sql.GROUPS_UNSETTLED, self.stale_seconds):
+                for tenant_id, group_id in unsettled:
+                    settle = (tenant_id, group_id, self.stale_seconds, self.margin_seconds)
                     by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, *settle)))
-            for group_id in await conn.column(topics_sql.DELETED_GROUPS):  # what a deletion's request left
-                while await conn.column(topics_sql.GROUP_RELEASE, group_id, RELEASE_BATCH) != [0]:
+            for tenant_id, group_id in await conn.records(topics_sql.DELETED_GROUPS):  # what a deletion left
+                while await conn.column(topics_sql.GROUP_RELEASE, tenant_id, group_id, RELEASE_BATCH) != [0]:
                     pass
-                await conn.column(topics_sql.GROUP_FORGET, group_id)
+                await conn.column(topics_sql.GROUP_FORGET, tenant_id, group_id)
             total = sum(by_topic.values())
             await conn.record_run(self.name, time.perf_counter() - started, total)
         if total:

@@ -248,6 +248,9 @@ class Delivery(Base):
 
     __tablename__ = "deliveries"
 
+    #: The group's tenant (a trigger fills it in for the release before, which minted rows without it: migration
+    #: `2026_11_28_deliveries_tenant`).
+    tenant_id: Mapped[int] = mapped_column(BigInteger)
     group_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     message_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     status: Mapped[str] = mapped_column(Text, server_default=text("'pending'"))
@@ -410,6 +413,7 @@ class DeletedGroup(Base):
 
     __tablename__ = "deleted_groups"
 
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     deleted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 

@@ -79,6 +79,10 @@ class JobConnection:
         """The first column of `statement`'s rows."""
         return [row[0] for row in await self._conn.fetch(statement, *arguments)]
 
+    async def records(self, statement: str, *arguments: Any) -> list[tuple[Any, ...]]:
+        """`statement`'s rows as tuples."""
+        return [tuple(row) for row in await self._conn.fetch(statement, *arguments)]
+
     async def replace_gauges(self) -> int:
         """Recount into `queue_gauges`, replaced whole in one transaction; returns the rows stored."""
         rows = await self._count_messages()

@@ -59,7 +59,7 @@ LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.status = 'pending' OR d.available_at <= now()) AS pending,
            count(*) FILTER (WHERE d.status = 'processing' AND d.available_at > now()) AS processing,
            extract(epoch FROM now() - min(d.available_at) FILTER (WHERE d.available_at <= now()))::float8 AS oldest
-    FROM deliveries AS d WHERE d.group_id = g.id
+    FROM deliveries AS d WHERE d.tenant_id = g.tenant_id AND d.group_id = g.id
 ) AS c ON true"""
 GROUP_GAUGES_CLEAR = "DELETE FROM group_gauges"
 GROUP_GAUGES_TABLE = "group_gauges"

@@ -55,15 +55,15 @@ class ConsumerGroups:
         if group_id is None:
             raise errors.NotFound(f"topic {topic!r} has no consumer group {name!r}")
         await self.queue.configs.changed(tenant_id, topic)
-        if not await self._release(group_id, _RELEASE_BUDGET_SECONDS):  # a large group: the rest in the background
-            task = asyncio.get_running_loop().create_task(self._release_rest(group_id))
+        if not await self._release(tenant_id, group_id, _RELEASE_BUDGET_SECONDS):  # large: the rest in the background
+            task = asyncio.get_running_loop().create_task(self._release_rest(tenant_id, group_id))
             self._releases.add(task)
             task.add_done_callback(self._releases.discard)
 
-    async def _release_rest(self, group_id: int) -> None:
-        await self._release(group_id, None)
+    async def _release_rest(self, tenant_id: int, group_id: int) -> None:
+        await self._release(tenant_id, group_id, None)
 
-    async def _release(self, group_id: int, budget: float | None) -> bool:
+    async def _release(self, tenant_id: int, group_id: int, budget: float | None) -> bool:
         """Release what a deleted group owed, a batch at a time, within `budget` seconds (None: until done or
         only leased deliveries that stay locked are left: the group settler's next run takes those); whether
         all of it went."""
@@ -72,11 +72,11 @@ class ConsumerGroups:
         tries = 0
         try:
             while True:
-                if await self.repository.release_group(group_id, _RELEASE_BATCH):
+                if await self.repository.release_group(tenant_id, group_id, _RELEASE_BATCH):
                     if deadline is not None and loop.time() > deadline:
                         return False
                     continue
-                if await self.repository.forget_group(group_id):
+                if await self.repository.forget_group(tenant_id, group_id):
                     return True
                 tries += 1  # only locked deliveries left (a group ack or nack in flight): a moment later
                 if tries > 3 or deadline is not None:

@@ -201,15 +201,15 @@ class TopicRepository:
         group_id: int | None = await self.pool.fetchval(sql.GROUP_DELETE, tenant_id, topic, name)
         return group_id
 
-    async def release_group(self, group_id: int, batch: int) -> int:
+    async def release_group(self, tenant_id: int, group_id: int, batch: int) -> int:
         """Release up to `batch` of a deleted group's deliveries; how many went (0: none, or only locked ones,
         left)."""
-        released: int = await self.pool.fetchval(sql.GROUP_RELEASE, group_id, batch)
+        released: int = await self.pool.fetchval(sql.GROUP_RELEASE, tenant_id, group_id, batch)
         return released
 
-    async def forget_group(self, group_id: int) -> bool:
+    async def forget_group(self, tenant_id: int, group_id: int) -> bool:
         """Drop a deleted group's tombstone if no delivery of it is left; whether it went."""
-        return await self.pool.fetchval(sql.GROUP_FORGET, group_id) is not None
+        return await self.pool.fetchval(sql.GROUP_FORGET, tenant_id, group_id) is not None
 
 
 def _extra(first: int, *values: str | None) -> tuple[Sequence[Any], list[int]]:

@@ -198,8 +198,8 @@ WITH live AS (
     FROM messages AS m
     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND {ALIVE}
 ), owed AS (
-    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
-    SELECT x.id, l.id, l.priority, l.available_at, l.expires_at
+    INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
+    SELECT $1, x.id, l.id, l.priority, l.available_at, l.expires_at
     FROM live AS l JOIN consumer_groups AS x ON x.tenant_id = $1 AND x.topic = $2
     WHERE x.id = $3 OR (l.owed IS NULL AND {_NEVER_OWED_TO.format(m="l")})
     ON CONFLICT DO NOTHING
@@ -223,7 +223,7 @@ LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.status = 'pending' OR d.available_at <= now()) AS pending,
            count(*) FILTER (WHERE d.status = 'processing' AND d.available_at > now()) AS processing,
            extract(epoch FROM now() - min(d.available_at) FILTER (WHERE d.available_at <= now()))::float8 AS oldest
-    FROM deliveries AS d WHERE d.group_id = g.id
+    FROM deliveries AS d WHERE d.tenant_id = $1 AND d.group_id = g.id
 ) AS c ON true
 WHERE g.tenant_id = $1 AND g.topic = $2
 ORDER BY g.id"""
@@ -282,7 +282,8 @@ def _filter(statuses: list[str], *, topic: bool, key: bool, group: bool = False)
     if group:
         g = f"${2 + topic + key}"
         parts.append(f"""(m.consumer_group = {g} OR EXISTS (
-    SELECT FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id AND d.message_id = m.id
+    SELECT FROM consumer_groups AS g
+    JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id AND d.message_id = m.id
     WHERE g.tenant_id = $1 AND g.topic = m.topic AND g.name = {g}))""")
     return " AND ".join(parts)
 
@@ -392,9 +393,10 @@ FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
 # --- A deleted consumer group's release (its deletion's request, then `mq.jobs.GroupSettler` for what it left) ----
 # What a deleted group owed, released a batch at a time (`skiplock_group_release`): its deliveries go, and the
 # messages no other group owes with them; leased deliveries locked at that moment are skipped, for a later batch.
-# Then its tombstone, once no delivery is left. $1 group id, $2 batch
-GROUP_RELEASE = f"SELECT {functions.GROUP_RELEASE.name}($1, $2)"
+# Then its tombstone, once no delivery is left. $2 group id, $3 batch
+GROUP_RELEASE = f"SELECT {functions.GROUP_RELEASE.name}($1, $2, $3)"
 GROUP_FORGET = """
-DELETE FROM deleted_groups WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM deliveries WHERE group_id = $1)
+DELETE FROM deleted_groups
+WHERE tenant_id = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND group_id = $2)
 RETURNING id"""
-DELETED_GROUPS = "SELECT id FROM deleted_groups ORDER BY id LIMIT 100"
+DELETED_GROUPS = "SELECT tenant_id, id FROM deleted_groups ORDER BY tenant_id, id LIMIT 100"

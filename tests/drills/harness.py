@@ -9,7 +9,8 @@ acknowledged enqueue must be delivered; an earlier one may be superseded. Reques
 as lost or duplicated. Consumers lease with a short visibility timeout and ack; a token acked twice is a double
 delivery, a token delivered again before its ack answered is a redelivery (after a lapsed lease: an ack lost with
 a killed server); an ack whose answer was lost may have committed: if its message is gone from the server at
-the end, it was delivered (`acked_answer_lost`). Consumers read the DLQ too: a message whose lease lapsed
+the end, it was delivered (`acked_answer_lost`); so may an ack answered 5xx (Postgres stopped while the ack
+committed: the answer cannot say whether it did). Consumers read the DLQ too: a message whose lease lapsed
 max_retries times is dead-lettered there (a lapse counts as an attempt), not lost.
 
 With consumer groups (`groups=`), the topic has a group per name and each group has a ledger of its own: its
@@ -271,8 +272,10 @@ class Load:
                     token = json.loads(raw)["token"]
                     ledger.received[token] += 1
                     if a is None or a.status_code != 200:
-                        # the leases lapse; the messages come back (unless an unanswered ack committed)
-                        if a is None:
+                        # the leases lapse; the messages come back, unless the ack committed: an ack that got no
+                        # answer, or a 5xx (the database went away while it committed, and the server cannot know
+                        # whether it did), is looked up at the end
+                        if a is None or a.status_code >= 500:
                             ledger.ack_unanswered[token] = m["id"]
                         continue
                     ledger.seen[token] = raw

@@ -557,7 +557,7 @@ async def test_a_deleted_groups_leftovers_are_released_by_the_group_settler(
         await db.execute("DELETE FROM consumer_groups WHERE id = $1", gone_id)
     finally:
         await db.execute("ALTER TABLE consumer_groups ENABLE TRIGGER consumer_groups_tombstone")
-    await db.execute("INSERT INTO deleted_groups (id) VALUES ($1)", gone_id)
+    await db.execute("INSERT INTO deleted_groups (tenant_id, id) VALUES ($1, $2)", tenant.id, gone_id)
     assert gone["consumer_group"] == "gone"
     assert await db.fetchval("SELECT count(*) FROM deliveries WHERE group_id = $1", gone_id) == 3
     assert (await client.post("/api/admin/expiry-reaper/run")).status_code == 200

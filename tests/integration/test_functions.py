@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -20,15 +21,43 @@ FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace JOIN pg_langu
 WHERE n.nspname = current_schema() AND p.proname LIKE 'skiplock\\_%'"""
 
 
+#: What each released version's `CREATE FUNCTION` was, by digest: a migration creates a version from its source here,
+#: so a released version never changes (a change is a new version). A new version is added here when it is made.
+RELEASED_DIGESTS = {
+    "skiplock_topic_exists_v1": "bd376fc2677e28e8",
+    "skiplock_topic_count_v1": "023ae71b00083371",
+    "skiplock_admit_v1": "3af0a4c8e5b56f6a",
+    "skiplock_admit_one_v1": "b516d595a4a801ba",
+    "skiplock_admit_copy_v1": "c7147e197a69e7c4",
+    "skiplock_admit_copy_all_v1": "12dac59ab3a77bfb",
+    "skiplock_group_done_v1": "d581d25f8daba06a",
+    "skiplock_group_ack_v1": "fec462593d4b6c8a",
+    "skiplock_group_nack_v1": "1382bd9d4c837dbf",
+    "skiplock_group_release_v1": "58b4aae4236bf25e",
+    "skiplock_group_tombstone_v1": "7d29895524389482",
+    "skiplock_group_done_v2": "9df6f0b604d1272b",
+    "skiplock_group_ack_v2": "faaa858e4a19e1eb",
+    "skiplock_group_nack_v2": "e40a6f089ca0be53",
+    "skiplock_group_release_v2": "fd957df689a78178",
+    "skiplock_group_tombstone_v2": "060e8680f80d93ee",
+    "skiplock_deliveries_tenant_v1": "e01a342e3fccf77f",
+}
+
+
+def test_a_released_version_never_changes() -> None:
+    made = {name: hashlib.sha256(f.create().encode()).hexdigest()[:16] for name, f in functions.RELEASED.items()}
+    assert made == RELEASED_DIGESTS
+
+
 async def test_the_database_holds_each_current_version_as_its_source_says(db: asyncpg.Pool[Any]) -> None:
     held = {(r["name"], r["arguments"]): r for r in await db.fetch(_HELD)}
-    for function in functions.CURRENT:
+    for function in (*functions.CURRENT, *functions.SUPERSEDED):
         row = held.pop((function.name, function.arguments), None)
         assert row is not None, f"{function.name}({function.arguments}) is not in the database"
         held_as = (row["returns"], row["language"], row["volatility"])
         assert held_as == (function.returns, function.language, function.volatility), function.name
         assert row["body"].strip() == function.body.strip(), f"{function.name}: the database holds another body"
-    # what is left: the unversioned functions kept for the release before, and nothing else
+    # what is left: the unversioned functions kept for the release before the versioned ones, and nothing else
     assert set(held) <= set(functions.UNVERSIONED), sorted(set(held) - set(functions.UNVERSIONED))
 
 

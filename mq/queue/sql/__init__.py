@@ -41,7 +41,8 @@ WITH picked AS (
     -- an expired message expires for every group that still owed it: their deliveries go (one primary-key probe
     -- per group of the topic; none for a topic without groups)
     DELETE FROM deliveries AS d USING changed AS c, consumer_groups AS g
-    WHERE g.tenant_id = c.tenant_id AND g.topic = c.topic AND d.group_id = g.id AND d.message_id = c.id
+    WHERE g.tenant_id = c.tenant_id AND g.topic = c.topic
+      AND d.tenant_id = c.tenant_id AND d.group_id = g.id AND d.message_id = c.id
 )
 SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = c.tenant_id
 GROUP BY 1, 2"""
@@ -107,8 +108,9 @@ SELECT coalesce(metadata, '{}')::text FROM messages
 WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND owed IS NULL"""
 GROUP_LEASED_METADATA = """
 SELECT (coalesce(m.metadata, '{}') || coalesce(d.metadata, '{}'))::text
-FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id JOIN messages AS m ON m.id = d.message_id
-WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'processing' AND m.tenant_id = $1"""
+FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id
+JOIN messages AS m ON m.tenant_id = $1 AND m.id = d.message_id
+WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'processing'"""
 
 # Who holds a message's lease now (gRPC's ack and nack by id act only on the caller's own lease): its receipt, its
 # holder's name and whether it is unexpired; no row when the message (the group's delivery) is not processing.
@@ -118,7 +120,7 @@ SELECT receipt::text, leased_by, available_at > now() AS live FROM messages
 WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND owed IS NULL"""
 GROUP_LEASE_HOLDER = """
 SELECT d.receipt::text, d.leased_by, d.available_at > now() AS live
-FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id
 WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'processing'"""
 
 # --- Concurrency limits ----------------------------------------------------------------------------------------
@@ -159,7 +161,8 @@ GROUP_INFLIGHT_START_LEASES = """
 WITH recorded AS (
     INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
     SELECT $1, $2, $3, d.receipt, d.message_id, d.available_at FROM deliveries AS d
-    WHERE d.group_id = $3 AND d.status = 'processing' AND d.available_at > now() AND d.receipt IS NOT NULL
+    WHERE d.tenant_id = $1 AND d.group_id = $3 AND d.status = 'processing' AND d.available_at > now()
+      AND d.receipt IS NOT NULL
     ON CONFLICT DO NOTHING
     RETURNING 1
 )
@@ -194,9 +197,10 @@ WITH stale AS (
     DELETE FROM inflight_leases AS l
     WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = $3
       AND (l.deadline <= now() OR NOT CASE WHEN $3 = 0
-          THEN EXISTS (SELECT FROM messages AS m
-                       WHERE m.id = l.message_id AND m.status = 'processing' AND m.receipt = l.receipt)
-          ELSE EXISTS (SELECT FROM deliveries AS d WHERE d.group_id = $3 AND d.message_id = l.message_id
+          THEN EXISTS (SELECT FROM messages AS m WHERE m.tenant_id = $1 AND m.id = l.message_id
+                         AND m.status = 'processing' AND m.receipt = l.receipt)
+          ELSE EXISTS (SELECT FROM deliveries AS d
+                       WHERE d.tenant_id = $1 AND d.group_id = $3 AND d.message_id = l.message_id
                          AND d.status = 'processing' AND d.receipt = l.receipt) END)
     RETURNING 1
 ), drained AS (
@@ -272,14 +276,14 @@ MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $
 # the groups it missed as well, not only to the new one.
 NEVER_OWED_TO = "(x.start = 'earliest' OR x.created_at <= {m}.created_at)"
 
-# Once the caches' staleness has passed ($2 seconds after a group's creation), the group is settled once: the
+# Once the caches' staleness has passed ($3 seconds after a group's creation), the group is settled once: the
 # never-owed pending messages of its topic stored around its creation are owed as above. Only that span of the
-# topic is read: ids are UUIDv7, so the span is a primary-key range ($3 seconds of margin either side, for the
+# topic is read: ids are UUIDv7, so the span is a primary-key range ($4 seconds of margin either side, for the
 # clocks of the instances that made the ids and for an insert that began before the group). A stray a stale
 # instance leased or consumed as a plain message in the meantime is left as it is. Returns the tenant, topic and
-# how many messages were settled. $1 group id, $2 staleness seconds, $3 margin seconds
+# how many messages were settled. $2 group id, $3 staleness seconds, $4 margin seconds
 GROUPS_UNSETTLED = """
-SELECT id FROM consumer_groups WHERE settled_at IS NULL AND created_at < now() - make_interval(secs => $1)
+SELECT tenant_id, id FROM consumer_groups WHERE settled_at IS NULL AND created_at < now() - make_interval(secs => $1)
 ORDER BY id LIMIT 100"""
 
 
@@ -290,26 +294,26 @@ def _uuid7_at(instant: str) -> str:
 
 GROUP_SETTLE = f"""
 WITH g AS (
-    UPDATE consumer_groups SET settled_at = now() WHERE id = $1 AND settled_at IS NULL
+    UPDATE consumer_groups SET settled_at = now() WHERE tenant_id = $1 AND id = $2 AND settled_at IS NULL
     RETURNING id, tenant_id, topic, created_at
 ), strays AS (
     SELECT m.id, m.priority, m.available_at, m.expires_at, m.created_at
     FROM g JOIN messages AS m ON m.tenant_id = g.tenant_id AND m.topic = g.topic
-    WHERE m.id >= {_uuid7_at("g.created_at - make_interval(secs => $3)")}
-      AND m.id < {_uuid7_at("g.created_at + make_interval(secs => $2 + $3)")}
+    WHERE m.id >= {_uuid7_at("g.created_at - make_interval(secs => $4)")}
+      AND m.id < {_uuid7_at("g.created_at + make_interval(secs => $3 + $4)")}
       AND m.owed IS NULL AND m.status = 'pending' AND m.original_topic IS NULL AND {ALIVE}
     FOR UPDATE OF m
 ), minted AS (
-    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
-    SELECT x.id, s.id, s.priority, s.available_at, s.expires_at
-    FROM strays AS s CROSS JOIN g JOIN consumer_groups AS x ON x.tenant_id = g.tenant_id AND x.topic = g.topic
+    INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
+    SELECT $1, x.id, s.id, s.priority, s.available_at, s.expires_at
+    FROM strays AS s CROSS JOIN g JOIN consumer_groups AS x ON x.tenant_id = $1 AND x.topic = g.topic
     WHERE {NEVER_OWED_TO.format(m="s")}
     ON CONFLICT DO NOTHING
     RETURNING message_id
 ), counted AS (
     UPDATE messages AS m SET owed = coalesce(m.owed, 0) + c.n
     FROM (SELECT message_id, count(*)::int AS n FROM minted GROUP BY 1) AS c
-    WHERE m.id = c.message_id
+    WHERE m.tenant_id = $1 AND m.id = c.message_id
     RETURNING 1
 )
 SELECT t.slug AS tenant, g.topic, (SELECT count(*) FROM counted)::int AS n
@@ -320,7 +324,8 @@ FROM g JOIN tenants AS t ON t.id = g.tenant_id"""
 # Why a group's ack matched nothing: each listed message's delivery status for the group, and whether the tenant
 # has a group of that name at all. $2 group name, $3 ids
 GROUP_LEASE_PROBE_MANY = f"""
-SELECT d.message_id AS id, d.status FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+SELECT d.message_id AS id, d.status
+FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id
 WHERE g.tenant_id = $1 AND g.name = $2 AND d.message_id = ANY({uuid_list("$3")})"""
 GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $1 AND name = $2)"
 
@@ -351,8 +356,8 @@ _REQUEUED_OWED = """owed = nullif((
         SELECT CASE WHEN bool_or(g.name = m.consumer_group) THEN 1 ELSE count(*) END
         FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = m.original_topic), 0)"""
 _REQUEUED_MINTED = """minted AS (
-    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
-    SELECT g.id, mv.id, mv.priority, mv.available_at, mv.expires_at
+    INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
+    SELECT $1, g.id, mv.id, mv.priority, mv.available_at, mv.expires_at
     FROM moved AS mv JOIN consumer_groups AS g ON g.tenant_id = $1 AND g.topic = mv.topic
     WHERE mv.owed IS NOT NULL AND (g.name = mv.consumer_group OR NOT EXISTS (
         SELECT 1 FROM consumer_groups AS x
@@ -442,7 +447,8 @@ SELECT {MESSAGE_COLUMNS}, (coalesce(m.attempts, '[]') || CASE WHEN m.status = 'p
             'consumer_group', g.name,
             'status', CASE WHEN d.status = 'processing' AND d.available_at <= now() THEN 'pending' ELSE d.status END,
             'retry_count', d.retry_count) ORDER BY g.id), '[]')
-        FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id AND d.message_id = m.id
+        FROM consumer_groups AS g
+        JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id AND d.message_id = m.id
         WHERE g.tenant_id = $1 AND g.topic = m.topic)::text
     END AS deliveries
 FROM messages AS m WHERE m.tenant_id = $1 AND m.id = $2"""

@@ -120,10 +120,12 @@ def _deliveries_picked(gate: str) -> Fragment:
         f"""
     SELECT d.message_id, d.status = 'processing' AS lapsed,
            CASE WHEN d.status = 'processing'
-                THEN d.retry_count + 1 >= (SELECT m.max_retries FROM messages AS m WHERE m.id = d.message_id)
+                THEN d.retry_count + 1 >= (SELECT m.max_retries FROM messages AS m
+                                           WHERE m.tenant_id = $tenant AND m.id = d.message_id)
                 ELSE false END AS spent
     FROM deliveries AS d
-    WHERE d.group_id = $group AND d.available_at <= now() AND (d.expires_at IS NULL OR d.expires_at > now()){gate}
+    WHERE d.tenant_id = $tenant AND d.group_id = $group AND d.available_at <= now()
+      AND (d.expires_at IS NULL OR d.expires_at > now()){gate}
     ORDER BY d.priority DESC, d.available_at
     LIMIT $count
     FOR UPDATE SKIP LOCKED""",
@@ -142,7 +144,8 @@ _DELIVERIES_LEASED = Fragment(
         attempt_ended("'lapsed'", f"'{LEASE_EXPIRED_ERROR}'", "d.available_at", row="d")
     } ELSE d.attempts END,
         leased_at = now(), leased_by = $consumer::text
-    FROM picked AS p WHERE d.group_id = $group AND d.message_id = p.message_id AND NOT p.spent
+    FROM picked AS p WHERE d.tenant_id = $tenant AND d.group_id = $group AND d.message_id = p.message_id
+      AND NOT p.spent
     RETURNING d.message_id, d.status, d.retry_count, d.last_error, d.available_at, d.receipt, p.lapsed,
         d.metadata AS saved""",
 )

@@ -214,26 +214,56 @@ END
 )
 
 # --- Consumer groups (`mq.queue.sql`, "Consumer groups") ------------------------------------------------------------
+# Version 1 looked deliveries up by (group, message) and messages by id; version 2 names the tenant first in each
+# (`deliveries.tenant_id`, migration 2026_11_28_deliveries_tenant): every row a function reads or writes is found
+# through its tenant, as a statement's are. Each function below is built for a version (`_Scope`); what version 1
+# was is pinned by its digest (`tests/integration/test_functions.py`), so a change meant for version 2 cannot alter
+# what the migration that created version 1 creates.
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What a version names first in each lookup: nothing (version 1), or the tenant (`tenant`, version 2)."""
+
+    version: int
+
+    @property
+    def tenant_first(self) -> bool:
+        return self.version >= 2
+
+    def of(self, alias: str) -> str:
+        """`<alias>.tenant_id = tenant AND ` (alias '' for an unqualified column), or nothing."""
+        column = f"{alias}.tenant_id" if alias else "tenant_id"
+        return f"{column} = tenant AND " if self.tenant_first else ""
+
+    def tenant_arg(self) -> str:
+        return "tenant, " if self.tenant_first else ""
+
+    def name(self, base: str) -> str:
+        return f"{base}_v{self.version}"
+
+
 # A group's deliveries finished (`owed_by`: their messages): count the messages down, and delete those no group owes
 # any more, keeping them in the log of a replayable topic when the finish was an ack (`acked`). Each statement of a
 # function sees what committed before it started: two groups acking a message's last deliveries at once serialize
 # on the message's row in the count-down (the second one counts from the first one's result), and the delete that
 # follows sees 0. One statement could not do this: under READ COMMITTED each of two racing statements still sees
 # the other's delivery row, and neither would delete the message.
-GROUP_DONE = Function(
-    "skiplock_group_done_v1",
-    "owed_by uuid[], acked boolean",
-    "void",
-    "plpgsql",
-    f"""
+def _group_done(v: _Scope) -> Function:
+    return Function(
+        v.name("skiplock_group_done"),
+        f"{'tenant bigint, ' if v.tenant_first else ''}owed_by uuid[], acked boolean",
+        "void",
+        "plpgsql",
+        f"""
 DECLARE gone uuid[];
 BEGIN
     -- in id order, so that two count-downs over the same messages wait for each other instead of deadlocking
-    PERFORM 1 FROM messages WHERE id = ANY(owed_by) ORDER BY id FOR UPDATE;
+    PERFORM 1 FROM messages WHERE {v.of("")}id = ANY(owed_by) ORDER BY id FOR UPDATE;
     WITH counted AS (
         UPDATE messages AS m SET owed = m.owed - n.k
         FROM (SELECT id, count(*)::int2 AS k FROM unnest(owed_by) AS x(id) GROUP BY id) AS n
-        WHERE m.id = n.id AND m.owed IS NOT NULL
+        WHERE {v.of("m")}m.id = n.id AND m.owed IS NOT NULL
         RETURNING m.id, m.owed
     )
     SELECT array_agg(id) INTO gone FROM counted WHERE owed <= 0;
@@ -241,33 +271,36 @@ BEGIN
         RETURN;
     END IF;
     IF NOT acked THEN
-        DELETE FROM messages WHERE id = ANY(gone) AND owed <= 0;
+        DELETE FROM messages WHERE {v.of("")}id = ANY(gone) AND owed <= 0;
         RETURN;
     END IF;
     WITH done AS (
-        DELETE FROM messages WHERE id = ANY(gone) AND owed <= 0
+        DELETE FROM messages WHERE {v.of("")}id = ANY(gone) AND owed <= 0
         RETURNING tenant_id, topic, id, key, payload, metadata, priority, retry_count, created_at
     )
 {_indent(log_acked("done", "r.tenant_id"), 4)};
 END
 """,
-)
+    )
+
+
 # A group's ack: the named group's processing deliveries whose receipt matches (none given: any holder) deleted, their
 # messages counted down; answers each deleted delivery's message id, the receipt of the lease that ended, and its
 # topic. An ack names the group, not its topic: the tenant's groups of that name (one per topic that has one) are
-# looked up here, and each listed message's delivery by the primary key (group, message).
-GROUP_ACK = Function(
-    "skiplock_group_ack_v1",
-    "tenant bigint, group_name text, ids uuid[], receipts uuid[]",
-    "TABLE(id uuid, receipt uuid, topic text)",
-    "plpgsql",
-    f"""
+# looked up here, and each listed message's delivery by its key (tenant, group, message).
+def _group_ack(v: _Scope) -> Function:
+    return Function(
+        v.name("skiplock_group_ack"),
+        "tenant bigint, group_name text, ids uuid[], receipts uuid[]",
+        "TABLE(id uuid, receipt uuid, topic text)",
+        "plpgsql",
+        f"""
 DECLARE acked uuid[]; ended uuid[]; topics text[];
 BEGIN
     WITH gone AS (
         DELETE FROM deliveries AS d
         USING unnest(ids, receipts) AS w(id, receipt), consumer_groups AS g
-        WHERE g.tenant_id = tenant AND g.name = group_name AND d.group_id = g.id AND d.message_id = w.id
+        WHERE g.tenant_id = tenant AND g.name = group_name AND {v.of("d")}d.group_id = g.id AND d.message_id = w.id
           AND d.status = 'processing' AND (w.receipt IS NULL OR w.receipt = d.receipt)
         RETURNING d.message_id, d.receipt, g.topic
     )
@@ -276,24 +309,27 @@ BEGIN
     IF acked IS NULL THEN
         RETURN;
     END IF;
-    PERFORM {GROUP_DONE.name}(acked, true);
+    PERFORM {_group_done(v).name}({v.tenant_arg()}acked, true);
     RETURN QUERY SELECT * FROM unnest(acked, ended, topics);
 END
 """,
-)
+    )
+
+
 # A group's nack: below max_retries its delivery is pending again after the delay (or the topic's backoff), with
 # `meta` merged into the group's saved state; reached, the group's delivery is dead-lettered: a copy of the message
 # goes to `<topic>.dlq` (pending, retry_count 0, max_retries 0, `original_topic` and `consumer_group` set), or stays
 # in the topic as `failed` for that group when the DLQ is off; the delivery goes and the message is counted down.
 # `copy_id` is the copy's id (a UUIDv7 from the caller). Answers the outcome and the group's topic; no row: nothing
 # matched.
-GROUP_NACK = Function(
-    "skiplock_group_nack_v1",
-    "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
-    "backoff_default integer[], dlq_default boolean, copy_id uuid, meta jsonb",
-    "TABLE(outcome text, topic text)",
-    "plpgsql",
-    f"""
+def _group_nack(v: _Scope) -> Function:
+    return Function(
+        v.name("skiplock_group_nack"),
+        "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
+        "backoff_default integer[], dlq_default boolean, copy_id uuid, meta jsonb",
+        "TABLE(outcome text, topic text)",
+        "plpgsql",
+        f"""
 DECLARE
     gid bigint; gtopic text; tries int; maxr int; dlq_on bool; backoff int4[]; outc text; ended jsonb;
     saved jsonb;
@@ -305,7 +341,7 @@ BEGIN
                'ended_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
            CASE WHEN meta IS NULL THEN d.metadata ELSE coalesce(d.metadata, '{{}}') || meta END
     INTO gid, gtopic, tries, ended, saved
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    FROM consumer_groups AS g JOIN deliveries AS d ON {v.of("d")}d.group_id = g.id
     WHERE g.tenant_id = tenant AND g.name = group_name AND d.message_id = mid AND d.status = 'processing'
       AND (rcpt IS NULL OR d.receipt = rcpt)
     FOR UPDATE OF d;
@@ -315,7 +351,7 @@ BEGIN
     SELECT m.max_retries, coalesce(tc.dlq_enabled, dlq_default), coalesce(tc.retry_backoff_seconds, backoff_default)
     INTO maxr, dlq_on, backoff
     FROM messages AS m LEFT JOIN topic_configs AS tc ON tc.tenant_id = tenant AND tc.topic = m.topic
-    WHERE m.id = mid;
+    WHERE {v.of("m")}m.id = mid;
     outc := CASE WHEN tries < maxr THEN 'retry' WHEN dlq_on THEN 'dlq' ELSE 'failed' END;
     IF outc = 'retry' THEN
         UPDATE deliveries AS d SET
@@ -325,7 +361,7 @@ BEGIN
             attempts = (CASE WHEN jsonb_array_length(coalesce(d.attempts, '[]')) >= 20 THEN d.attempts - 0
                         ELSE coalesce(d.attempts, '[]') END)
                        || jsonb_build_array(ended || jsonb_build_object('outcome', 'nacked'))
-        WHERE d.group_id = gid AND d.message_id = mid;
+        WHERE {v.of("d")}d.group_id = gid AND d.message_id = mid;
     ELSE
         INSERT INTO messages (id, tenant_id, topic, key, payload, metadata, priority, max_retries, status,
                               retry_count, last_error, original_topic, dlq_moved_at, consumer_group, attempts)
@@ -336,50 +372,80 @@ BEGIN
                err, CASE outc WHEN 'dlq' THEN m.topic END, CASE outc WHEN 'dlq' THEN now() END, group_name,
                coalesce(d.attempts, '[]')
                    || jsonb_build_array(ended || jsonb_build_object('outcome', 'dead_lettered'))
-        FROM messages AS m JOIN deliveries AS d ON d.group_id = gid AND d.message_id = m.id
-        WHERE m.id = mid;
-        DELETE FROM deliveries WHERE group_id = gid AND message_id = mid;
-        PERFORM {GROUP_DONE.name}(ARRAY[mid], false);
+        FROM messages AS m JOIN deliveries AS d ON {v.of("d")}d.group_id = gid AND d.message_id = m.id
+        WHERE {v.of("m")}m.id = mid;
+        DELETE FROM deliveries WHERE {v.of("")}group_id = gid AND message_id = mid;
+        PERFORM {_group_done(v).name}({v.tenant_arg()}ARRAY[mid], false);
     END IF;
     RETURN QUERY SELECT outc, gtopic;
 END
 """,
-)
+    )
+
+
 # What a deleted group owed, released a batch at a time: its deliveries go, and the messages no other group owes
 # with them; leased deliveries locked at that moment are skipped, for a later batch.
-GROUP_RELEASE = Function(
-    "skiplock_group_release_v1",
-    "g bigint, batch integer",
-    "integer",
-    "plpgsql",
-    f"""
+def _group_release(v: _Scope) -> Function:
+    return Function(
+        v.name("skiplock_group_release"),
+        f"{'tenant bigint, ' if v.tenant_first else ''}g bigint, batch integer",
+        "integer",
+        "plpgsql",
+        f"""
 DECLARE released uuid[];
 BEGIN
     WITH picked AS (
-        SELECT message_id FROM deliveries WHERE group_id = g LIMIT batch FOR UPDATE SKIP LOCKED
+        SELECT message_id FROM deliveries WHERE {v.of("")}group_id = g LIMIT batch FOR UPDATE SKIP LOCKED
     ), gone AS (
-        DELETE FROM deliveries AS d USING picked AS p WHERE d.group_id = g AND d.message_id = p.message_id
+        DELETE FROM deliveries AS d USING picked AS p WHERE {v.of("d")}d.group_id = g AND d.message_id = p.message_id
         RETURNING d.message_id
     )
     SELECT array_agg(message_id) INTO released FROM gone;
     IF released IS NULL THEN
         RETURN 0;
     END IF;
-    PERFORM {GROUP_DONE.name}(released, false);
+    PERFORM {_group_done(v).name}({v.tenant_arg()}released, false);
     RETURN cardinality(released);
 END
 """,
-)
+    )
+
+
 # A deleted group's tombstone (trigger `consumer_groups_tombstone`), until its deliveries are released.
-GROUP_TOMBSTONE = Function(
-    "skiplock_group_tombstone_v1",
+def _group_tombstone(v: _Scope) -> Function:
+    columns, values = ("tenant_id, id", "OLD.tenant_id, OLD.id") if v.tenant_first else ("id", "OLD.id")
+    return Function(
+        v.name("skiplock_group_tombstone"),
+        "",
+        "trigger",
+        "plpgsql",
+        f"""
+BEGIN
+    INSERT INTO deleted_groups ({columns}) VALUES ({values}) ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+""",
+    )
+
+
+_V1, _V2 = _Scope(1), _Scope(2)
+GROUP_DONE = _group_done(_V2)
+GROUP_ACK = _group_ack(_V2)
+GROUP_NACK = _group_nack(_V2)
+GROUP_RELEASE = _group_release(_V2)
+GROUP_TOMBSTONE = _group_tombstone(_V2)
+#: The release before names no tenant when it mints a delivery (`deliveries.tenant_id` came after it): its rows are
+#: given their group's tenant on the way in (trigger `deliveries_tenant`, only on a row without one), until the
+#: migration after drops it with that release's functions.
+DELIVERIES_TENANT = Function(
+    "skiplock_deliveries_tenant_v1",
     "",
     "trigger",
     "plpgsql",
     """
 BEGIN
-    INSERT INTO deleted_groups (id) VALUES (OLD.id) ON CONFLICT DO NOTHING;
-    RETURN NULL;
+    NEW.tenant_id := (SELECT g.tenant_id FROM consumer_groups AS g WHERE g.id = NEW.group_id);
+    RETURN NEW;
 END
 """,
 )
@@ -397,9 +463,13 @@ CURRENT = (
     GROUP_NACK,
     GROUP_RELEASE,
     GROUP_TOMBSTONE,
+    DELIVERIES_TENANT,
 )
+#: The versions the release before called: created by the migration that introduced them, kept by the one that
+#: replaced them (its old instances still call them during a rolling upgrade), dropped by the migration after.
+SUPERSEDED = (_group_done(_V1), _group_ack(_V1), _group_nack(_V1), _group_release(_V1), _group_tombstone(_V1))
 #: Every version a migration created, by name (a migration looks its functions up here).
-RELEASED = {function.name: function for function in CURRENT}
+RELEASED = {function.name: function for function in (*SUPERSEDED, *CURRENT)}
 #: The unversioned functions of the migrations before `2026_11_28_versioned_functions`: what the release before
 #: it calls, left for its instances during a rolling upgrade, dropped by the migration after (name, arguments).
 UNVERSIONED = (

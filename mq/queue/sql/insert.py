@@ -95,7 +95,8 @@ def expired_twins(pairs: str) -> list[Fragment]:
             "dead_twin_deliveries",
             """
     DELETE FROM deliveries AS d USING dead_twins AS t, consumer_groups AS g
-    WHERE g.tenant_id = $tenant AND g.topic = t.topic AND d.group_id = g.id AND d.message_id = t.id""",
+    WHERE g.tenant_id = $tenant AND g.topic = t.topic
+      AND d.tenant_id = $tenant AND d.group_id = g.id AND d.message_id = t.id""",
         ),
     ]
 
@@ -254,8 +255,8 @@ def _minted(plan: InsertPlan) -> Fragment:
     return Fragment(
         "minted",
         f"""
-    INSERT INTO deliveries (group_id, message_id, priority, available_at, expires_at)
-    SELECT g.id, s.id, s.priority, s.available_at, s.expires_at
+    INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
+    SELECT $tenant, g.id, s.id, s.priority, s.available_at, s.expires_at
     FROM stored AS s JOIN consumer_groups AS g ON g.tenant_id = $tenant AND g.topic = s.topic{only}
     WHERE s.inserted""",
     )

@@ -103,7 +103,7 @@ _GROUP_ACK_LEASES = Fragment(
     "leases",
     f"""
     SELECT d.message_id, d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $tenant AND d.group_id = g.id
     WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = ANY({uuid_list("$ids")})
       AND d.status = 'processing'""",
     materialized=True,
@@ -206,7 +206,7 @@ _GROUP_NACK_LEASES = Fragment(
     "leases",
     """
     SELECT d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $tenant AND d.group_id = g.id
     WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = $message AND d.status = 'processing'
       AND ($receipt::uuid IS NULL OR d.receipt = $receipt)""",
     materialized=True,
@@ -285,7 +285,7 @@ _EXTEND_TARGETS = {
     FOR UPDATE""",
     True: """
     SELECT d.message_id AS id, g.topic, d.receipt, d.available_at, d.group_id
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id
+    FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $tenant AND d.group_id = g.id
     WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = $message AND d.status = 'processing'
       AND ($receipt::uuid IS NULL OR d.receipt = $receipt)
     FOR UPDATE OF d""",
@@ -299,7 +299,8 @@ RETURNING m.available_at""",
     True: """
 UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $seconds)
 FROM target AS t
-WHERE d.group_id = t.group_id AND d.message_id = t.id AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
+WHERE d.tenant_id = $tenant AND d.group_id = t.group_id AND d.message_id = t.id
+  AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
 RETURNING d.available_at""",
 }
 # Without limits: one UPDATE.
@@ -312,7 +313,8 @@ RETURNING available_at""",
     True: """
 UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $seconds)
 FROM consumer_groups AS g
-WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.group_id = g.id AND d.message_id = $message
+WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.tenant_id = $tenant AND d.group_id = g.id
+  AND d.message_id = $message
   AND d.status = 'processing' AND ($receipt::uuid IS NULL OR d.receipt = $receipt)
 RETURNING d.available_at""",
 }
