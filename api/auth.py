@@ -6,16 +6,12 @@ from __future__ import annotations
 import binascii
 import hmac
 from base64 import b64decode
-from collections.abc import Sequence
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from mq import errors
-from mq.queue.service import QueueService
 from mq.runtime import Runtime
-from mq.tenancy import grants
-from mq.tenancy.auth import Principal
 
 #: Paths under /api that answer without credentials; everything outside /api does too.
 PUBLIC_API_PATHS = frozenset({"/api/version", "/api/auth/status", "/api/auth/login"})
@@ -160,71 +156,3 @@ def _basic_credentials(header: bytes | None) -> tuple[str, str]:
     if not sep or "\x00" in decoded:  # no user has a NUL in its name or password: Postgres text cannot hold one
         raise errors.Unauthorized("malformed Basic credentials")
     return username, password
-
-
-def tenant_for(
-    principal: Principal, *, admin_only: bool = False, action: str | None = None, topic: str | None = None
-) -> int:
-    """The tenant id a route works on, after the role check. Admin routes refuse members; a member needs a grant
-    for `action` (on `topic` when the route names one; routes that find the topic later call `require_grant`)."""
-    if principal.tenant_id is None:
-        raise errors.InvalidRequest("a platform admin must name a tenant with the X-Tenant header")
-    if principal.is_member:
-        if admin_only or action is None:
-            raise errors.Forbidden("tenant admins only")
-        if topic is not None:
-            require_grant(principal, action, topic)
-    elif admin_only and principal.role not in ("tenant_admin", "platform_admin"):
-        raise errors.Forbidden("tenant admins only")
-    return principal.tenant_id
-
-
-def require_grant(principal: Principal, action: str, topic: str) -> None:
-    """Members only do what their grants allow; the admin roles need none."""
-    if principal.is_member and not grants.allowed(principal.grants, action, topic):
-        raise errors.Forbidden(f"no {action} grant for topic {topic!r}")
-
-
-def require_consumer_group(principal: Principal, topic: str, consumer_group: str | None) -> None:
-    """A member whose consume grants on `topic` all pin consumer groups consumes it only as one of them."""
-    if not principal.is_member:
-        return
-    pinned = grants.consumer_groups(principal.grants, topic)
-    if pinned is not None and consumer_group not in pinned:
-        names = ", ".join(sorted(pinned))
-        raise errors.Forbidden(f"your consume grant on topic {topic!r} is for consumer group {names} only")
-
-
-async def tenant_for_messages(
-    principal: Principal,
-    queue: QueueService,
-    action: str,
-    message_ids: Sequence[str],
-    groups: Sequence[str | None] | None = None,
-) -> int:
-    """`tenant_for` for a request that names messages by id (REST and gRPC alike): a member needs `action` on each
-    message's topic and, to consume, a grant for the consumer group it names (`groups`, one per message: ack,
-    nack, visibility) or, naming none (requeue, retry), for the message's own (a dead letter's). Messages not
-    found are left to the caller (which answers not found)."""
-    tenant = tenant_for(principal, action=action)
-    if principal.is_member:
-        for i, found in enumerate(await queue.topics_of(tenant, message_ids)):
-            if found is None:
-                continue
-            topic, own_group = found
-            require_grant(principal, action, topic)
-            if action == "consume":
-                require_consumer_group(principal, topic, groups[i] if groups is not None else own_group)
-    return tenant
-
-
-def pinned_groups(principal: Principal, topic: str) -> frozenset[str] | None:
-    """The consumer groups a member consumes `topic` as, when its consume grants pin them; None: any."""
-    if not principal.is_member:
-        return None
-    return grants.consumer_groups(principal.grants, topic)
-
-
-def require_platform_admin(principal: Principal) -> None:
-    if not principal.is_platform_admin:
-        raise errors.Forbidden("platform admins only")

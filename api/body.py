@@ -90,7 +90,8 @@ def json_post(path: str, body: type[msgspec.Struct], **options: Any) -> post:
 
 
 class BatchBody(StrictBody[BatchEnqueueBody]):
-    """The batch enqueue body: bad items come through as `InvalidItem`s so the handler can report them all."""
+    """The batch enqueue body: bad items come through as their decoder's message (`decode_batch`), so that every
+    one is reported."""
 
     def decode_bytes(self, value: bytes) -> Any:
         return decode_batch_body(value)

@@ -113,12 +113,6 @@ class BatchEnqueueBody(Strict):
     topic: Topic | None = None
 
 
-class InvalidItem(msgspec.Struct):
-    """Stands in a decoded batch for an item that is not a valid `BatchItem`, so that every bad item is reported."""
-
-    error: str
-
-
 class _LooseBatch(Strict):
     messages: Annotated[list[Any], Meta(min_length=1)]
     topic: str | None = None
@@ -129,7 +123,8 @@ _loose_batch_decoder = msgspec.json.Decoder(_LooseBatch)
 
 
 def decode_batch(raw: bytes) -> BatchEnqueueBody:
-    """One typed decode for the whole batch; only when it fails, item by item, to find every bad item."""
+    """One typed decode for the whole batch; only when it fails, item by item, to find every bad item: each stands in
+    the batch as its decoder's message (a `str`, which `mq.commands.messages` reports as that item's problem)."""
     try:
         return _batch_decoder.decode(raw)
     except msgspec.ValidationError:
@@ -139,7 +134,7 @@ def decode_batch(raw: bytes) -> BatchEnqueueBody:
         try:
             items.append(msgspec.convert(entry, BatchItem))
         except msgspec.ValidationError as exc:
-            items.append(InvalidItem(str(exc)))
+            items.append(str(exc))
     return BatchEnqueueBody(messages=items, topic=loose.topic)
 
 

@@ -10,6 +10,7 @@ from mq.audit.repository import AuditRepository
 from mq.audit.service import AuditTrail
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
+from mq.commands.messages import MessageCommands
 from mq.db.engine import Engine, Pool, create_engine, create_pool
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
@@ -53,6 +54,8 @@ class Runtime:
     wakeups: WakeupHub
     broadcast: Broadcast
     queue: QueueService
+    #: the data plane's commands, as callers make them (authorization, bounds, then `queue`)
+    messages: MessageCommands
     tenancy: TenancyRepository
     auth: Authenticator
     invalidation: AuthInvalidation
@@ -142,6 +145,8 @@ class Runtime:
             await bootstrap(tenancy, settings)
             await refuse_default_admin_password(tenancy, settings)
         tenants = TenancyService(tenancy, invalidation, passwords)
+        topics = TopicAdmin(TopicRepository(pool), queue)
+        audit = AuditTrail(AuditRepository(pool))
         return cls(
             settings=settings,
             pool=pool,
@@ -152,14 +157,15 @@ class Runtime:
             wakeups=wakeups,
             broadcast=broadcast,
             queue=queue,
+            messages=MessageCommands(queue, topics.browser, audit),
             tenancy=tenancy,
             auth=auth,
             invalidation=invalidation,
             tenants=tenants,
             metrics=metrics,
             jobs=jobs,
-            topics=TopicAdmin(TopicRepository(pool), queue),
-            audit=AuditTrail(AuditRepository(pool)),
+            topics=topics,
+            audit=audit,
             history=History(HistoryRepository(pool), queue),
             schemas=TopicSchemas(SchemaRepository(pool), queue.configs, queue.schemas),
             schedules=Schedules(ScheduleRepository(pool), settings, quotas),

@@ -43,13 +43,12 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 from google.rpc import error_details_pb2, status_pb2
 
-from api.auth import require_consumer_group, tenant_for, tenant_for_messages
 from api.errors import code_of, status_of
 from api.input_checks import check_message, lenient
 from api.queue_ti import queue_pb2, queue_pb2_grpc
 from mq import errors
 from mq.queue.types import MessageView
-from mq.queue.validation import build_item, check_group
+from mq.queue.validation import check_group
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
 
@@ -124,12 +123,9 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         self, request: queue_pb2.EnqueueRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> queue_pb2.EnqueueResponse:
         async def enqueue(principal: Principal) -> queue_pb2.EnqueueResponse:
-            tenant = tenant_for(principal, action="produce", topic=request.topic)
-            queue = self.runtime.queue
             key = request.key if request.HasField("key") else None
             metadata = dict(request.metadata) if request.metadata else None
-            item = build_item(queue.settings, request.topic, request.payload, metadata, key)
-            message_id, _ = await queue.enqueue(tenant, item)
+            message_id = await self.runtime.messages.enqueue(principal, request.topic, request.payload, metadata, key)
             return queue_pb2.EnqueueResponse(id=str(message_id))
 
         return await self._call("Enqueue", request, context, enqueue)
@@ -163,9 +159,8 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
     ) -> queue_pb2.AckResponse:
         async def ack(principal: Principal) -> queue_pb2.AckResponse:
             group = _group(request.consumer_group)
-            tenant = await self._tenant_for_message(principal, request.id, group)
-            receipt = await self._own_receipt(principal, tenant, request.id, group)
-            await self.runtime.queue.ack(tenant, request.id, receipt, group)
+            receipt = await self._own_receipt(principal, request.id, group)
+            await self.runtime.messages.ack(principal, request.id, receipt, group)
             self._settled(request.id)
             return queue_pb2.AckResponse()
 
@@ -176,9 +171,8 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
     ) -> queue_pb2.NackResponse:
         async def nack(principal: Principal) -> queue_pb2.NackResponse:
             group = _group(request.consumer_group)
-            tenant = await self._tenant_for_message(principal, request.id, group)
-            receipt = await self._own_receipt(principal, tenant, request.id, group)
-            await self.runtime.queue.nack(tenant, request.id, receipt, request.error or None, None, group)
+            receipt = await self._own_receipt(principal, request.id, group)
+            await self.runtime.messages.nack(principal, request.id, receipt, request.error or None, None, group)
             self._settled(request.id)
             return queue_pb2.NackResponse()
 
@@ -202,7 +196,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             async def recheck() -> None:  # before each lease: the caller as stored now, its grants
                 nonlocal principal
                 principal = await self._caller(context)
-                self._allowed(principal, request.topic, request.consumer_group)
+                self.runtime.messages.check_consumer(principal, request.topic, _group(request.consumer_group))
 
             while not gone.is_set() and not queue.wakeups.closing:
                 await stream.room(gone)
@@ -270,17 +264,15 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         caller_gone: Callable[[], Awaitable[Any]] | None = None,
         before_lease: Callable[[], Awaitable[None]] | None = None,
     ) -> list[MessageView]:
-        tenant, group = self._allowed(principal, topic, consumer_group)
         wait = _SUBSCRIBE_WAIT_SECONDS if caller_gone is not None else 0
-        return await self.runtime.queue.dequeue(
-            tenant,
+        return await self.runtime.messages.dequeue(
+            principal,
             topic,
             count,
             visibility,
             wait,
             caller_gone,
-            consumer=principal.username,
-            consumer_group=group,
+            consumer_group=_group(consumer_group),
             before_lease=before_lease,
         )
 
@@ -292,14 +284,6 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         self._streams[principal.user_id] += 1
         return _Stream(principal.user_id, self.runtime.settings.grpc_stream_max_unsettled)
 
-    @staticmethod
-    def _allowed(principal: Principal, topic: str, consumer_group: str) -> tuple[int, str | None]:
-        """The tenant a consumer of `topic` (as `consumer_group`) addresses, if its grants allow it."""
-        tenant = tenant_for(principal, action="consume", topic=topic)
-        group = _group(consumer_group)
-        require_consumer_group(principal, topic, group)
-        return tenant, group
-
     def _remember(self, principal: Principal, messages: list[MessageView]) -> None:
         for message in messages:
             self._receipts[message.id] = (principal.user_id, message.receipt)
@@ -307,7 +291,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         while len(self._receipts) > _RECEIPTS_KEPT:
             self._receipts.popitem(last=False)
 
-    async def _own_receipt(self, principal: Principal, tenant: int, message_id: str, group: str | None) -> str:
+    async def _own_receipt(self, principal: Principal, message_id: str, group: str | None) -> str:
         """The receipt of the caller's own lease of the message: the one this process delivered to the caller
         (a stream's, or a dequeue's), else the lease the caller holds now (LeaseLost when another consumer holds
         it: an ack by id never ends someone else's lease)."""
@@ -319,7 +303,8 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         known = self._receipts.get(message_id)
         if known is not None and known[0] == principal.user_id and known[1] is not None:
             return known[1]
-        return await self.runtime.queue.own_receipt(tenant, message_id, principal.username, group)
+        _, receipt = await self.runtime.messages.own_receipt(principal, message_id, group)
+        return receipt
 
     def _settled(self, message_id: str) -> None:
         """A gRPC ack or nack of this process settled the message: its stream does not release it."""
@@ -328,13 +313,11 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         if stream is not None:
             stream.settle(message_id)
 
-    async def _tenant_for_message(self, principal: Principal, message_id: str, group: str | None) -> int:
-        return await tenant_for_messages(principal, self.runtime.queue, "consume", [message_id], [group])
-
     async def _release(self, principal: Principal, request: queue_pb2.SubscribeRequest, stream: _Stream) -> None:
         """The stream ended: its deliveries that no gRPC ack or nack settled lapse now (a lease extended to 0 s:
         available again at once, its slot of a max_inflight freed). One already settled elsewhere is left as it
-        is (its receipt no longer matches)."""
+        is (its receipt no longer matches). The stream's own cleanup, not a caller's command: it holds even when the
+        stream ended because the caller lost its grant."""
         tenant = principal.tenant_id
         group = _group(request.consumer_group)
         for message_id, (receipt, _) in list(stream.delivered.items()):

@@ -9,7 +9,6 @@ from litestar import Controller, Request, get, post, put
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import require_platform_admin
 from api.body import strict_body
 from api.schemas import (
     DeletedView,
@@ -27,6 +26,7 @@ from mq.history.views import ArchiveRunView
 from mq.jobs import Jobs
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
+from mq.tenancy.authorization import require_platform_admin
 from mq.tenancy.service import TenancyService
 
 AnyRequest = Request[Principal, Any, Any]

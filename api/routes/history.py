@@ -11,12 +11,12 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK
 
 from api.audit import audit
-from api.auth import tenant_for
 from api.body import json_post
 from api.schemas import ReplayBody
 from mq.history.service import History
 from mq.history.views import LogPageView, ReplayedView, TrimmedView
 from mq.tenancy.auth import Principal
+from mq.tenancy.authorization import tenant_for
 
 AnyRequest = Request[Principal, Any, Any]
 

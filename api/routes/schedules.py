@@ -11,13 +11,13 @@ from litestar import Controller, Request, delete, get, put
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import tenant_for
 from api.body import strict_body
 from api.schemas import PeriodicScheduleBody
 from mq.schedules.service import Schedules, ScheduleSpec
 from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
+from mq.tenancy.authorization import tenant_for
 
 AnyRequest = Request[Principal, Any, Any]
 

@@ -10,13 +10,13 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import tenant_for
 from api.body import strict_body
 from api.schemas import SchemaBody
 from mq.schemas.service import TopicSchemas
 from mq.schemas.views import SchemaListView, SchemaView
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
+from mq.tenancy.authorization import tenant_for
 
 AnyRequest = Request[Principal, Any, Any]
 

@@ -11,7 +11,6 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import require_platform_admin, tenant_for
 from api.body import json_post, strict_body
 from api.schemas import (
     MAX_OFFSET,
@@ -33,6 +32,7 @@ from api.schemas import (
 )
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
+from mq.tenancy.authorization import require_platform_admin, tenant_for
 from mq.tenancy.repository import GrantRecord, TenantRecord, UserRow
 from mq.tenancy.service import TenancyService
 from mq.topics.service import TopicAdmin

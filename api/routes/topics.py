@@ -14,7 +14,6 @@ from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
 from api.audit import audit
-from api.auth import pinned_groups, require_consumer_group, require_grant, tenant_for
 from api.body import json_post, strict_body
 from api.errors import code_of
 from api.schemas import (
@@ -44,6 +43,7 @@ from mq.names import GROUP_PATTERN
 from mq.queue.types import TopicConfig
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
+from mq.tenancy.authorization import pinned_groups, require_consumer_group, require_grant, tenant_for
 from mq.topics.service import TopicAdmin
 from mq.topics.views import (
     BulkAction,

@@ -1,0 +1,7 @@
+"""The application's commands: what a caller asks, checked once and carried out.
+
+Each command takes the caller's `Principal` and does everything the request needs besides its wire format: the
+caller's role and grants (the consumer groups its grants pin included), the request's bounds, then the services.
+The edges (the REST routes, the hot routes, queue-ti's gRPC service) decode, call one command, and render its
+answer: a rule changed here holds on every edge.
+"""
