@@ -10,7 +10,10 @@ from mq.audit.repository import AuditRepository
 from mq.audit.service import AuditTrail
 from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
+from mq.commands import Commands
 from mq.commands.messages import MessageCommands
+from mq.commands.topic_data import HistoryCommands, ScheduleCommands, SchemaCommands
+from mq.commands.topics import TopicCommands
 from mq.db.engine import Engine, Pool, create_engine, create_pool
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
@@ -54,8 +57,8 @@ class Runtime:
     wakeups: WakeupHub
     broadcast: Broadcast
     queue: QueueService
-    #: the data plane's commands, as callers make them (authorization, bounds, then `queue`)
-    messages: MessageCommands
+    #: what callers ask, checked and carried out (authorization, bounds, audit, then the services)
+    commands: Commands
     tenancy: TenancyRepository
     auth: Authenticator
     invalidation: AuthInvalidation
@@ -147,6 +150,9 @@ class Runtime:
         tenants = TenancyService(tenancy, invalidation, passwords)
         topics = TopicAdmin(TopicRepository(pool), queue)
         audit = AuditTrail(AuditRepository(pool))
+        history = History(HistoryRepository(pool), queue)
+        schemas = TopicSchemas(SchemaRepository(pool), queue.configs, queue.schemas)
+        schedules = Schedules(ScheduleRepository(pool), settings, quotas)
         return cls(
             settings=settings,
             pool=pool,
@@ -157,7 +163,13 @@ class Runtime:
             wakeups=wakeups,
             broadcast=broadcast,
             queue=queue,
-            messages=MessageCommands(queue, topics.browser, audit),
+            commands=Commands(
+                messages=MessageCommands(queue, topics.browser, audit),
+                topics=TopicCommands(topics, queue, audit),
+                schedules=ScheduleCommands(schedules, audit),
+                schemas=SchemaCommands(schemas, audit),
+                history=HistoryCommands(history, audit),
+            ),
             tenancy=tenancy,
             auth=auth,
             invalidation=invalidation,
@@ -166,9 +178,9 @@ class Runtime:
             jobs=jobs,
             topics=topics,
             audit=audit,
-            history=History(HistoryRepository(pool), queue),
-            schemas=TopicSchemas(SchemaRepository(pool), queue.configs, queue.schemas),
-            schedules=Schedules(ScheduleRepository(pool), settings, quotas),
+            history=history,
+            schemas=schemas,
+            schedules=schedules,
             ticks=ScheduleFirer(ScheduleRepository(pool), queue, metrics),
         )
 

@@ -125,7 +125,9 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         async def enqueue(principal: Principal) -> queue_pb2.EnqueueResponse:
             key = request.key if request.HasField("key") else None
             metadata = dict(request.metadata) if request.metadata else None
-            message_id = await self.runtime.messages.enqueue(principal, request.topic, request.payload, metadata, key)
+            message_id = await self.runtime.commands.messages.enqueue(
+                principal, request.topic, request.payload, metadata, key
+            )
             return queue_pb2.EnqueueResponse(id=str(message_id))
 
         return await self._call("Enqueue", request, context, enqueue)
@@ -160,7 +162,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         async def ack(principal: Principal) -> queue_pb2.AckResponse:
             group = _group(request.consumer_group)
             receipt = await self._own_receipt(principal, request.id, group)
-            await self.runtime.messages.ack(principal, request.id, receipt, group)
+            await self.runtime.commands.messages.ack(principal, request.id, receipt, group)
             self._settled(request.id)
             return queue_pb2.AckResponse()
 
@@ -172,7 +174,9 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         async def nack(principal: Principal) -> queue_pb2.NackResponse:
             group = _group(request.consumer_group)
             receipt = await self._own_receipt(principal, request.id, group)
-            await self.runtime.messages.nack(principal, request.id, receipt, request.error or None, None, group)
+            await self.runtime.commands.messages.nack(
+                principal, request.id, receipt, request.error or None, None, group
+            )
             self._settled(request.id)
             return queue_pb2.NackResponse()
 
@@ -196,7 +200,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             async def recheck() -> None:  # before each lease: the caller as stored now, its grants
                 nonlocal principal
                 principal = await self._caller(context)
-                self.runtime.messages.check_consumer(principal, request.topic, _group(request.consumer_group))
+                self.runtime.commands.messages.check_consumer(principal, request.topic, _group(request.consumer_group))
 
             while not gone.is_set() and not queue.wakeups.closing:
                 await stream.room(gone)
@@ -265,7 +269,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         before_lease: Callable[[], Awaitable[None]] | None = None,
     ) -> list[MessageView]:
         wait = _SUBSCRIBE_WAIT_SECONDS if caller_gone is not None else 0
-        return await self.runtime.messages.dequeue(
+        return await self.runtime.commands.messages.dequeue(
             principal,
             topic,
             count,
@@ -303,7 +307,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         known = self._receipts.get(message_id)
         if known is not None and known[0] == principal.user_id and known[1] is not None:
             return known[1]
-        _, receipt = await self.runtime.messages.own_receipt(principal, message_id, group)
+        _, receipt = await self.runtime.commands.messages.own_receipt(principal, message_id, group)
         return receipt
 
     def _settled(self, message_id: str) -> None:

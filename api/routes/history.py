@@ -10,13 +10,11 @@ from litestar import Controller, Request, delete, get
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK
 
-from api.audit import audit
 from api.body import json_post
 from api.schemas import ReplayBody
-from mq.history.service import History
+from mq.commands.topic_data import HistoryCommands
 from mq.history.views import LogPageView, ReplayedView, TrimmedView
 from mq.tenancy.auth import Principal
-from mq.tenancy.authorization import tenant_for
 
 AnyRequest = Request[Principal, Any, Any]
 
@@ -24,9 +22,9 @@ AnyRequest = Request[Principal, Any, Any]
 MAX_LOG_LIMIT = 1000
 
 
-def _history(request: AnyRequest) -> History:
-    history: History = request.app.state.runtime.history
-    return history
+def _commands(request: AnyRequest) -> HistoryCommands:
+    commands: HistoryCommands = request.app.state.runtime.commands.history
+    return commands
 
 
 class MessageLogController(Controller):
@@ -46,8 +44,8 @@ class MessageLogController(Controller):
     ) -> LogPageView:
         """Every message acked while the topic was replayable, in `acked_at` order (keyset paging: acks that
         arrive meanwhile never shift a page), within its `replay_window_seconds` and after its last trim."""
-        tenant = tenant_for(request.user, action="read", topic=topic)
-        return await _history(request).page(tenant, topic, _aware(from_time), _aware(to_time), key, limit, cursor)
+        since, until = _aware(from_time), _aware(to_time)
+        return await _commands(request).page(request.user, topic, since, until, key, limit, cursor)
 
     @delete(
         "/message-log",
@@ -62,12 +60,9 @@ class MessageLogController(Controller):
         before: Annotated[datetime, Parameter(description="Entries acked before this go (RFC 3339)")],
     ) -> TrimmedView:
         """The entries go from every read and replay at once; their storage with their partition."""
-        tenant = tenant_for(request.user, admin_only=True)
         aware = _aware(before)
         assert aware is not None
-        deleted = await _history(request).trim(tenant, topic, aware)
-        await audit(request, "topic.log_trim", topic, {"before": aware.isoformat(), "deleted": deleted})
-        return TrimmedView(deleted=deleted)
+        return TrimmedView(deleted=await _commands(request).trim(request.user, topic, aware))
 
     @json_post("/replay", ReplayBody, status_code=HTTP_200_OK, summary="Replay logged messages", operation_id="replay")
     async def replay(self, request: AnyRequest, topic: str, data: ReplayBody) -> ReplayedView:
@@ -75,11 +70,8 @@ class MessageLogController(Controller):
         message, in `acked_at` order; with `consumer_group`, delivered to that group only (404 `not_found` when the
         topic has no such group). Refused midway (max_depth, a quota, a rate limit): 429 with `details:
         {replayed, resume_from}`; give `resume_from` as `from_time` to go on."""
-        tenant = tenant_for(request.user, admin_only=True)
         since, until = _aware(data.from_time), _aware(data.to_time)
-        replayed = await _history(request).replay(tenant, topic, since, until, data.key, data.consumer_group)
-        details = {"replayed": replayed, "key": data.key, "consumer_group": data.consumer_group}
-        await audit(request, "topic.replay", topic, details)
+        replayed = await _commands(request).replay(request.user, topic, since, until, data.key, data.consumer_group)
         return ReplayedView(replayed=replayed)
 
 

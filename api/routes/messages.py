@@ -54,7 +54,7 @@ class Caller(Protocol):
 
 
 def _commands(request: Caller) -> MessageCommands:
-    commands: MessageCommands = request.app.state.runtime.messages
+    commands: MessageCommands = request.app.state.runtime.commands.messages
     return commands
 
 

@@ -13,7 +13,6 @@ from litestar import Controller, Request, delete, get, post, put
 from litestar.params import JSONBody, Parameter, QueryParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
-from api.audit import audit
 from api.body import json_post, strict_body
 from api.errors import code_of
 from api.schemas import (
@@ -39,14 +38,11 @@ from api.schemas import (
     TopicListView,
 )
 from mq import errors
+from mq.commands.topics import TopicCommands
 from mq.names import GROUP_PATTERN
 from mq.queue.types import TopicConfig
-from mq.tenancy import grants
 from mq.tenancy.auth import Principal
-from mq.tenancy.authorization import pinned_groups, require_consumer_group, require_grant, tenant_for
-from mq.topics.service import TopicAdmin
 from mq.topics.views import (
-    BulkAction,
     ConsumerGroupsView,
     ConsumerGroupView,
     FilterStatus,
@@ -58,38 +54,9 @@ from mq.topics.views import (
 AnyRequest = Request[Principal, Any, Any]
 
 
-def _topics(request: AnyRequest) -> TopicAdmin:
-    topics: TopicAdmin = request.app.state.runtime.topics
-    return topics
-
-
-def _may_read(principal: Principal, topic: str) -> bool:
-    """Lists show a member only the topics it may read."""
-    return not principal.is_member or grants.allowed(principal.grants, "read", topic)
-
-
-#: What each bulk action needs: deleting is for tenant admins, as a single delete is; retry and requeue are a
-#: consumer's (the contract's requeue needs `consume`).
-_BULK_GRANT: dict[str, str | None] = {"delete": None, "retry": "consume", "requeue": "consume"}
-
-
-async def _tenant_for_bulk(
-    request: AnyRequest, action: BulkAction, topic: str, *, ids: list[str] | None = None, group: str | None = None
-) -> int:
-    """The role or grant a bulk action needs. A member whose consume grants pin consumer groups acts only on its
-    groups' dead letters: each of the chosen `ids`, or a job filtered by one of them (`group`)."""
-    grant = _BULK_GRANT[action]
-    if grant is None:
-        return tenant_for(request.user, admin_only=True)
-    principal = request.user
-    tenant = tenant_for(principal, action=grant, topic=topic)
-    if principal.is_member and grants.consumer_groups(principal.grants, topic) is not None:
-        if ids is None:
-            require_consumer_group(principal, topic, group)
-        else:
-            for found in await request.app.state.runtime.queue.topics_of(tenant, ids):
-                require_consumer_group(principal, topic, found[1] if found else None)
-    return tenant
+def _commands(request: AnyRequest) -> TopicCommands:
+    commands: TopicCommands = request.app.state.runtime.commands.topics
+    return commands
 
 
 def _metadata_filter(metadata: str | None) -> dict[str, Any] | None:
@@ -110,13 +77,12 @@ class TopicController(Controller):
 
     @get("/topics", summary="Every topic with messages or a config, with counts", operation_id="listTopics")
     async def list_topics(self, request: AnyRequest) -> TopicListView:
-        items = await _topics(request).config.summaries(tenant_for(request.user, action="read"))
-        return TopicListView(items=[t for t in items if _may_read(request.user, t.topic)])
+        return TopicListView(items=await _commands(request).summaries(request.user))
 
     @get("/stats", summary="Message counts by topic and status (queue-ti shape)", operation_id="getStats")
     async def stats(self, request: AnyRequest) -> StatsView:
-        rows = await _topics(request).config.stats(tenant_for(request.user, action="read"))
-        return StatsView(topics=[StatRowView(**r) for r in rows if _may_read(request.user, r["topic"])])
+        rows = await _commands(request).stats(request.user)
+        return StatsView(topics=[StatRowView(**r) for r in rows])
 
     @post(
         "/topics/{topic:str}/requeue",
@@ -125,11 +91,7 @@ class TopicController(Controller):
         operation_id="requeueTopic",
     )
     async def requeue_topic(self, request: AnyRequest, topic: str) -> RequeuedView:
-        tenant = tenant_for(request.user, action="consume", topic=topic)
-        pinned = pinned_groups(request.user, topic)  # a member consuming as some groups requeues only theirs
-        requeued = await _topics(request).bulk.requeue_dlq(tenant, topic, pinned)
-        await audit(request, "topic.requeue", topic, {"requeued": requeued})
-        return RequeuedView(requeued=requeued)
+        return RequeuedView(requeued=await _commands(request).requeue_dlq(request.user, topic))
 
     @json_post(
         "/topics/{topic:str}/purge",
@@ -139,11 +101,8 @@ class TopicController(Controller):
         operation_id="purgeTopic",
     )
     async def purge(self, request: AnyRequest, topic: str, data: JSONBody[PurgeBody | None] = None) -> DeletedView:
-        tenant = tenant_for(request.user, admin_only=True)
         statuses = data.statuses if data else None
-        deleted = await _topics(request).bulk.purge(tenant, topic, statuses)
-        await audit(request, "topic.purge", topic, {"statuses": statuses, "deleted": deleted})
-        return DeletedView(deleted=deleted)
+        return DeletedView(deleted=await _commands(request).purge(request.user, topic, statuses))
 
     @delete(
         "/topics/{topic:str}/messages/by-key/{key:path}",
@@ -153,11 +112,8 @@ class TopicController(Controller):
         operation_id="deleteMessagesByKey",
     )
     async def delete_by_key(self, request: AnyRequest, topic: str, key: str) -> DeletedView:
-        tenant = tenant_for(request.user, admin_only=True)
         key = _key_from_raw_path(request)
-        deleted = await _topics(request).bulk.delete_by_key(tenant, topic, key)
-        await audit(request, "topic.delete_by_key", topic, {"key": key, "deleted": deleted})
-        return DeletedView(deleted=deleted)
+        return DeletedView(deleted=await _commands(request).delete_by_key(request.user, topic, key))
 
 
 def _key_from_raw_path(request: AnyRequest) -> str:
@@ -178,18 +134,14 @@ class TopicConfigController(Controller):
 
     @get("/", summary="Every topic config of the tenant", operation_id="listTopicConfigs")
     async def list_configs(self, request: AnyRequest) -> TopicConfigListView:
-        configs = await _topics(request).config.configs(tenant_for(request.user, action="read"))
+        configs = await _commands(request).configs(request.user)
         return TopicConfigListView(
-            items=[
-                TopicConfigView(topic=topic, **msgspec.structs.asdict(c))
-                for topic, c in configs
-                if _may_read(request.user, topic)
-            ]
+            items=[TopicConfigView(topic=topic, **msgspec.structs.asdict(c)) for topic, c in configs]
         )
 
     @get("/{topic:str}", summary="One topic's config", operation_id="getTopicConfig")
     async def get_config(self, request: AnyRequest, topic: str) -> TopicConfigView:
-        config = await _topics(request).config.get(tenant_for(request.user, action="read", topic=topic), topic)
+        config = await _commands(request).config(request.user, topic)
         return TopicConfigView(topic=topic, **msgspec.structs.asdict(config))
 
     @put(
@@ -200,14 +152,12 @@ class TopicConfigController(Controller):
         operation_id="putTopicConfig",
     )
     async def put_config(self, request: AnyRequest, topic: str, data: TopicConfigBody) -> TopicConfigView:
-        tenant = tenant_for(request.user, admin_only=True)
         if data.topic is not None and data.topic != topic:
             raise errors.InvalidRequest(f"topic: the body names {data.topic!r}, the path {topic!r}")
         fields = msgspec.structs.asdict(data)
         del fields["topic"]
         config = msgspec.convert(fields, TopicConfig)
-        stored = await _topics(request).config.put(tenant, topic, config)
-        await audit(request, "topic_config.update", topic, msgspec.to_builtins(stored))
+        stored = await _commands(request).put_config(request.user, topic, config)
         return TopicConfigView(topic=topic, **msgspec.structs.asdict(stored))
 
     @delete(
@@ -217,8 +167,7 @@ class TopicConfigController(Controller):
         operation_id="deleteTopicConfig",
     )
     async def delete_config(self, request: AnyRequest, topic: str) -> None:
-        await _topics(request).config.delete(tenant_for(request.user, admin_only=True), topic)
-        await audit(request, "topic_config.delete", topic)
+        await _commands(request).delete_config(request.user, topic)
 
 
 class TopicConsoleController(Controller):
@@ -230,21 +179,19 @@ class TopicConsoleController(Controller):
     @post("/topics/{topic:str}/pause", status_code=HTTP_200_OK, summary="Pause a topic", operation_id="pauseTopic")
     async def pause(self, request: AnyRequest, topic: str) -> PauseView:
         """Dequeues answer empty on every instance until the topic is resumed; enqueues are accepted."""
-        await _topics(request).config.pause(tenant_for(request.user, admin_only=True), topic, request.user.username)
-        await audit(request, "topic.pause", topic)
+        await _commands(request).pause(request.user, topic)
         return PauseView(topic=topic, paused=True)
 
     @post("/topics/{topic:str}/resume", status_code=HTTP_200_OK, summary="Resume a topic", operation_id="resumeTopic")
     async def resume(self, request: AnyRequest, topic: str) -> PauseView:
-        await _topics(request).config.resume(tenant_for(request.user, admin_only=True), topic)
-        await audit(request, "topic.resume", topic)
+        await _commands(request).resume(request.user, topic)
         return PauseView(topic=topic, paused=False)
 
     @get("/topics/{topic:str}/config", summary="A topic's configuration in force", operation_id="getTopicSettings")
     async def settings(self, request: AnyRequest, topic: str) -> TopicSettingsView:
         """The topic's own overrides (null when it has no config), the global defaults, and the value of each
         setting in force: the override, else the default."""
-        return await _topics(request).config.settings(tenant_for(request.user, action="read", topic=topic), topic)
+        return await _commands(request).settings(request.user, topic)
 
     @get(
         "/topics/{topic:str}/messages",
@@ -280,11 +227,10 @@ class TopicConsoleController(Controller):
         (failed, expired) newest first; `reverse` walks the same list from its end. Each page reads a bounded
         window of the topic's index: a filter that matches little answers a short page, and `next_cursor` goes on
         from where it stopped."""
-        tenant = tenant_for(request.user, action="read", topic=topic)
         where = MessageFilter(
             status=status, key=key, metadata=_metadata_filter(metadata), consumer_group=consumer_group
         )
-        return await _topics(request).browser.page(tenant, topic, where, cursor, limit, reverse=reverse)
+        return await _commands(request).page(request.user, topic, where, cursor, limit, reverse)
 
     @get("/topics/{topic:str}/series", summary="A topic's depth and rates", operation_id="getTopicSeries")
     async def series(
@@ -300,8 +246,7 @@ class TopicConsoleController(Controller):
         """Depth by status, the oldest pending age, and enqueue, ack and dead-letter rates: every 30 s over the
         last `minutes` from the gauge job's samples and the API's activity counts, or over a `range` from the
         workers' 5-minute rollups (never a scan of the messages)."""
-        tenant = tenant_for(request.user, action="read", topic=topic)
-        return await _topics(request).browser.series(tenant, topic, minutes, range_)
+        return await _commands(request).series(request.user, topic, minutes, range_)
 
     @get("/series", summary="The tenant's depth and rates, all topics together", operation_id="getTenantSeries")
     async def tenant_series(
@@ -313,8 +258,7 @@ class TopicConsoleController(Controller):
     ) -> SeriesView:
         """The tenant dashboard's figures: every topic summed (the oldest age: the largest). Members need a read
         grant on every topic (`*`)."""
-        tenant = tenant_for(request.user, action="read", topic="*")
-        return await _topics(request).browser.series(tenant, None, span=range_)
+        return await _commands(request).series(request.user, None, span=range_)
 
     @json_post(
         "/topics/{topic:str}/messages/bulk",
@@ -327,11 +271,7 @@ class TopicConsoleController(Controller):
         """`retry`: failed, expired or delayed messages become pending and available now; `requeue`: dead letters
         go back to their topic; `delete`: gone, whatever their status. Each message that cannot take the action is
         listed with the contract's code."""
-        tenant = await _tenant_for_bulk(request, data.action, topic, ids=data.ids)
-        done, failures = await _topics(request).bulk.apply(tenant, topic, data.action, data.ids)
-        await audit(
-            request, f"messages.bulk_{data.action}", topic, {"topic": topic, "ids": len(data.ids), "done": done}
-        )
+        done, failures = await _commands(request).bulk(request.user, topic, data.action, data.ids)
         return BulkResultView(
             action=data.action,
             done=done,
@@ -348,28 +288,15 @@ class TopicConsoleController(Controller):
     )
     async def start_bulk_job(self, request: AnyRequest, topic: str, data: BulkJobBody) -> BulkJobView:
         """Runs in batches in the background; follow it with `GET /api/bulk-jobs/{id}`."""
-        tenant = await _tenant_for_bulk(request, data.action, topic, group=data.filter.consumer_group)
-        job = await _topics(request).bulk.start_job(tenant, topic, data.action, data.filter, request.user.username)
-        await audit(
-            request,
-            "bulk_job.start",
-            topic,
-            {"topic": topic, "job": job.id, "action": data.action, "filter": msgspec.to_builtins(data.filter)},
-        )
-        return job
+        return await _commands(request).start_bulk_job(request.user, topic, data.action, data.filter)
 
     @get("/bulk-jobs", summary="The tenant's recent bulk jobs", operation_id="listBulkJobs")
     async def list_bulk_jobs(self, request: AnyRequest) -> BulkJobListView:
-        principal = request.user
-        jobs = await _topics(request).bulk.jobs(tenant_for(principal, action="read"))
-        visible = [j for j in jobs if not principal.is_member or grants.allowed(principal.grants, "read", j.topic)]
-        return BulkJobListView(items=visible)
+        return BulkJobListView(items=await _commands(request).bulk_jobs(request.user))
 
     @get("/bulk-jobs/{job_id:str}", summary="A bulk job's progress", operation_id="getBulkJob")
     async def get_bulk_job(self, request: AnyRequest, job_id: str) -> BulkJobView:
-        job = await _topics(request).bulk.job(tenant_for(request.user, action="read"), job_id)
-        require_grant(request.user, "read", job.topic)
-        return job
+        return await _commands(request).bulk_job(request.user, job_id)
 
     @delete(
         "/bulk-jobs/{job_id:str}",
@@ -378,12 +305,7 @@ class TopicConsoleController(Controller):
         operation_id="cancelBulkJob",
     )
     async def cancel_bulk_job(self, request: AnyRequest, job_id: str) -> BulkJobView:
-        console = _topics(request)
-        job = await console.bulk.job(tenant_for(request.user, action="read"), job_id)
-        tenant = await _tenant_for_bulk(request, job.action, job.topic, group=job.filter.consumer_group)
-        cancelled = await console.bulk.cancel_job(tenant, job_id)
-        await audit(request, "bulk_job.cancel", job.topic, {"topic": job.topic, "job": job_id})
-        return cancelled
+        return await _commands(request).cancel_bulk_job(request.user, job_id)
 
 
 class ConsumerGroupController(Controller):
@@ -401,10 +323,7 @@ class ConsumerGroupController(Controller):
     async def create(self, request: AnyRequest, topic: str, data: ConsumerGroupBody) -> ConsumerGroupView:
         """`latest`: the group receives the messages enqueued from now on; `earliest`: also every message already
         pending or processing in the topic. From its first group on, the topic is consumed through groups only."""
-        tenant = tenant_for(request.user, admin_only=True)
-        group = await _topics(request).groups.create(tenant, topic, data.consumer_group, data.start)
-        await audit(request, "topic.group_create", topic, {"consumer_group": data.consumer_group, "start": data.start})
-        return group
+        return await _commands(request).create_group(request.user, topic, data.consumer_group, data.start)
 
     @get(
         "/topics/{topic:str}/consumer-groups",
@@ -414,7 +333,7 @@ class ConsumerGroupController(Controller):
     async def list_groups(self, request: AnyRequest, topic: str) -> ConsumerGroupsView:
         """`items`: the names in creation order; `groups`: each with pending, processing, dead letters and the age
         of its oldest available message (its lag)."""
-        return await _topics(request).groups.list(tenant_for(request.user, action="read", topic=topic), topic)
+        return await _commands(request).groups(request.user, topic)
 
     @delete(
         "/topics/{topic:str}/consumer-groups/{group:str}",
@@ -424,5 +343,4 @@ class ConsumerGroupController(Controller):
     )
     async def delete_group(self, request: AnyRequest, topic: str, group: str) -> None:
         """The group's deliveries go; messages stay for the other groups (and go when none owes them)."""
-        await _topics(request).groups.delete(tenant_for(request.user, admin_only=True), topic, group)
-        await audit(request, "topic.group_delete", topic, {"consumer_group": group})
+        await _commands(request).delete_group(request.user, topic, group)

@@ -5,3 +5,22 @@ caller's role and grants (the consumer groups its grants pin included), the requ
 The edges (the REST routes, the hot routes, queue-ti's gRPC service) decode, call one command, and render its
 answer: a rule changed here holds on every edge.
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mq.commands.messages import MessageCommands
+from mq.commands.topic_data import HistoryCommands, ScheduleCommands, SchemaCommands
+from mq.commands.topics import TopicCommands
+
+
+@dataclass(frozen=True, slots=True)
+class Commands:
+    """The commands a process answers callers with (`runtime.commands`)."""
+
+    messages: MessageCommands
+    topics: TopicCommands
+    schedules: ScheduleCommands
+    schemas: SchemaCommands
+    history: HistoryCommands

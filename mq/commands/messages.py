@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from mq import errors
 from mq.audit.service import AuditTrail
+from mq.commands.audited import record
 from mq.queue.service import QueueService
 from mq.queue.types import BatchAckView, MessageDetailView, MessageView, NackOutcome
 from mq.queue.validation import BatchEntry, build_item, build_rows
@@ -213,15 +214,7 @@ class MessageCommands:
         return tenant
 
     async def _audited(self, principal: Principal, action: str, message_id: str, topic: str) -> None:
-        """The audit trail's entry of an administrative action on a message (the data plane's own never write one)."""
-        await self.audit.record(
-            principal.username,
-            action,
-            message_id,
-            tenant_id=principal.tenant_id,
-            tenant=principal.tenant_slug,
-            details={"topic": topic},
-        )
+        await record(self.audit, principal, action, message_id, {"topic": topic})
 
     def _batch_limit(self, n: int, what: str) -> None:
         if n > self._max_batch:

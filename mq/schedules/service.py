@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 import msgspec
 
@@ -21,22 +20,8 @@ from mq.queue.types import rfc3339
 from mq.queue.validation import build_item
 from mq.quotas import QuotaCache
 from mq.schedules.repository import Record, ScheduleRepository
-from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView
+from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView, ScheduleSpec
 from mq.settings import Settings
-
-
-class ScheduleSpec(msgspec.Struct, frozen=True):
-    """What a PUT gives."""
-
-    topic: str
-    cron: str
-    payload: bytes
-    timezone: str = "UTC"
-    key: str | None = None
-    metadata: dict[str, Any] | None = None
-    priority: int = 0
-    enabled: bool = True
-
 
 #: Who may see a schedule: a predicate on its topic (a member's read grants); everyone by default.
 Visible = Callable[[str], bool]

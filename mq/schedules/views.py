@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 
@@ -25,3 +27,16 @@ class PeriodicScheduleView(msgspec.Struct):
 
 class PeriodicScheduleListView(msgspec.Struct):
     items: list[PeriodicScheduleView]
+
+
+class ScheduleSpec(msgspec.Struct, frozen=True):
+    """What a PUT gives."""
+
+    topic: str
+    cron: str
+    payload: bytes
+    timezone: str = "UTC"
+    key: str | None = None
+    metadata: dict[str, Any] | None = None
+    priority: int = 0
+    enabled: bool = True

@@ -106,3 +106,18 @@ def test_the_consoles_modules_import_no_circle() -> None:
     assert len(graph) > 30
     circles = _circles(graph)
     assert circles == [], _shown(circles)
+
+
+def test_the_wheel_ships_every_package() -> None:
+    """A package missing from `[tool.setuptools] packages` is left out of the wheel and the image: the installed
+    server would not start (the wheel's end-to-end test finds it, minutes later)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("mq", "api", "workers", "skiplock")
+        for init in (ROOT / top).rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert found - listed == set()

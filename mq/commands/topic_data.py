@@ -1,0 +1,124 @@
+"""The commands on what a topic holds besides its messages: its schedules (periodic messages), its schemas, and its
+message log (trims and replays).
+
+Each is readable by whoever may read the topic (a list shows a member only those topics) and written by tenant
+admins; every change is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from mq.audit.service import AuditTrail
+from mq.commands.audited import record
+from mq.commands.topics import may_read
+from mq.history.service import History
+from mq.history.views import LogPageView
+from mq.schedules.service import Schedules
+from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView, ScheduleSpec
+from mq.schemas.formats import SchemaFormat
+from mq.schemas.service import Compatibility, TopicSchemas
+from mq.schemas.views import SchemaListView, SchemaView
+from mq.tenancy.auth import Principal
+from mq.tenancy.authorization import tenant_for
+
+
+def _readable(principal: Principal) -> Callable[[str], bool]:
+    """Whose topics the caller may read: a schedule holds a message (payload, metadata) of its topic."""
+    return lambda topic: may_read(principal, topic)
+
+
+class ScheduleCommands:
+    def __init__(self, schedules: Schedules, audit: AuditTrail) -> None:
+        self.schedules = schedules
+        self.audit = audit
+
+    async def list(self, principal: Principal) -> PeriodicScheduleListView:
+        return await self.schedules.list(tenant_for(principal, action="read"), _readable(principal))
+
+    async def get(self, principal: Principal, name: str) -> PeriodicScheduleView:
+        """404 when its topic is not one the caller may read."""
+        return await self.schedules.get(tenant_for(principal, action="read"), name, _readable(principal))
+
+    async def put(self, principal: Principal, name: str, spec: ScheduleSpec) -> PeriodicScheduleView:
+        stored = await self.schedules.put(tenant_for(principal, admin_only=True), name, spec)
+        details = {"topic": stored.topic, "cron": stored.cron, "timezone": stored.timezone, "enabled": stored.enabled}
+        await record(self.audit, principal, "schedule.update", name, details)
+        return stored
+
+    async def delete(self, principal: Principal, name: str) -> None:
+        await self.schedules.delete(tenant_for(principal, admin_only=True), name)
+        await record(self.audit, principal, "schedule.delete", name)
+
+
+class SchemaCommands:
+    def __init__(self, schemas: TopicSchemas, audit: AuditTrail) -> None:
+        self.schemas = schemas
+        self.audit = audit
+
+    async def list(self, principal: Principal) -> SchemaListView:
+        listed = await self.schemas.list(tenant_for(principal, action="read"))
+        if principal.is_member:  # a member sees the topics it may read
+            listed.items = [s for s in listed.items if may_read(principal, s.topic)]
+        return listed
+
+    async def get(self, principal: Principal, topic: str, version: int | None) -> SchemaView:
+        return await self.schemas.get(tenant_for(principal, action="read", topic=topic), topic, version)
+
+    async def put(
+        self,
+        principal: Principal,
+        topic: str,
+        schema_json: str,
+        schema_format: SchemaFormat,
+        compatibility: Compatibility,
+    ) -> SchemaView:
+        tenant = tenant_for(principal, admin_only=True)
+        stored = await self.schemas.put(tenant, topic, schema_json, schema_format, compatibility)
+        details = {"version": stored.version, "format": stored.format, "compatibility": compatibility}
+        await record(self.audit, principal, "topic_schema.update", topic, details)
+        return stored
+
+    async def delete(self, principal: Principal, topic: str) -> None:
+        await self.schemas.delete(tenant_for(principal, admin_only=True), topic)
+        await record(self.audit, principal, "topic_schema.delete", topic)
+
+
+class HistoryCommands:
+    def __init__(self, history: History, audit: AuditTrail) -> None:
+        self.history = history
+        self.audit = audit
+
+    async def page(
+        self,
+        principal: Principal,
+        topic: str,
+        since: datetime | None,
+        until: datetime | None,
+        key: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> LogPageView:
+        tenant = tenant_for(principal, action="read", topic=topic)
+        return await self.history.page(tenant, topic, since, until, key, limit, cursor)
+
+    async def trim(self, principal: Principal, topic: str, before: datetime) -> int:
+        deleted = await self.history.trim(tenant_for(principal, admin_only=True), topic, before)
+        await record(self.audit, principal, "topic.log_trim", topic, {"before": before.isoformat(), "deleted": deleted})
+        return deleted
+
+    async def replay(
+        self,
+        principal: Principal,
+        topic: str,
+        since: datetime | None,
+        until: datetime | None,
+        key: str | None,
+        consumer_group: str | None,
+    ) -> int:
+        tenant = tenant_for(principal, admin_only=True)
+        replayed = await self.history.replay(tenant, topic, since, until, key, consumer_group)
+        details = {"replayed": replayed, "key": key, "consumer_group": consumer_group}
+        await record(self.audit, principal, "topic.replay", topic, details)
+        return replayed
