@@ -237,7 +237,12 @@ class _Scope:
         return f"{column} = tenant AND " if self.tenant_first else ""
 
     def tenant_arg(self) -> str:
+        """The tenant as a call's first argument, or nothing."""
         return "tenant, " if self.tenant_first else ""
+
+    def tenant_param(self) -> str:
+        """The tenant as a declaration's first parameter, or nothing."""
+        return "tenant bigint, " if self.tenant_first else ""
 
     def name(self, base: str) -> str:
         return f"{base}_v{self.version}"
@@ -252,7 +257,7 @@ class _Scope:
 def _group_done(v: _Scope) -> Function:
     return Function(
         v.name("skiplock_group_done"),
-        f"{'tenant bigint, ' if v.tenant_first else ''}owed_by uuid[], acked boolean",
+        f"{v.tenant_param()}owed_by uuid[], acked boolean",
         "void",
         "plpgsql",
         f"""
@@ -388,7 +393,7 @@ END
 def _group_release(v: _Scope) -> Function:
     return Function(
         v.name("skiplock_group_release"),
-        f"{'tenant bigint, ' if v.tenant_first else ''}g bigint, batch integer",
+        f"{v.tenant_param()}g bigint, batch integer",
         "integer",
         "plpgsql",
         f"""
