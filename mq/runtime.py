@@ -12,6 +12,8 @@ from mq.broadcast import Broadcast
 from mq.buckets import TokenBuckets
 from mq.commands import Commands
 from mq.commands.messages import MessageCommands
+from mq.commands.platform import PlatformCommands
+from mq.commands.tenancy import AccountCommands, TenantCommands, UserCommands
 from mq.commands.topic_data import HistoryCommands, ScheduleCommands, SchemaCommands
 from mq.commands.topics import TopicCommands
 from mq.db.engine import Engine, Pool, create_engine, create_pool
@@ -169,6 +171,10 @@ class Runtime:
                 schedules=ScheduleCommands(schedules, audit),
                 schemas=SchemaCommands(schemas, audit),
                 history=HistoryCommands(history, audit),
+                tenants=TenantCommands(tenants, topics.config.usage, audit),
+                users=UserCommands(tenants, audit),
+                account=AccountCommands(tenants, audit),
+                platform=PlatformCommands(jobs, tenants, audit),
             ),
             tenancy=tenancy,
             auth=auth,

@@ -1,4 +1,5 @@
-"""Platform operations: run the reapers now, and the delete reaper's schedule (contract: Control plane)."""
+"""Platform operations: run the reapers now, and the delete reaper's schedule (contract: Control plane). The routes
+decode, call a command (`mq.commands.platform`) and render."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 from litestar import Controller, Request, get, post, put
 from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
-from api.audit import audit
 from api.body import strict_body
 from api.schemas import (
     DeletedView,
@@ -20,30 +20,26 @@ from api.schemas import (
     SchedulePreviewView,
     ScheduleView,
 )
-from mq import errors
-from mq.cron import MAX_SCHEDULE_LENGTH, next_runs
+from mq.commands.platform import PlatformCommands, schedule_runs
 from mq.history.views import ArchiveRunView
-from mq.jobs import Jobs
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
-from mq.tenancy.authorization import require_platform_admin
-from mq.tenancy.service import TenancyService
 
 AnyRequest = Request[Principal, Any, Any]
 
 
-def _jobs(request: AnyRequest) -> Jobs:
-    require_platform_admin(request.user)
-    jobs: Jobs = request.app.state.runtime.jobs
-    return jobs
+def _platform(request: AnyRequest) -> PlatformCommands:
+    commands: PlatformCommands = request.app.state.runtime.commands.platform
+    return commands
+
+
+def _times(runs: list[datetime]) -> list[str]:
+    return [rfc3339(r) or "" for r in runs]
 
 
 def _schedule_view(schedule: str) -> ScheduleView:
-    try:
-        runs = next_runs(schedule)
-    except errors.InvalidRequest:  # a stored schedule that no longer parses: the workers treat it as off
-        runs = []
-    return ScheduleView(schedule=schedule, active=bool(runs), next_runs=[rfc3339(r) or "" for r in runs])
+    runs = schedule_runs(schedule)
+    return ScheduleView(schedule=schedule, active=bool(runs), next_runs=_times(runs))
 
 
 class AdminController(Controller):
@@ -58,9 +54,7 @@ class AdminController(Controller):
     )
     async def run_expiry_reaper(self, request: AnyRequest) -> ExpiredView:
         """Waits for a run in progress elsewhere (the job's lock), then runs; returns the messages it expired."""
-        expired = (await _jobs(request).expire(wait=True)).rows
-        await audit(request, "reaper.expiry_run", "expiry-reaper", {"expired": expired}, tenant=(None, None))
-        return ExpiredView(expired=expired)
+        return ExpiredView(expired=await _platform(request).run_expiry_reaper(request.user))
 
     @post(
         "/archive-reaper/run",
@@ -70,9 +64,7 @@ class AdminController(Controller):
     )
     async def run_archive_reaper(self, request: AnyRequest) -> ArchiveRunView:
         """Returns the log entries whose partitions were dropped (hidden before by a trim or a topic's window)."""
-        deleted = (await _jobs(request).archive.run_once(wait=True)).rows
-        await audit(request, "reaper.archive_run", "archive-reaper", {"deleted": deleted}, tenant=(None, None))
-        return ArchiveRunView(deleted=deleted)
+        return ArchiveRunView(deleted=await _platform(request).run_archive_reaper(request.user))
 
     @post(
         "/delete-reaper/run",
@@ -81,13 +73,11 @@ class AdminController(Controller):
         operation_id="runDeleteReaper",
     )
     async def run_delete_reaper(self, request: AnyRequest) -> DeletedView:
-        deleted = (await _jobs(request).delete_done(wait=True)).rows
-        await audit(request, "reaper.delete_run", "delete-reaper", {"deleted": deleted}, tenant=(None, None))
-        return DeletedView(deleted=deleted)
+        return DeletedView(deleted=await _platform(request).run_delete_reaper(request.user))
 
     @get("/delete-reaper/schedule", summary="The delete reaper's cron schedule", operation_id="getDeleteReaperSchedule")
     async def get_schedule(self, request: AnyRequest) -> ScheduleView:
-        return _schedule_view(await _jobs(request).schedule.get())
+        return _schedule_view(await _platform(request).delete_schedule(request.user))
 
     @put(
         "/delete-reaper/schedule",
@@ -97,9 +87,7 @@ class AdminController(Controller):
         **strict_body(ScheduleBody),
     )
     async def put_schedule(self, request: AnyRequest, data: ScheduleBody) -> ScheduleView:
-        schedule = await _jobs(request).schedule.put(data.schedule)
-        await audit(request, "reaper.schedule_update", "delete-reaper", {"schedule": schedule}, tenant=(None, None))
-        return _schedule_view(schedule)
+        return _schedule_view(await _platform(request).set_delete_schedule(request.user, data.schedule))
 
     @get(
         "/delete-reaper/schedule/preview",
@@ -108,19 +96,12 @@ class AdminController(Controller):
     )
     async def preview_schedule(self, request: AnyRequest, schedule: str) -> SchedulePreviewView:
         """400 with the parser's reason for a schedule that is not 5 valid cron fields (UTC; "" is off)."""
-        _jobs(request)
-        if len(schedule) > MAX_SCHEDULE_LENGTH:
-            raise errors.InvalidRequest(f"schedule: at most {MAX_SCHEDULE_LENGTH} characters")
-        try:
-            runs = next_runs(" ".join(schedule.split()))
-        except ValueError as exc:
-            raise errors.InvalidRequest(f"schedule: {exc}") from None
-        return SchedulePreviewView(schedule=schedule, next_runs=[rfc3339(r) or "" for r in runs])
+        runs = _platform(request).preview_schedule(request.user, schedule)
+        return SchedulePreviewView(schedule=schedule, next_runs=_times(runs))
 
     @get("/jobs", summary="The scheduled jobs' last runs and the delete reaper's schedule", operation_id="getJobs")
     async def list_jobs(self, request: AnyRequest) -> MaintenanceView:
-        jobs = _jobs(request)
-        runs = await jobs.repository.job_runs()
+        runs, schedule = await _platform(request).job_runs(request.user)
         return MaintenanceView(
             jobs=[
                 JobRunView(
@@ -131,7 +112,7 @@ class AdminController(Controller):
                 )
                 for r in runs
             ],
-            delete_reaper=_schedule_view(await jobs.schedule.get()),
+            delete_reaper=_schedule_view(schedule),
         )
 
     @put(
@@ -142,7 +123,4 @@ class AdminController(Controller):
         **strict_body(PasswordBody),
     )
     async def set_platform_admin_password(self, request: AnyRequest, username: str, data: PasswordBody) -> None:
-        require_platform_admin(request.user)
-        tenants: TenancyService = request.app.state.runtime.tenants
-        await tenants.set_platform_admin_password(username, data.password)
-        await audit(request, "user.password_change", username, tenant=(None, None))
+        await _platform(request).set_platform_admin_password(request.user, username, data.password)

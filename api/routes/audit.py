@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from litestar import Controller, Request, get
 from litestar.params import Parameter
 
-from mq import errors
-from mq.audit.service import MAX_AUDIT_PAGE, AuditFilter, AuditPageView, AuditTrail
+from mq.audit.views import MAX_AUDIT_PAGE, AuditFilter, AuditPageView
+from mq.commands.tenancy import AccountCommands
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -36,9 +36,6 @@ class AuditController(Controller):
     ) -> AuditPageView:
         """Control-plane changes and administrative actions, with who, when, on what and the request id.
         Data-plane calls (enqueue, dequeue, ack, nack, extend) are not recorded."""
-        principal = request.user
-        if principal.is_member:
-            raise errors.Forbidden("tenant admins only")
-        trail: AuditTrail = request.app.state.runtime.audit
+        account: AccountCommands = request.app.state.runtime.commands.account
         where = AuditFilter(action=action, actor=actor, topic=topic, from_time=from_time, to_time=to_time)
-        return await trail.page(principal.tenant_id, cursor, limit, where)
+        return await account.audit_page(request.user, cursor, limit, where)

@@ -8,7 +8,6 @@ from litestar import Request, Response, delete, get, post, put
 from litestar.datastructures import Cookie
 from litestar.status_codes import HTTP_204_NO_CONTENT
 
-from api.audit import audit
 from api.auth import CSRF_COOKIE, SESSION_COOKIE
 from api.body import strict_body
 from api.schemas import MeView, MyGrantView, PasswordChangeBody, TokenLoginBody, TokenView
@@ -44,7 +43,7 @@ async def login(request: AnyRequest) -> Response[None]:
     runtime: Runtime = request.app.state.runtime
     ttl = runtime.settings.session_ttl_seconds
     token, csrf = await runtime.auth.start_session(request.user, ttl)
-    await audit(request, "auth.login", request.user.username)
+    await runtime.commands.account.logged_in(request.user)
     return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, token, csrf, ttl))
 
 
@@ -127,6 +126,5 @@ async def me(request: AnyRequest) -> MeView:
 )
 async def change_password(request: AnyRequest, data: PasswordChangeBody) -> Response[None]:
     runtime: Runtime = request.app.state.runtime
-    await runtime.tenants.change_own_password(request.user.user_id, data.current_password, data.new_password)
-    await audit(request, "user.password_change", request.user.username, {"own": True})
+    await runtime.commands.account.change_password(request.user, data.current_password, data.new_password)
     return Response(None, status_code=HTTP_204_NO_CONTENT, cookies=_cookies(request, "", "", 0))

@@ -1,5 +1,5 @@
 """Control plane: tenants (platform admins) and the users of a tenant (its tenant admins, or platform admins
-addressing it with X-Tenant)."""
+addressing it with X-Tenant). The routes decode, call a command (`mq.commands.tenancy`) and render."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from litestar import Controller, Request, delete, get, patch
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
-from api.audit import audit
 from api.body import json_post, strict_body
 from api.schemas import (
     MAX_OFFSET,
@@ -30,24 +29,27 @@ from api.schemas import (
     UserUpdateBody,
     UserView,
 )
+from mq.commands.tenancy import TenantCommands, Usage, UserCommands
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
-from mq.tenancy.authorization import require_platform_admin, tenant_for
 from mq.tenancy.repository import GrantRecord, TenantRecord, UserRow
-from mq.tenancy.service import TenancyService
-from mq.topics.service import TopicAdmin
 
 AnyRequest = Request[Principal, Any, Any]
 Limit = Annotated[int, Parameter(ge=1, le=MAX_PAGE_LIMIT)]
 Offset = Annotated[int, Parameter(ge=0, le=MAX_OFFSET)]
 
 
-def _tenancy(request: AnyRequest) -> TenancyService:
-    service: TenancyService = request.app.state.runtime.tenants
-    return service
+def _tenants(request: AnyRequest) -> TenantCommands:
+    commands: TenantCommands = request.app.state.runtime.commands.tenants
+    return commands
 
 
-def _tenant_view(tenant: TenantRecord, usage: dict[str, tuple[int, int]] | None = None) -> TenantView:
+def _users(request: AnyRequest) -> UserCommands:
+    commands: UserCommands = request.app.state.runtime.commands.users
+    return commands
+
+
+def _tenant_view(tenant: TenantRecord, usage: Usage | None = None) -> TenantView:
     topics, messages = (usage or {}).get(tenant.slug, (0, 0))
     return TenantView(
         slug=tenant.slug,
@@ -57,12 +59,6 @@ def _tenant_view(tenant: TenantRecord, usage: dict[str, tuple[int, int]] | None 
         created_at=rfc3339(tenant.created_at) or "",
         usage=TenantUsageView(topics=topics, messages=messages),
     )
-
-
-async def _usage(request: AnyRequest) -> dict[str, tuple[int, int]]:
-    """Every tenant's topics and messages as the gauge job last counted them (one read of a small table)."""
-    topics: TopicAdmin = request.app.state.runtime.topics
-    return await topics.config.usage()
 
 
 def _user_view(user: UserRow) -> UserView:
@@ -90,10 +86,6 @@ def _quotas(quotas: Quotas | None) -> dict[str, Any]:
     return msgspec.to_builtins(quotas) if quotas is not None else {}
 
 
-#: A tenant's status change has an action of its own, so that suspensions can be found by name.
-_TENANT_ACTION = {"suspended": "tenant.suspend", "active": "tenant.resume"}
-
-
 class TenantController(Controller):
     path = "/api/tenants"
     tags = ["tenants"]
@@ -106,28 +98,16 @@ class TenantController(Controller):
         operation_id="createTenant",
     )
     async def create_tenant(self, request: AnyRequest, data: TenantCreateBody) -> TenantView:
-        require_platform_admin(request.user)
-        tenant = await _tenancy(request).create_tenant(data.slug, data.name, _quotas(data.quotas))
-        await audit(
-            request,
-            "tenant.create",
-            tenant.slug,
-            {"name": tenant.name, "quotas": tenant.quotas},
-            tenant=(tenant.id, tenant.slug),
-        )
-        return _tenant_view(tenant)
+        return _tenant_view(await _tenants(request).create(request.user, data.slug, data.name, _quotas(data.quotas)))
 
     @get("/", summary="List tenants (platform admins)", operation_id="listTenants")
     async def list_tenants(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> TenantPage:
-        require_platform_admin(request.user)
-        tenants, total = await _tenancy(request).list_tenants(limit, offset)
-        usage = await _usage(request)
+        tenants, total, usage = await _tenants(request).page(request.user, limit, offset)
         return Page(items=[_tenant_view(t, usage) for t in tenants], total=total, limit=limit, offset=offset)
 
     @get("/{slug:str}", summary="Get a tenant (platform admins)", operation_id="getTenant")
     async def get_tenant(self, request: AnyRequest, slug: str) -> TenantView:
-        require_platform_admin(request.user)
-        return _tenant_view(await _tenancy(request).get_tenant(slug), await _usage(request))
+        return _tenant_view(*await _tenants(request).get(request.user, slug))
 
     @patch(
         "/{slug:str}",
@@ -137,18 +117,8 @@ class TenantController(Controller):
         **strict_body(TenantUpdateBody),
     )
     async def update_tenant(self, request: AnyRequest, slug: str, data: TenantUpdateBody) -> TenantView:
-        require_platform_admin(request.user)
-        changes: dict[str, Any] = {}
-        if data.name is not None:
-            changes["name"] = data.name
-        if data.status is not None:
-            changes["status"] = data.status
-        if data.quotas is not None:
-            changes["quotas"] = _quotas(data.quotas)
-        tenant = await _tenancy(request).update_tenant(slug, changes)
-        await audit(
-            request, _TENANT_ACTION.get(data.status or "", "tenant.update"), slug, changes, tenant=(tenant.id, slug)
-        )
+        quotas = _quotas(data.quotas) if data.quotas is not None else None
+        tenant = await _tenants(request).update(request.user, slug, name=data.name, status=data.status, quotas=quotas)
         return _tenant_view(tenant)
 
     @delete(
@@ -158,11 +128,7 @@ class TenantController(Controller):
         operation_id="deleteTenant",
     )
     async def delete_tenant(self, request: AnyRequest, slug: str, force: bool = False) -> None:
-        require_platform_admin(request.user)
-        tenancy = _tenancy(request)
-        tenant = await tenancy.get_tenant(slug)
-        await tenancy.delete_tenant(slug, force=force)
-        await audit(request, "tenant.delete", slug, {"force": force}, tenant=(tenant.id, slug))
+        await _tenants(request).delete(request.user, slug, force=force)
 
 
 class UserController(Controller):
@@ -177,22 +143,16 @@ class UserController(Controller):
         operation_id="createUser",
     )
     async def create_user(self, request: AnyRequest, data: UserCreateBody) -> UserView:
-        tenant = tenant_for(request.user, admin_only=True)
-        slug = request.user.tenant_slug or ""
-        user = await _tenancy(request).create_user(tenant, slug, data.username, data.password, data.role)
-        await audit(request, "user.create", user.username, {"user_id": str(user.id), "role": user.role})
-        return _user_view(user)
+        return _user_view(await _users(request).create(request.user, data.username, data.password, data.role))
 
     @get("/", summary="List the tenant's users", operation_id="listUsers")
     async def list_users(self, request: AnyRequest, limit: Limit = 50, offset: Offset = 0) -> UserPage:
-        tenant = tenant_for(request.user, admin_only=True)
-        users, total = await _tenancy(request).list_users(tenant, limit, offset)
+        users, total = await _users(request).page(request.user, limit, offset)
         return Page(items=[_user_view(u) for u in users], total=total, limit=limit, offset=offset)
 
     @get("/{user_id:str}", summary="Get a user of the tenant", operation_id="getUser")
     async def get_user(self, request: AnyRequest, user_id: str) -> UserView:
-        tenant = tenant_for(request.user, admin_only=True)
-        return _user_view(await _tenancy(request).get_user(tenant, user_id))
+        return _user_view(await _users(request).get(request.user, user_id))
 
     @patch(
         "/{user_id:str}",
@@ -202,17 +162,7 @@ class UserController(Controller):
         **strict_body(UserUpdateBody),
     )
     async def update_user(self, request: AnyRequest, user_id: str, data: UserUpdateBody) -> UserView:
-        tenant = tenant_for(request.user, admin_only=True)
-        tenancy = _tenancy(request)
-        before = await tenancy.get_user(tenant, user_id)
-        user = await tenancy.update_user(tenant, user_id, data.password, data.role)
-        if data.role is not None and data.role != before.role:
-            await audit(
-                request, "user.role_change", user.username, {"user_id": user_id, "from": before.role, "to": user.role}
-            )
-        if data.password is not None:
-            await audit(request, "user.password_change", user.username, {"user_id": user_id})
-        return _user_view(user)
+        return _user_view(await _users(request).update(request.user, user_id, data.password, data.role))
 
     @delete(
         "/{user_id:str}",
@@ -221,11 +171,7 @@ class UserController(Controller):
         operation_id="deleteUser",
     )
     async def delete_user(self, request: AnyRequest, user_id: str) -> None:
-        tenant = tenant_for(request.user, admin_only=True)
-        tenancy = _tenancy(request)
-        user = await tenancy.get_user(tenant, user_id)
-        await tenancy.delete_user(tenant, user_id)
-        await audit(request, "user.delete", user.username, {"user_id": user_id, "role": user.role})
+        await _users(request).delete(request.user, user_id)
 
     @json_post(
         "/{user_id:str}/grants",
@@ -236,28 +182,13 @@ class UserController(Controller):
         tags=["grants"],
     )
     async def create_grant(self, request: AnyRequest, user_id: str, data: GrantBody) -> GrantView:
-        tenant = tenant_for(request.user, admin_only=True)
-        tenancy = _tenancy(request)
-        grant = await tenancy.create_grant(tenant, user_id, data.action, data.topic_pattern, data.consumer_group)
-        user = await tenancy.get_user(tenant, user_id)
-        await audit(
-            request,
-            "grant.create",
-            user.username,
-            {
-                "user_id": user_id,
-                "grant_id": str(grant.id),
-                "action": grant.action,
-                "topic_pattern": grant.topic_pattern,
-                **({"consumer_group": grant.consumer_group} if grant.consumer_group else {}),
-            },
-        )
+        users = _users(request)
+        grant = await users.grant(request.user, user_id, data.action, data.topic_pattern, data.consumer_group)
         return _grant_view(grant)
 
     @get("/{user_id:str}/grants", summary="A user's grants", operation_id="listGrants", tags=["grants"])
     async def list_grants(self, request: AnyRequest, user_id: str) -> GrantListView:
-        tenant = tenant_for(request.user, admin_only=True)
-        return GrantListView(items=[_grant_view(g) for g in await _tenancy(request).list_grants(tenant, user_id)])
+        return GrantListView(items=[_grant_view(g) for g in await _users(request).grants(request.user, user_id)])
 
     @delete(
         "/{user_id:str}/grants/{grant_id:str}",
@@ -267,8 +198,4 @@ class UserController(Controller):
         tags=["grants"],
     )
     async def delete_grant(self, request: AnyRequest, user_id: str, grant_id: str) -> None:
-        tenant = tenant_for(request.user, admin_only=True)
-        tenancy = _tenancy(request)
-        user = await tenancy.get_user(tenant, user_id)
-        await tenancy.delete_grant(tenant, user_id, grant_id)
-        await audit(request, "grant.delete", user.username, {"user_id": user_id, "grant_id": grant_id})
+        await _users(request).revoke(request.user, user_id, grant_id)

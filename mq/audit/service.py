@@ -1,62 +1,27 @@
 """`AuditTrail`: records administrative actions and reads them back, newest first, by keyset.
 
 Append-only: nothing here updates or deletes an entry; the retention job (`mq.jobs.AuditTrimmer`) drops old ones.
-Raises only `mq.errors`. Who may read which tenant's entries is the API's business (`api.routes.audit`).
+Raises only `mq.errors`. Who may read which tenant's entries is its command's business (`mq.commands.tenancy`).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from mq import errors
 from mq.audit.repository import AuditRepository
+from mq.audit.views import MAX_AUDIT_PAGE, AuditEntryView, AuditFilter, AuditPageView
 from mq.ids import uuid7
 from mq.logs import CLIENT_REQUEST_ID, REQUEST_ID
 
 log = logging.getLogger(__name__)
 
-#: Largest page of entries.
-MAX_AUDIT_PAGE = 200
 #: Characters of a refused login's tried name kept in its entry.
 MAX_TRIED_NAME = 256
-
-
-class AuditEntryView(msgspec.Struct, omit_defaults=False):
-    """One entry: `actor` did `action` (a stable dotted name, e.g. `topic.purge`) to `target` in `tenant` (None:
-    platform-wide, e.g. a reaper run), while serving the request `request_id` (the server's id; the caller's
-    `X-Request-ID`, when it sent another, is `details.client_request_id`). `actor` is None for a refused login:
-    the name tried is in `details.username`."""
-
-    id: str
-    at: str
-    actor: str | None
-    tenant: str | None
-    action: str
-    target: str
-    details: msgspec.Raw | None
-    request_id: str | None
-
-
-class AuditPageView(msgspec.Struct, omit_defaults=False):
-    """Newest first; `next_cursor` fetches the older entries (None: there are none)."""
-
-    items: list[AuditEntryView]
-    next_cursor: str | None
-
-
-class AuditFilter(msgspec.Struct, omit_defaults=True):
-    """`action`: exact (`topic.purge`) or a prefix ending in `.` (`topic.`); `topic`: entries about that topic."""
-
-    action: str | None = None
-    actor: str | None = None
-    topic: str | None = None
-    from_time: datetime | None = None
-    to_time: datetime | None = None
 
 
 class AuditTrail:

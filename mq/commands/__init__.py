@@ -2,8 +2,8 @@
 
 Each command takes the caller's `Principal` and does everything the request needs besides its wire format: the
 caller's role and grants (the consumer groups its grants pin included), the request's bounds, then the services.
-The edges (the REST routes, the hot routes, queue-ti's gRPC service) decode, call one command, and render its
-answer: a rule changed here holds on every edge.
+The edges (the REST routes, the hot routes, queue-ti's gRPC service) decode, call one command, and render its answer:
+a rule changed here holds on every edge.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mq.commands.messages import MessageCommands
+from mq.commands.platform import PlatformCommands
+from mq.commands.tenancy import AccountCommands, TenantCommands, UserCommands
 from mq.commands.topic_data import HistoryCommands, ScheduleCommands, SchemaCommands
 from mq.commands.topics import TopicCommands
 
@@ -24,3 +26,7 @@ class Commands:
     schedules: ScheduleCommands
     schemas: SchemaCommands
     history: HistoryCommands
+    tenants: TenantCommands
+    users: UserCommands
+    account: AccountCommands
+    platform: PlatformCommands
