@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
 import aiohttp
@@ -15,9 +15,8 @@ import msgspec
 from skiplock_client import errors
 from skiplock_client._http import Transport, tls_context
 from skiplock_client._version import __version__
-from skiplock_client.consumer import Consumer
+from skiplock_client.consumer import BatchConsumerOptions, Consumer, ConsumerOptions
 from skiplock_client.errors import QueueFull, QuotaExceeded, RateLimited
-from skiplock_client.handling import Middleware
 from skiplock_client.models import (
     AckItem,
     AuditPage,
@@ -91,6 +90,22 @@ def _enqueue_body(item: Item | Any, topic: str | None) -> EnqueueBody:
         delay_seconds=item.delay,
         priority=item.priority,
     )
+
+
+class ClientOptions(TypedDict, total=False):
+    """`AsyncClient`'s keyword parameters (their defaults and documentation are there): the blocking `Client` takes
+    them as `**options`, typed by this (PEP 692)."""
+
+    auth: tuple[str, str] | None
+    tenant: str | None
+    timeout: float
+    verify: bool | str
+    client_cert: str | tuple[str, str] | None
+    max_connections: int
+    retry: RetryPolicy | None
+    batch_size: int
+    headers: dict[str, str] | None
+    session: aiohttp.ClientSession | None
 
 
 class AsyncClient:
@@ -304,105 +319,25 @@ class AsyncClient:
         view = await self._post(f"/api/messages/{message_id}/visibility", body, ExtendView, NO_RETRY)
         return view.visibility_deadline
 
-    # The consumer runtime's parameters, spelled out (not `**options`) so that editors and type checkers show them;
-    # tests/client/test_consumer_signatures.py keeps them the same as `Consumer`'s.
+    # The consumer runtime's options are `Consumer`'s keyword parameters, typed once (`ConsumerOptions`): editors and
+    # type checkers show each by name and type (PEP 692); tests/client/test_consumer_signatures.py checks they match.
     def consumer(
-        self,
-        topic: str,
-        handler: Callable[[Message], Awaitable[Any] | Any],
-        *,
-        concurrency: int = 1,
-        prefetch: int | None = None,
-        visibility_timeout: int = 30,
-        wait_seconds: float = 20,
-        max_fetch: int = 100,
-        batch: bool = False,
-        batch_size: int = 100,
-        model: type[Any] | None = None,
-        middleware: Sequence[Middleware] = (),
-        metrics: Any = None,
-        grace_period: float = 30.0,
-        ack_batch_size: int = 100,
-        ack_interval: float = 0.05,
-        handle_signals: bool = True,
-        consumer_group: str | None = None,
+        self, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], **options: Unpack[ConsumerOptions]
     ) -> Consumer:
-        """A consumer runtime for `topic` calling `handler(message)`; start it with `await consumer.run()`.
-
-        `concurrency`: handler calls at once (threads for a plain function, tasks for a coroutine function).
-        `prefetch`: messages leased ahead of the running ones (default: `concurrency`, times `batch_size` for a
-        batch handler). `visibility_timeout`: each lease's length in seconds, extended while held.
-        `wait_seconds`: the long poll. `max_fetch`: messages asked for per dequeue (at most 1,000). `batch`: the
-        handler takes a list of up to `batch_size` messages. `model`: decode each payload (JSON) into this type
-        before the handler. `middleware`: hooks around each handler call. `metrics`: a Prometheus registry to
-        count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
-        `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
-        `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
-        `consumer_group`: consume the topic as this consumer group (each group receives every message).
-        """
-        return Consumer(
-            self,
-            topic,
-            handler,
-            concurrency=concurrency,
-            prefetch=prefetch,
-            visibility_timeout=visibility_timeout,
-            wait_seconds=wait_seconds,
-            max_fetch=max_fetch,
-            batch=batch,
-            batch_size=batch_size,
-            model=model,
-            middleware=middleware,
-            metrics=metrics,
-            grace_period=grace_period,
-            ack_batch_size=ack_batch_size,
-            ack_interval=ack_interval,
-            handle_signals=handle_signals,
-            consumer_group=consumer_group,
-        )
+        """A consumer runtime for `topic` calling `handler(message)`; start it with `await consumer.run()`. The
+        options (concurrency, prefetch, visibility timeout, long poll, batch, model, middleware, metrics, grace
+        period, ack batching, signals, consumer group) are `Consumer`'s, documented there."""
+        return Consumer(self, topic, handler, **options)
 
     def batch_consumer(
         self,
         topic: str,
         handler: Callable[[list[Message]], Awaitable[Any] | Any],
-        *,
-        concurrency: int = 1,
-        prefetch: int | None = None,
-        visibility_timeout: int = 30,
-        wait_seconds: float = 20,
-        max_fetch: int = 100,
-        batch_size: int = 100,
-        model: type[Any] | None = None,
-        middleware: Sequence[Middleware] = (),
-        metrics: Any = None,
-        grace_period: float = 30.0,
-        ack_batch_size: int = 100,
-        ack_interval: float = 0.05,
-        handle_signals: bool = True,
-        consumer_group: str | None = None,
+        **options: Unpack[BatchConsumerOptions],
     ) -> Consumer:
         """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time; the other
-        parameters are `consumer`'s."""
-        return Consumer(
-            self,
-            topic,
-            handler,
-            concurrency=concurrency,
-            prefetch=prefetch,
-            visibility_timeout=visibility_timeout,
-            wait_seconds=wait_seconds,
-            max_fetch=max_fetch,
-            batch=True,
-            batch_size=batch_size,
-            model=model,
-            middleware=middleware,
-            metrics=metrics,
-            grace_period=grace_period,
-            ack_batch_size=ack_batch_size,
-            ack_interval=ack_interval,
-            handle_signals=handle_signals,
-            consumer_group=consumer_group,
-        )
+        options are `consumer`'s."""
+        return Consumer(self, topic, handler, batch=True, **options)
 
     # --- messages and topics --------------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from skiplock_client import errors
 from skiplock_client.handling import Counters, Middleware, Retry, maybe_await
@@ -89,6 +89,32 @@ class _Lease:
     deadline: float  # monotonic time the lease lapses, as this client reckons it (from before the request)
     lost: bool = False
     extending: bool = False
+
+
+class BatchConsumerOptions(TypedDict, total=False):
+    """The consumer runtime's options but `batch` (a batch consumer's): `Consumer`'s keyword parameters, whose
+    defaults and documentation are there. `AsyncClient.consumer` and `Client.consumer` take them as `**options`."""
+
+    concurrency: int
+    prefetch: int | None
+    visibility_timeout: int
+    wait_seconds: float
+    max_fetch: int
+    batch_size: int
+    model: type[Any] | None
+    middleware: Sequence[Middleware]
+    metrics: Any
+    grace_period: float
+    ack_batch_size: int
+    ack_interval: float
+    handle_signals: bool
+    consumer_group: str | None
+
+
+class ConsumerOptions(BatchConsumerOptions, total=False):
+    """Every option of the consumer runtime (`Consumer`'s keyword parameters)."""
+
+    batch: bool
 
 
 @dataclass

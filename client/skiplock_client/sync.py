@@ -10,17 +10,13 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
-import aiohttp
-
-from skiplock_client.client import DEFAULT_BATCH_SIZE, AsyncClient
-from skiplock_client.consumer import Consumer
-from skiplock_client.handling import Middleware
+from skiplock_client.client import AsyncClient, ClientOptions
+from skiplock_client.consumer import BatchConsumerOptions, Consumer, ConsumerOptions
 from skiplock_client.models import Message, TopicConfig
-from skiplock_client.retry import RetryPolicy
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -83,39 +79,11 @@ class SyncConsumer:
 class Client:
     """Skiplock's REST API, blocking. Takes `AsyncClient`'s arguments; use as `with Client(...) as client:`."""
 
-    # `AsyncClient`'s parameters, spelled out for editors and type checkers (tests/client/test_consumer_signatures.py
-    # keeps them the same).
-    def __init__(
-        self,
-        base_url: str = "http://127.0.0.1:8080",
-        *,
-        auth: tuple[str, str] | None = None,
-        tenant: str | None = None,
-        timeout: float = 30.0,
-        verify: bool | str = True,
-        client_cert: str | tuple[str, str] | None = None,
-        max_connections: int = 100,
-        retry: RetryPolicy | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        headers: dict[str, str] | None = None,
-        session: aiohttp.ClientSession | None = None,
-    ) -> None:
+    def __init__(self, base_url: str = "http://127.0.0.1:8080", **options: Unpack[ClientOptions]) -> None:
         self._portal = _Portal()
 
         async def make() -> AsyncClient:  # created on the portal's loop, where its connections will live
-            return AsyncClient(
-                base_url,
-                auth=auth,
-                tenant=tenant,
-                timeout=timeout,
-                verify=verify,
-                client_cert=client_cert,
-                max_connections=max_connections,
-                retry=retry,
-                batch_size=batch_size,
-                headers=headers,
-                session=session,
-            )
+            return AsyncClient(base_url, **options)
 
         self._client = self._portal.call(make())
 
@@ -133,103 +101,18 @@ class Client:
     def batch_size(self) -> int:
         return self._client.batch_size
 
-    # `AsyncClient.consumer`'s parameters, spelled out for editors and type checkers (see there).
-    def consumer(
-        self,
-        topic: str,
-        handler: Callable[..., Any],
-        *,
-        concurrency: int = 1,
-        prefetch: int | None = None,
-        visibility_timeout: int = 30,
-        wait_seconds: float = 20,
-        max_fetch: int = 100,
-        batch: bool = False,
-        batch_size: int = 100,
-        model: type[Any] | None = None,
-        middleware: Sequence[Middleware] = (),
-        metrics: Any = None,
-        grace_period: float = 30.0,
-        ack_batch_size: int = 100,
-        ack_interval: float = 0.05,
-        handle_signals: bool = True,
-        consumer_group: str | None = None,
-    ) -> SyncConsumer:
-        """A consumer runtime whose handler is a plain function; start it with `consumer.run_forever()`.
-
-        `concurrency`: handler calls at once, in a pool of threads.
-        `prefetch`: messages leased ahead of the running ones (default: `concurrency`, times `batch_size` for a
-        batch handler). `visibility_timeout`: each lease's length in seconds, extended while held.
-        `wait_seconds`: the long poll. `max_fetch`: messages asked for per dequeue (at most 1,000). `batch`: the
-        handler takes a list of up to `batch_size` messages. `model`: decode each payload (JSON) into this type
-        before the handler. `middleware`: hooks around each handler call. `metrics`: a Prometheus registry to
-        count into (True: the default one). `grace_period`: seconds running handlers get to finish once stopping.
-        `ack_batch_size`, `ack_interval`: acks go in one request per that many, or per that many seconds.
-        `handle_signals`: SIGTERM and SIGINT stop the consumer (when run in the main thread).
-        `consumer_group`: consume the topic as this consumer group (each group receives every message).
-        """
-        consumer = self._client.consumer(
-            topic,
-            handler,
-            concurrency=concurrency,
-            prefetch=prefetch,
-            visibility_timeout=visibility_timeout,
-            wait_seconds=wait_seconds,
-            max_fetch=max_fetch,
-            batch=batch,
-            batch_size=batch_size,
-            model=model,
-            middleware=middleware,
-            metrics=metrics,
-            grace_period=grace_period,
-            ack_batch_size=ack_batch_size,
-            ack_interval=ack_interval,
-            handle_signals=handle_signals,
-            consumer_group=consumer_group,
-        )
-        return SyncConsumer(self._portal, consumer)
+    # `AsyncClient.consumer`'s options (`ConsumerOptions`, see there).
+    def consumer(self, topic: str, handler: Callable[..., Any], **options: Unpack[ConsumerOptions]) -> SyncConsumer:
+        """A consumer runtime whose handler is a plain function (run in a pool of `concurrency` threads); start it
+        with `consumer.run_forever()`. The options are `Consumer`'s, documented there."""
+        return SyncConsumer(self._portal, self._client.consumer(topic, handler, **options))
 
     def batch_consumer(
-        self,
-        topic: str,
-        handler: Callable[[list[Message]], Any],
-        *,
-        concurrency: int = 1,
-        prefetch: int | None = None,
-        visibility_timeout: int = 30,
-        wait_seconds: float = 20,
-        max_fetch: int = 100,
-        batch_size: int = 100,
-        model: type[Any] | None = None,
-        middleware: Sequence[Middleware] = (),
-        metrics: Any = None,
-        grace_period: float = 30.0,
-        ack_batch_size: int = 100,
-        ack_interval: float = 0.05,
-        handle_signals: bool = True,
-        consumer_group: str | None = None,
+        self, topic: str, handler: Callable[[list[Message]], Any], **options: Unpack[BatchConsumerOptions]
     ) -> SyncConsumer:
         """A consumer runtime calling `handler(messages)` with up to `batch_size` messages at a time; the other
-        parameters are `consumer`'s."""
-        return self.consumer(
-            topic,
-            handler,
-            concurrency=concurrency,
-            prefetch=prefetch,
-            visibility_timeout=visibility_timeout,
-            wait_seconds=wait_seconds,
-            max_fetch=max_fetch,
-            batch=True,
-            batch_size=batch_size,
-            model=model,
-            middleware=middleware,
-            metrics=metrics,
-            grace_period=grace_period,
-            ack_batch_size=ack_batch_size,
-            ack_interval=ack_interval,
-            handle_signals=handle_signals,
-            consumer_group=consumer_group,
-        )
+        options are `consumer`'s."""
+        return self.consumer(topic, handler, batch=True, **options)
 
     login = _blocking(AsyncClient.login)
     logout = _blocking(AsyncClient.logout)
