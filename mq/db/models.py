@@ -21,6 +21,7 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
+    PrimaryKeyConstraint,
     SmallInteger,
     Text,
     UniqueConstraint,
@@ -153,7 +154,7 @@ class Message(Base):
 
     __tablename__ = "messages"
 
-    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
     tenant_id: Mapped[int] = mapped_column(BigInteger)
     topic: Mapped[str] = mapped_column(Text)
     key: Mapped[str | None] = mapped_column(Text)
@@ -181,6 +182,8 @@ class Message(Base):
     consumer_group: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
+        # Every key leads with the tenant (migration `2026_11_28_tenant_keys`): a lookup by id names its tenant.
+        PrimaryKeyConstraint("tenant_id", "id", name="messages_pkey"),
         CheckConstraint("status IN ('pending', 'processing', 'failed', 'expired')", name="messages_status_check"),
         CheckConstraint("priority BETWEEN 0 AND 9", name="messages_priority_check"),
         # The dequeue: live messages of one topic, highest priority first, then earliest available. Also serves
@@ -228,7 +231,7 @@ class ConsumerGroup(Base):
 
     __tablename__ = "consumer_groups"
 
-    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True))
     tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"))
     topic: Mapped[str] = mapped_column(Text)
     name: Mapped[str] = mapped_column(Text)
@@ -238,6 +241,7 @@ class ConsumerGroup(Base):
     settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (
+        PrimaryKeyConstraint("tenant_id", "id", name="consumer_groups_pkey"),
         CheckConstraint("start IN ('latest', 'earliest')", name="consumer_groups_start_check"),
         UniqueConstraint("tenant_id", "topic", "name", name="consumer_groups_name_uq"),
     )
@@ -248,11 +252,10 @@ class Delivery(Base):
 
     __tablename__ = "deliveries"
 
-    #: The group's tenant (a trigger fills it in for the release before, which minted rows without it: migration
-    #: `2026_11_28_deliveries_tenant`).
+    #: The group's tenant (migration `2026_11_28_deliveries_tenant`), first in every key.
     tenant_id: Mapped[int] = mapped_column(BigInteger)
-    group_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    message_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    group_id: Mapped[int] = mapped_column(BigInteger)
+    message_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
     status: Mapped[str] = mapped_column(Text, server_default=text("'pending'"))
     priority: Mapped[int] = mapped_column(SmallInteger)
     available_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -267,9 +270,10 @@ class Delivery(Base):
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
 
     __table_args__ = (
+        PrimaryKeyConstraint("tenant_id", "group_id", "message_id", name="deliveries_pkey"),
         CheckConstraint("status IN ('pending', 'processing')", name="deliveries_status_check"),
         # A group's dequeue: highest priority first, then earliest available (every row is live).
-        Index("deliveries_dequeue_idx", "group_id", text("priority DESC"), "available_at"),
+        Index("deliveries_dequeue_idx", "tenant_id", "group_id", text("priority DESC"), "available_at"),
     )
 
 
@@ -364,14 +368,17 @@ class InflightReservation(Base):
 
     __tablename__ = "inflight_reservations"
 
-    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True))
     tenant_id: Mapped[int] = mapped_column(BigInteger)
     topic: Mapped[str] = mapped_column(Text)
     group_id: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     n: Mapped[int] = mapped_column(Integer)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
-    __table_args__ = (Index("inflight_reservations_topic_idx", "tenant_id", "topic", "group_id"),)
+    __table_args__ = (
+        PrimaryKeyConstraint("tenant_id", "id", name="inflight_reservations_pkey"),
+        Index("inflight_reservations_topic_idx", "tenant_id", "topic", "group_id"),
+    )
 
 
 class WorkerSetting(Base):
@@ -559,7 +566,7 @@ class BulkJob(Base):
 
     __tablename__ = "bulk_jobs"
 
-    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True))
     tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"))
     topic: Mapped[str] = mapped_column(Text)
     action: Mapped[str] = mapped_column(Text)
@@ -574,6 +581,7 @@ class BulkJob(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
     __table_args__ = (
+        PrimaryKeyConstraint("tenant_id", "id", name="bulk_jobs_pkey"),
         CheckConstraint("action IN ('delete', 'retry', 'requeue')", name="bulk_jobs_action_check"),
         CheckConstraint("state IN ('running', 'done', 'failed', 'cancelled')", name="bulk_jobs_state_check"),
         Index("bulk_jobs_tenant_idx", "tenant_id", "created_at"),

@@ -49,7 +49,7 @@ SELECT tenant, topic, status, messages, oldest_pending_age_seconds FROM queue_ga
 ORDER BY tenant, messages DESC, topic"""
 
 # Every consumer group's deliveries (the lag a platform team alerts on), read through each group's dequeue index
-# (`deliveries_dequeue_idx` leads with the group): no groups, no work. A delivery whose lease lapsed counts as
+# (`deliveries_dequeue_idx`, by tenant and group): no groups, no work. A delivery whose lease lapsed counts as
 # pending, as the console's list counts it (`mq.topics.sql.GROUPS_LIST`).
 GROUP_GAUGES = """
 SELECT t.slug AS tenant, g.topic, g.name AS consumer_group, coalesce(c.pending, 0) AS pending,

@@ -206,7 +206,7 @@ WITH live AS (
     RETURNING message_id
 )
 UPDATE messages AS m SET owed = coalesce(m.owed, 0) + c.n
-FROM (SELECT message_id, count(*)::int AS n FROM owed GROUP BY 1) AS c WHERE m.id = c.message_id"""
+FROM (SELECT message_id, count(*)::int AS n FROM owed GROUP BY 1) AS c WHERE m.tenant_id = $1 AND m.id = c.message_id"""
 
 # A topic's groups in creation order with their counts: what each still owes (pending: available or delayed, a
 # lapsed lease included; processing: leased now), its dead letters in the topic's DLQ, and how long the oldest

@@ -405,8 +405,8 @@ async def test_messages_stored_as_for_a_topic_without_groups_are_owed_to_its_gro
     await db.execute(insert + "($1, $2, 'strays', 'none', 3, NULL, now())", stray, tenant.id)  # knew no group
     await db.execute(insert + "($1, $2, 'strays', 'a only', 3, 1, now())", acked_by_b, tenant.id)  # b is done
     await db.execute(
-        """INSERT INTO deliveries (group_id, message_id, priority, available_at)
-           SELECT id, $2, 0, now() FROM consumer_groups WHERE tenant_id = $1 AND topic = 'strays' AND name = 'a'""",
+        """INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at)
+           SELECT $1, id, $2, 0, now() FROM consumer_groups WHERE tenant_id = $1 AND topic = 'strays' AND name = 'a'""",
         tenant.id,
         acked_by_b,
     )

@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 
 from mq.db.engine import asyncpg_dsn
+from mq.queue import sql as queue_sql
 from mq.queue.sql import settle
 from mq.queue.types import PLAIN
 from tests.support.servers import migrated_database
@@ -84,6 +85,11 @@ async def test_by_id_statements_take_the_primary_key_under_stale_statistics(pg_s
                 name: await _plan(conn, mode, statement.text, *statement.args(**values))
                 for name, statement in statements.items()
             }
+            for name, text in {
+                "lease holder": queue_sql.MESSAGE_LEASE_HOLDER,
+                "leased metadata": queue_sql.MESSAGE_LEASED_METADATA,
+            }.items():
+                plans[name] = await _plan(conn, mode, text, tenant, one)
         finally:
             await conn.close()
     for name, plan in plans.items():

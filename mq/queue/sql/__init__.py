@@ -13,6 +13,7 @@ from mq.queue.sql.common import (
     LEASE_EXPIRED_ERROR,
     MESSAGE_COLUMNS,
     expires_to_dlq,
+    leased,
     rfc3339,
     uuid_list,
 )
@@ -26,7 +27,7 @@ from mq.queue.sql.common import (
 # messages_expiry_idx; 3,000 due rows among 1,000,000 expired in 33 ms.
 EXPIRE_BATCH = f"""
 WITH picked AS (
-    SELECT m.id, m.topic, {expires_to_dlq("$2", "$3")} AS to_dlq
+    SELECT m.tenant_id, m.id, m.topic, {expires_to_dlq("$2", "$3")} AS to_dlq
     FROM messages AS m
     LEFT JOIN topic_configs AS tc ON tc.tenant_id = m.tenant_id AND tc.topic = m.topic
     WHERE m.expires_at <= now() AND m.expires_at IS NOT NULL AND m.status IN ('pending', 'processing')
@@ -35,7 +36,7 @@ WITH picked AS (
     FOR UPDATE OF m SKIP LOCKED
 ), changed AS (
     UPDATE messages AS m SET {EXPIRE_SET}
-    FROM picked AS p WHERE m.id = p.id
+    FROM picked AS p WHERE m.tenant_id = p.tenant_id AND m.id = p.id
     RETURNING m.id, m.tenant_id, p.topic
 ), released AS (
     -- an expired message expires for every group that still owed it: their deliveries go (one primary-key probe
@@ -56,9 +57,9 @@ GROUP BY 1, 2"""
 # whole table as soon as one tombstone existed (1.6 s on 10,000,000 messages, every minute).
 ORPHANS_SWEEP = """
 WITH picked AS (
-    SELECT m.id FROM messages AS m
-    WHERE m.id IN (
-        SELECT o.id FROM deleted_tenants AS d
+    SELECT m.tenant_id, m.id FROM messages AS m
+    WHERE (m.tenant_id, m.id) IN (
+        SELECT d.tenant_id, o.id FROM deleted_tenants AS d
         CROSS JOIN LATERAL (
             (SELECT id FROM messages WHERE tenant_id = d.tenant_id AND status IN ('pending', 'processing') LIMIT $1)
             UNION ALL
@@ -68,7 +69,8 @@ WITH picked AS (
     )
     FOR UPDATE OF m SKIP LOCKED
 ), gone AS (
-    DELETE FROM messages AS m USING picked AS p WHERE m.id = p.id RETURNING m.tenant_id, m.topic
+    DELETE FROM messages AS m USING picked AS p WHERE m.tenant_id = p.tenant_id AND m.id = p.id
+    RETURNING m.tenant_id, m.topic
 ), gates AS (
     DELETE FROM admission_gates AS g USING deleted_tenants AS d WHERE g.tenant_id = d.tenant_id
 ), buried AS (
@@ -103,9 +105,9 @@ SELECT g.tenant_id::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP 
 
 # The metadata a nack's own would be merged into (a nack may merge at most `max_metadata_bytes` in all): a processing
 # message's, or what a group's delivery of it carries (the message's with the group's saved state on top).
-MESSAGE_LEASED_METADATA = """
-SELECT coalesce(metadata, '{}')::text FROM messages
-WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND owed IS NULL"""
+MESSAGE_LEASED_METADATA = f"""
+SELECT coalesce(metadata, '{{}}')::text FROM messages
+WHERE tenant_id = $1 AND id = $2 AND {leased()} AND owed IS NULL"""
 GROUP_LEASED_METADATA = """
 SELECT (coalesce(m.metadata, '{}') || coalesce(d.metadata, '{}'))::text
 FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id
@@ -115,9 +117,9 @@ WHERE g.tenant_id = $1 AND g.name = $3 AND d.message_id = $2 AND d.status = 'pro
 # Who holds a message's lease now (gRPC's ack and nack by id act only on the caller's own lease): its receipt, its
 # holder's name and whether it is unexpired; no row when the message (the group's delivery) is not processing.
 # $2 message id; the group's: $3 group name (a tenant's groups of that name, one per topic: the message picks one).
-MESSAGE_LEASE_HOLDER = """
+MESSAGE_LEASE_HOLDER = f"""
 SELECT receipt::text, leased_by, available_at > now() AS live FROM messages
-WHERE tenant_id = $1 AND id = $2 AND status = 'processing' AND owed IS NULL"""
+WHERE tenant_id = $1 AND id = $2 AND {leased()} AND owed IS NULL"""
 GROUP_LEASE_HOLDER = """
 SELECT d.receipt::text, d.leased_by, d.available_at > now() AS live
 FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id
@@ -420,7 +422,7 @@ WITH locked AS (
 ), moved AS (
     UPDATE messages AS m SET {_RESTORE_FROM_DLQ}, {_REQUEUED_OWED}
     FROM candidates AS c
-    WHERE m.id = c.id
+    WHERE m.tenant_id = $1 AND m.id = c.id
     {_REQUEUED_RETURNING}
 ), {_REQUEUED_MINTED}
 SELECT id FROM moved"""
@@ -486,12 +488,13 @@ WAKEUP_NOTIFY = f"SELECT pg_notify('{WAKEUP_CHANNEL}', k) FROM unnest($1::text[]
 # they are many.
 DELETE_BATCH = """
 WITH picked AS (
-    SELECT id FROM messages
+    SELECT tenant_id, id FROM messages
     WHERE status = 'expired' OR (status = 'failed' AND updated_at < now() - make_interval(secs => $2))
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), gone AS (
-    DELETE FROM messages AS m USING picked AS p WHERE m.id = p.id RETURNING m.tenant_id, m.topic
+    DELETE FROM messages AS m USING picked AS p WHERE m.tenant_id = p.tenant_id AND m.id = p.id
+    RETURNING m.tenant_id, m.topic
 )
 SELECT t.slug AS tenant, g.topic, count(*) AS n FROM gone AS g JOIN tenants AS t ON t.id = g.tenant_id
 GROUP BY 1, 2"""

@@ -19,6 +19,15 @@ def message_columns(status: str) -> str:
     m.receipt::text AS receipt, m.consumer_group"""
 
 
+# A message named by its key (tenant, id) and checked for a lease: written so that the check does not imply
+# messages_dequeue_idx's predicate (`status IN ('pending', 'processing')`; `IS TRUE` changes nothing else, the status
+# is never null), which leaves the planner the primary key alone. Otherwise, for a tenant the statistics do not
+# know yet (new, or grown since the last ANALYZE: estimated at a handful of rows), it read every live message of the
+# tenant through that index to find one (`tests/integration/test_plans.py`).
+def leased(alias: str = "") -> str:
+    return f"({alias}status = 'processing') IS TRUE"
+
+
 # What a message is for every reader (browse, get, stats, topics, purge and delete by status), whatever a reaper
 # has marked yet: a live message past its `expires_at` is `expired` (gone for every purpose), and a processing one
 # whose visibility deadline passed (a lapsed lease) is `pending`, available exactly as a pending one is. The

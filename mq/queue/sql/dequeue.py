@@ -84,7 +84,7 @@ SET status = CASE p.fate WHEN 'dlq' THEN 'pending' WHEN 'failed' THEN 'failed' E
         )
     } ELSE m.attempts END,
     updated_at = now()
-FROM picked AS p WHERE m.id = p.id
+FROM picked AS p WHERE m.tenant_id = $tenant AND m.id = p.id
 RETURNING {LEASED_COLUMNS},
     CASE WHEN m.first_dequeued_at = now() AND p.fate IS NULL THEN extract(epoch FROM now() - m.created_at)::float8
     END AS waited, p.fate, p.lapsed""",
@@ -153,7 +153,7 @@ _DELIVERIES_RECEIVED = Fragment(
     "received",
     """
     UPDATE messages AS m SET status = 'processing'
-    FROM leased AS l WHERE m.id = l.message_id AND m.key IS NOT NULL
+    FROM leased AS l WHERE m.tenant_id = $tenant AND m.id = l.message_id AND m.key IS NOT NULL
     RETURNING m.id, m.payload, m.metadata, m.updated_at""",
 )
 _DELIVERIES_RECORDED = Fragment(
@@ -174,7 +174,7 @@ SELECT m.id::text AS id, m.topic, m.key, coalesce(r.payload, m.payload) AS paylo
     {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
     l.receipt::text AS receipt, $group_name::text AS consumer_group, NULL::float8 AS waited, NULL::text AS fate,
     l.lapsed
-FROM leased AS l JOIN messages AS m ON m.id = l.message_id AND m.tenant_id + 0 = $tenant AND m.topic = $topic
+FROM leased AS l JOIN messages AS m ON m.tenant_id = $tenant AND m.id = l.message_id AND m.topic = $topic
 LEFT JOIN received AS r ON r.id = l.message_id
 UNION ALL
 SELECT p.message_id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
@@ -186,7 +186,11 @@ FROM picked AS p WHERE p.spent"""
 # count, so that the planner knows the LIMIT; a plan for an unknown LIMIT merge-joined the leased rows with the whole
 # primary key, 2.5 of the statement's 3.6 ms), leases nothing if it was reclaimed, records each lease, and gives
 # back what it did not lease as an ended count.
-_CLAIM = Fragment("claim", "DELETE FROM inflight_reservations WHERE id = $reservation RETURNING n", materialized=True)
+_CLAIM = Fragment(
+    "claim",
+    "DELETE FROM inflight_reservations WHERE tenant_id = $tenant AND id = $reservation RETURNING n",
+    materialized=True,
+)
 _CLAIMED = "\n      AND EXISTS (SELECT FROM claim)"
 
 

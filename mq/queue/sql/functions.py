@@ -439,9 +439,9 @@ GROUP_ACK = _group_ack(_V2)
 GROUP_NACK = _group_nack(_V2)
 GROUP_RELEASE = _group_release(_V2)
 GROUP_TOMBSTONE = _group_tombstone(_V2)
-#: The release before names no tenant when it mints a delivery (`deliveries.tenant_id` came after it): its rows are
-#: given their group's tenant on the way in (trigger `deliveries_tenant`, only on a row without one), until the
-#: migration after drops it with that release's functions.
+#: The release before the one before minted deliveries without a tenant (`deliveries.tenant_id` came after it):
+#: a trigger (`deliveries_tenant`) gave its rows their group's tenant, from migration `2026_11_28_deliveries_tenant`
+#: until `2026_11_28_tenant_keys`.
 DELIVERIES_TENANT = Function(
     "skiplock_deliveries_tenant_v1",
     "",
@@ -468,15 +468,25 @@ CURRENT = (
     GROUP_NACK,
     GROUP_RELEASE,
     GROUP_TOMBSTONE,
-    DELIVERIES_TENANT,
 )
 #: The versions the release before called: created by the migration that introduced them, kept by the one that
 #: replaced them (its old instances still call them during a rolling upgrade), dropped by the migration after.
-SUPERSEDED = (_group_done(_V1), _group_ack(_V1), _group_nack(_V1), _group_release(_V1), _group_tombstone(_V1))
+#: None now: the release before calls the current versions.
+SUPERSEDED: tuple[Function, ...] = ()
+#: Versions no release calls any more, dropped by migration `2026_11_28_tenant_keys` (their source stays: the
+#: migrations that created them create them from here).
+DROPPED = (
+    _group_done(_V1),
+    _group_ack(_V1),
+    _group_nack(_V1),
+    _group_release(_V1),
+    _group_tombstone(_V1),
+    DELIVERIES_TENANT,
+)
 #: Every version a migration created, by name (a migration looks its functions up here).
-RELEASED = {function.name: function for function in (*SUPERSEDED, *CURRENT)}
-#: The unversioned functions of the migrations before `2026_11_28_versioned_functions`: what the release before
-#: it calls, left for its instances during a rolling upgrade, dropped by the migration after (name, arguments).
+RELEASED = {function.name: function for function in (*DROPPED, *SUPERSEDED, *CURRENT)}
+#: The unversioned functions of the migrations before `2026_11_28_versioned_functions` (name, arguments): called by
+#: nothing since the release after it; they stay until those migrations are folded into one.
 UNVERSIONED = (
     (
         "skiplock_admit",

@@ -88,7 +88,7 @@ def expired_twins(pairs: str) -> list[Fragment]:
         LEFT JOIN topic_configs AS tc ON tc.tenant_id = $tenant AND tc.topic = m.topic
         WHERE m.expires_at <= now()
     ) AS p
-    WHERE m.id = p.id AND m.status = 'pending' AND m.original_topic IS NULL  -- still so once locked
+    WHERE m.tenant_id = $tenant AND m.id = p.id AND m.status = 'pending' AND m.original_topic IS NULL  -- still so
     RETURNING m.id, m.topic""",
         ),
         Fragment(

@@ -7,11 +7,12 @@ delivery, named by the group's name: the functions of `mq.queue.sql.functions` d
 last ack does so in `skiplock_group_done`). `ack_statement(plan)` and the others answer the statement of a plan;
 the registry lists them all (`make explain`).
 
-Looking a message up by id with its tenant and status checked: the planner must take the primary key. For a tenant
-the statistics do not know yet (new, or grown since the last ANALYZE) it estimates a handful of rows for
-`tenant_id = $1`, and with `status = 'processing'` (which implies messages_dequeue_idx's predicate) it read every
-live message of the tenant through messages_dequeue_idx instead: 525 ms for one message among a tenant's 1,000,000
-rather than 0.01 ms. `tenant_id + 0 = $1` checks the tenant without offering an index to do it.
+Looking a message up by id: the key is (tenant_id, id) (migration `2026_11_28_tenant_keys`), and each lookup
+names both, so the planner takes the primary key, a unique match, whatever the statistics say. Before, with the key
+by id alone and the tenant beside it, a tenant the statistics did not know yet (new, or grown since the last
+ANALYZE) was estimated at a handful of rows, and with `status = 'processing'` (which implies messages_dequeue_idx's
+predicate) the planner read every live message of the tenant through messages_dequeue_idx instead: 525 ms for one
+message among a tenant's 1,000,000 rather than 0.01 ms (`tests/integration/test_plans.py` keeps it so).
 
 Parameters: $tenant; $ids and $receipts (comma-separated uuids; an empty receipt: any holder) of an ack;
 $message, $receipt (NULL: any holder) of a nack or an extend; $group_name (a group's plans); a nack's $error,
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from mq.db.statements import Fragment, Statement, compose
 from mq.queue.sql import functions
-from mq.queue.sql.common import LEASE_EXPIRED_ERROR, attempt_ended, uuid_list
+from mq.queue.sql.common import LEASE_EXPIRED_ERROR, attempt_ended, leased, uuid_list
 from mq.queue.sql.log import log_acked
 from mq.queue.types import DeliveryPlan
 
@@ -63,8 +64,8 @@ def counted_out(rows: str, group: str) -> list[Fragment]:
 # --- Ack --------------------------------------------------------------------------------------------------------
 # A topic's batch ack: one statement deletes every acknowledged message and returns its id and the receipt of the
 # lease that ended (so the entry holding the current receipt gets the credit, not a stale one); the caller probes
-# the rest (only when some failed) to tell why. `found` looks each listed id up by the primary key alone (LATERAL
-# ... LIMIT 1 keeps every other condition out of the lookup), then checks tenant, status and receipt; `gone` takes
+# the rest (only when some failed) to tell why. `found` looks each listed id up by the primary key, (tenant, id)
+# (LATERAL ... LIMIT 1 keeps every other condition out of the lookup), then checks status and receipt; `gone` takes
 # those rows again by key, as they were found (a lease that changed since does not match). Any other plan grows with
 # the tenant: with the conditions side by side, stale statistics made the planner read all of a flooding tenant's
 # live messages through messages_dequeue_idx and test each against the list, up to 2 s per ack of 1,000 while B's
@@ -76,7 +77,8 @@ _ACK_FOUND = Fragment(
     f"""
     SELECT m.id, m.status, m.receipt
     FROM unnest({uuid_list("$ids")}, {uuid_list("$receipts")}) AS w(id, receipt)
-    CROSS JOIN LATERAL (SELECT x.id, x.tenant_id, x.status, x.receipt FROM messages AS x WHERE x.id = w.id LIMIT 1) AS m
+    CROSS JOIN LATERAL (SELECT x.id, x.tenant_id, x.status, x.receipt FROM messages AS x
+                        WHERE x.tenant_id = $tenant AND x.id = w.id LIMIT 1) AS m
     WHERE m.tenant_id = $tenant AND m.status = 'processing' AND (w.receipt IS NULL OR w.receipt = m.receipt)""",
     materialized=True,
 )
@@ -89,7 +91,7 @@ def _ack_gone(plan: DeliveryPlan) -> Fragment:
         "gone",
         f"""
     DELETE FROM messages AS m USING found AS f
-    WHERE m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
+    WHERE m.tenant_id = $tenant AND m.id = f.id AND m.status = f.status AND m.receipt = f.receipt
     RETURNING m.id, m.topic, m.receipt{columns}""",
     )
 
@@ -168,7 +170,7 @@ def _nack_current(plan: DeliveryPlan) -> Fragment:
            coalesce(tc.retry_backoff_seconds, $backoff_default::int4[]) AS backoff
     FROM messages AS m
     LEFT JOIN topic_configs AS tc ON tc.tenant_id = $tenant AND tc.topic = m.topic
-    WHERE m.id = $message AND m.tenant_id + 0 = $tenant AND m.status = 'processing'
+    WHERE m.tenant_id = $tenant AND m.id = $message AND {leased("m.")}
       AND ($receipt::uuid IS NULL OR m.receipt = $receipt) AND m.owed IS NULL
     FOR UPDATE OF m""",
     )
@@ -192,7 +194,7 @@ UPDATE messages AS m SET
         $delay, cur.backoff[least(cur.attempts, cardinality(cur.backoff))], 0)) ELSE interval '0' END,{metadata}
     last_error = $error, receipt = NULL, updated_at = now(),
     attempts = {_NACK_ATTEMPT}
-FROM cur WHERE m.id = cur.id
+FROM cur WHERE m.tenant_id = $tenant AND m.id = cur.id
 RETURNING cur.outcome, m.topic{lease}""",
     )
 
@@ -261,9 +263,9 @@ NACK_LAPSED = compose(
 # the twin carries the key's latest content and will be delivered. A limited tenant's: the lease's slot is freed.
 _SUPERSEDED_GONE = Fragment(
     "gone",
-    """
+    f"""
     DELETE FROM messages
-    WHERE id = $message AND tenant_id + 0 = $tenant AND status = 'processing'
+    WHERE tenant_id = $tenant AND id = $message AND {leased()}
       AND ($receipt::uuid IS NULL OR receipt = $receipt)
     RETURNING topic, receipt, available_at AS deadline""",
 )
@@ -278,9 +280,9 @@ SUPERSEDED = {
 # it (its row lock orders it with a dequeue freeing it at its deadline); a lease no longer recorded (its slot freed)
 # is not extended (lease_lost), or the topic could have more leases in flight than its limit.
 _EXTEND_TARGETS = {
-    False: """
+    False: f"""
     SELECT id, topic, receipt, available_at, 0 AS group_id FROM messages
-    WHERE id = $message AND tenant_id + 0 = $tenant AND status = 'processing'
+    WHERE tenant_id = $tenant AND id = $message AND {leased()}
       AND ($receipt::uuid IS NULL OR receipt = $receipt) AND owed IS NULL
     FOR UPDATE""",
     True: """
@@ -294,7 +296,7 @@ _EXTENDED = {
     False: """
 UPDATE messages AS m SET available_at = now() + make_interval(secs => $seconds), updated_at = now()
 FROM target AS t
-WHERE m.id = t.id AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
+WHERE m.tenant_id = $tenant AND m.id = t.id AND (NOT EXISTS (SELECT FROM slot) OR EXISTS (SELECT FROM lease))
 RETURNING m.available_at""",
     True: """
 UPDATE deliveries AS d SET available_at = now() + make_interval(secs => $seconds)
@@ -305,9 +307,9 @@ RETURNING d.available_at""",
 }
 # Without limits: one UPDATE.
 _EXTENDED_ALONE = {
-    False: """
+    False: f"""
 UPDATE messages SET available_at = now() + make_interval(secs => $seconds), updated_at = now()
-WHERE id = $message AND tenant_id + 0 = $tenant AND status = 'processing'
+WHERE tenant_id = $tenant AND id = $message AND {leased()}
   AND ($receipt::uuid IS NULL OR receipt = $receipt) AND owed IS NULL
 RETURNING available_at""",
     True: """
