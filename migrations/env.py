@@ -32,9 +32,11 @@ def _run(connection: Connection) -> None:
 
 async def _run_online() -> None:
     engine = create_async_engine(_url())
-    async with engine.connect() as connection:
-        await connection.run_sync(_run)
-    await engine.dispose()
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run)
+    finally:  # a migration that fails (or a revision Alembic cannot locate) leaves no connection open
+        await engine.dispose()
 
 
 if context.is_offline_mode():

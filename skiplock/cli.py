@@ -22,7 +22,7 @@ import sys
 import uvloop
 
 from api.server import serve, serve_processes
-from mq.db.engine import DATABASE_ERRORS, migrate, schema_problem, schema_revision
+from mq.db.engine import DATABASE_ERRORS, SchemaTooOld, migrate, schema_problem, schema_revision
 from mq.logs import configure_logging
 from mq.settings import DEFAULT_ADMIN_PASSWORD, Settings, get_settings
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, EmbeddedServerError
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> None:
         log.error("SKIPLOCK_DATABASE_URL is not set: `skiplock %s` needs the database's URL", command)
         sys.exit(2)
     if command == "migrate":
-        migrate(settings.database_url)
+        _migrate(settings.database_url)
         log.info("the database is at the current schema")
         return
     _refuse_an_unmigrated_database(settings.database_url)
@@ -66,7 +66,7 @@ def serve_command(settings: Settings) -> None:
             sys.exit(2)
         assert settings.database_url is not None
         if _migrates_on_start(settings, embedded):
-            migrate(settings.database_url)
+            _migrate(settings.database_url)
         else:
             _refuse_an_unmigrated_database(settings.database_url)
         _announce(settings)
@@ -79,6 +79,14 @@ def serve_command(settings: Settings) -> None:
             server.stop()
         if embedded:
             log.info("embedded servers stopped")
+
+
+def _migrate(url: str) -> None:
+    try:
+        migrate(url)
+    except SchemaTooOld as e:
+        log.error("%s", e)  # noqa: TRY400 (what to do, not a traceback)
+        sys.exit(2)
 
 
 def _refuse_an_unmigrated_database(url: str) -> None:

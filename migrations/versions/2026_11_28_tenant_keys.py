@@ -6,8 +6,7 @@ the release before already does (`deliveries.tenant_id` came with it).
 
 The release before calls the consumer groups' version 2 functions and mints deliveries with their tenant: version 1
 and the trigger that filled in a delivery's tenant for the release before it go. The unversioned functions of the
-migrations before `2026_11_28_versioned_functions` stay, called by nothing (`tests/integration/test_functions.py`
-keeps it so), until those migrations are folded into one.
+first migrations go in the next one (`2026_11_28_unversioned_dropped`).
 
 The new keys are built CONCURRENTLY (writers go on meanwhile); only the swap of each primary key takes its table's
 lock, for as long as a catalog change takes.

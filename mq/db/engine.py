@@ -9,6 +9,7 @@ import asyncpg
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 #: The Alembic scripts ship inside the package (the checkout's `migrations/` folder, installed as
@@ -87,9 +88,31 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+#: The revision of the migration the first ones were folded into (`migrations/versions/2026_11_28_baseline.py`),
+#: which lists them (`FOLDED`).
+BASELINE = "2026_11_28_versioned_functions"
+
+
+class SchemaTooOld(Exception):
+    """The database is at a revision of the migrations folded into the baseline: an older release migrates it first."""
+
+
 def migrate(url: str, revision: str = "head") -> None:
-    """Run Alembic up to `revision` (blocking: call before the event loop serves, or in a thread)."""
-    command.upgrade(alembic_config(url), revision)
+    """Run Alembic up to `revision` (blocking: call before the event loop serves, or in a thread). `SchemaTooOld`
+    when the database is at a folded revision."""
+    config = alembic_config(url)
+    try:
+        command.upgrade(config, revision)
+    except CommandError as exc:
+        folded: tuple[str, ...] = ScriptDirectory.from_config(config).get_revision(BASELINE).module.FOLDED
+        old = next((name for name in folded if f"'{name}'" in str(exc)), None)
+        if old is None:
+            raise
+        raise SchemaTooOld(
+            f"the database's schema is at revision {old}, one of the migrations this release folded into one "
+            f"({BASELINE}): migrate it first with a release from before the fold (up to commit d870528, "
+            "`skiplock migrate`), then with this one (docs/deploy.md, Upgrade stops)"
+        ) from None
 
 
 async def schema_revision(url: str) -> str | None:

@@ -126,14 +126,14 @@ class TopicConfig(Base):
     expire_to_dlq: Mapped[bool | None] = mapped_column(Boolean)
     replayable: Mapped[bool | None] = mapped_column(Boolean)
     replay_window_seconds: Mapped[int | None] = mapped_column(Integer)
-    #: At most this many messages processing at once (per consumer group); migration 2026_11_25_inflight.
+    #: At most this many messages processing at once (per consumer group).
     max_inflight: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 class AdmissionGate(Base):
-    """One stripe of an exact cap's gate (migration `2026_11_22_admission`): the rows admitted through it
+    """One stripe of an exact cap's gate: the rows admitted through it
     (`bound`) and its share of the cap (`alloc`). `scope` is a topic, '' for the whole tenant, or '#topics', the
     lock that orders the creation of new topics. Only the SQL function `skiplock_admit` reads and writes it."""
 
@@ -226,7 +226,7 @@ class Message(Base):
 
 
 class ConsumerGroup(Base):
-    """A topic's consumer group (migration `2026_11_25_consumer_groups`): every message enqueued while it exists
+    """A topic's consumer group: every message enqueued while it exists
     (and, `earliest`, every one stored when it was created) is delivered to it once, apart from other groups."""
 
     __tablename__ = "consumer_groups"
@@ -278,7 +278,7 @@ class Delivery(Base):
 
 
 class TopicSchema(Base):
-    """One version of a topic's schema (migration `2026_11_25_topic_schemas`); the highest is in force."""
+    """One version of a topic's schema; the highest is in force."""
 
     __tablename__ = "topic_schemas"
 
@@ -296,7 +296,7 @@ class TopicSchema(Base):
 
 
 class PeriodicSchedule(Base):
-    """A tenant's periodic message (migration `2026_11_25_schedules`): at each tick of `cron` in `timezone` the
+    """A tenant's periodic message: at each tick of `cron` in `timezone` the
     workers enqueue `payload` into `topic`, once."""
 
     __tablename__ = "schedules"
@@ -364,7 +364,7 @@ class InflightEnded(Base):
 
 class InflightReservation(Base):
     """Slots of a limited topic (or group) reserved by a dequeue's first statement and not yet claimed by its
-    lease statement (migration `2026_11_25_inflight_reservations`)."""
+    lease statement."""
 
     __tablename__ = "inflight_reservations"
 
@@ -440,7 +440,7 @@ def include_name(name: str | None, type_: str, _parent: object) -> bool:
 
 
 class MessageLog(Base):
-    """Acked messages of replayable topics (migration `2026_11_25_message_log`), partitioned by range of
+    """Acked messages of replayable topics, partitioned by range of
     `acked_at`; no primary key (a partitioned table's would have to hold `acked_at`), one index for the page."""
 
     __tablename__ = "message_log"
@@ -487,7 +487,7 @@ class GroupGauge(Base):
 
 
 class DeletedTenant(Base):
-    """A tenant deleted with its messages (migration `2026_11_23_tenant_tombstones`). An enqueue that raced the
+    """A tenant deleted with its messages. An enqueue that raced the
     delete may have committed rows after it; `mq.jobs.OrphanSweeper` deletes what is left under these ids, then
     the tombstone. Tenant ids are never reused, so such rows are unreachable meanwhile."""
 
@@ -498,7 +498,7 @@ class DeletedTenant(Base):
 
 
 class TopicPause(Base):
-    """A paused topic (migration `2026_11_24_console`): enqueues are accepted, dequeues answer empty."""
+    """A paused topic: enqueues are accepted, dequeues answer empty."""
 
     __tablename__ = "topic_pauses"
 

@@ -1,6 +1,6 @@
 """The message log's statements (contract, "Message history and replay").
 
-`message_log` is partitioned by range of `acked_at` (migration `2026_11_25_message_log`); the ack statements write
+`message_log` is partitioned by range of `acked_at`; the ack statements write
 it (`mq.queue.sql.log`: a topic's logged ack, `skiplock_group_done`). What a topic shows starts at its visible
 floor: the latest of its trim (`message_log_trims`) and now minus its `replay_window_seconds`. Rows below it stay
 until their partition is dropped (`mq.history.partitions`): no row-by-row DELETE on the log.

@@ -1,7 +1,7 @@
 """Exact caps on what an enqueue may add: a tenant's `max_messages` and `max_topics`, a topic's `max_depth`.
 
-The counting happens in Postgres, in the statement that inserts the rows (`skiplock_admit`, migration
-`2026_11_22_admission`; docs/semantics.md "Quotas and max_depth"). This module builds that function's arguments
+The counting happens in Postgres, in the statement that inserts the rows (the database function `functions.ADMIT`,
+`mq/queue/sql/functions.py`; docs/semantics.md "Quotas and max_depth"). This module builds that function's arguments
 from the caps in force; `MessageRepository` turns its refusals into domain errors. A refusal is never answered from
 memory: it is true when it is answered (each one recounts the scope, index-only, then without expired messages).
 """

@@ -1,4 +1,4 @@
-"""The schedules' statements (migration `2026_11_25_schedules`)."""
+"""The schedules' statements."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The topic schemas' statements (migration `2026_11_25_topic_schemas`). A topic's schema in force is its highest
+"""The topic schemas' statements. A topic's schema in force is its highest
 version; the config cache reads it with the topic's config (`mq.queue.sql.TOPIC_CONFIG_GET`)."""
 
 from __future__ import annotations

@@ -57,9 +57,8 @@ async def test_the_database_holds_each_current_version_as_its_source_says(db: as
         held_as = (row["returns"], row["language"], row["volatility"])
         assert held_as == (function.returns, function.language, function.volatility), function.name
         assert row["body"].strip() == function.body.strip(), f"{function.name}: the database holds another body"
-    # what is left: the unversioned functions of the migrations before the versioned ones, and nothing else (a
-    # dropped version is gone)
-    assert set(held) <= set(functions.UNVERSIONED), sorted(set(held) - set(functions.UNVERSIONED))
+    # and nothing else: a dropped version is gone, and so are the unversioned functions of the first migrations
+    assert held == {}, sorted(held)
 
 
 def test_each_current_version_is_released_under_its_name() -> None:

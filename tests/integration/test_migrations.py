@@ -14,7 +14,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
-from mq.db.engine import alembic_config, create_engine, migrate
+from mq.db.engine import BASELINE, SchemaTooOld, alembic_config, asyncpg_dsn, create_engine, migrate
 from mq.db.models import Base, include_name
 
 
@@ -74,3 +74,19 @@ async def test_a_release_refuses_a_database_without_its_schema(command: str, emp
     older = await asyncio.to_thread(run)
     assert older.returncode == 2
     assert f"schema is at revision {first}" in older.stderr and "run `skiplock migrate`" in older.stderr
+
+
+async def test_a_database_at_a_folded_revision_is_refused_with_what_to_do(empty_database: str) -> None:
+    """The first migrations are folded into one (`migrations/versions/2026_11_28_baseline.py`): a database one of
+    them left cannot go on from the middle of the fold, and `skiplock migrate` says what to do instead of Alembic's
+    "Can't locate revision"."""
+    folded = ScriptDirectory.from_config(alembic_config(empty_database)).get_revision(BASELINE).module.FOLDED
+    assert len(folded) == 24 and BASELINE not in folded
+    conn = await asyncpg.connect(asyncpg_dsn(empty_database))
+    try:
+        await conn.execute("CREATE TABLE alembic_version (version_num varchar(32) PRIMARY KEY)")
+        await conn.execute("INSERT INTO alembic_version VALUES ($1)", folded[-1])
+    finally:
+        await conn.close()
+    with pytest.raises(SchemaTooOld, match=f"at revision {folded[-1]}, .* a release from before the fold"):
+        await asyncio.to_thread(migrate, empty_database)

@@ -50,7 +50,7 @@ GROUP BY 1, 2"""
 
 
 # The orphan sweeper (`mq.jobs.OrphanSweeper`): rows of deleted tenants (written by enqueues that raced the
-# delete; migration 2026_11_23_tenant_tombstones), a batch at a time, then tombstones a sweep found empty after an
+# delete), a batch at a time, then tombstones a sweep found empty after an
 # hour. Tombstones are few and usually none: the statement is an empty join then. Each tombstone's rows are found
 # through the two partial indexes that lead with tenant_id and together cover every status (live:
 # messages_dequeue_idx; finished: messages_done_idx): a plain join of tombstones and messages was a Seq Scan of the
@@ -89,7 +89,7 @@ SELECT g.tenant_id::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP 
 # statement reads them itself, so a group created a moment ago by another instance counts), and `owed` on the
 # message counts them. A group's dequeue leases its own rows (`deliveries_dequeue_idx`, queue order, SKIP LOCKED);
 # its ack deletes them and counts the messages down, and the message goes when the count reaches 0
-# (`skiplock_group_ack`, migration 2026_11_25_consumer_groups).
+# (`functions.GROUP_ACK`).
 #
 # Why rows and not a cursor per group (Kafka's offsets): a cursor cannot keep the data plane's order (priority,
 # then available_at) nor delays, and a position in id or time order passes a message whose transaction commits

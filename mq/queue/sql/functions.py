@@ -4,7 +4,8 @@ A function is never changed in place: a change is a new version (`skiplock_group
 a migration from the source here (`CREATE FUNCTION`), while the old version stays until the migration after
 (a rolling upgrade's old instances still call it), which drops it. `CURRENT` are the versions the code calls; a
 function a migration created stays in `RELEASED` forever (a migration creates what it created on the day it was
-written, from here). `tests/integration/test_functions.py` compares what a migrated database holds with `CURRENT`.
+written, from here). `tests/integration/test_functions.py` checks that a migrated database holds `CURRENT` (and
+`SUPERSEDED`) and nothing else.
 
 Statements call a function by its `name` (`GROUP_ACK.name`), so a new version is one edit here and one migration.
 """
@@ -485,34 +486,3 @@ DROPPED = (
 )
 #: Every version a migration created, by name (a migration looks its functions up here).
 RELEASED = {function.name: function for function in (*DROPPED, *SUPERSEDED, *CURRENT)}
-#: The unversioned functions of the migrations before `2026_11_28_versioned_functions` (name, arguments): called by
-#: nothing since the release after it; they stay until those migrations are folded into one.
-UNVERSIONED = (
-    (
-        "skiplock_admit",
-        "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
-    ),
-    ("skiplock_admit_copy", "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint"),
-    (
-        "skiplock_admit_copy_all",
-        "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
-    ),
-    ("skiplock_admit_one", "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint"),
-    ("skiplock_group_ack", "tenant bigint, group_name text, ids uuid[], receipts uuid[]"),
-    ("skiplock_group_done", "owed_by uuid[]"),
-    ("skiplock_group_done", "owed_by uuid[], acked boolean"),
-    (
-        "skiplock_group_nack",
-        "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
-        "backoff_default integer[], dlq_default boolean, copy_id uuid",
-    ),
-    (
-        "skiplock_group_nack",
-        "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
-        "backoff_default integer[], dlq_default boolean, copy_id uuid, meta jsonb",
-    ),
-    ("skiplock_group_release", "g bigint, batch integer"),
-    ("skiplock_group_tombstone", ""),
-    ("skiplock_topic_count", "p_tenant bigint"),
-    ("skiplock_topic_exists", "p_tenant bigint, p_topic text"),
-)

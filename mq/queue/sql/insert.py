@@ -119,7 +119,7 @@ EXPIRE_TWINS = {
 
 # --- Admission ----------------------------------------------------------------------------------------------------
 # Capped tenants and topics (a tenant's max_messages or max_topics, a topic's max_depth) admit their rows through
-# their gates (migration 2026_11_22_admission) in the statement that inserts them, first, as an InitPlan (plan:
+# their gates (`functions.ADMIT`) in the statement that inserts them, first, as an InitPlan (plan:
 # One-Time Filter on the insert's scan). The common case, one gate and no max_topics, is tried right here: one
 # update of this connection's stripe (32 stripes, as in `skiplock_admit`). Anything else, or a stripe without
 # room, goes to `skiplock_admit`, which takes the gates' row locks and raises SKQ01-03 to refuse, undoing the
@@ -151,7 +151,7 @@ ADMIT = statement("admit", f"SELECT {functions.ADMIT.name}($tenant, {_ADMIT_ARGU
 
 
 def copy_admission(tenant_id: int, admit: tuple[list[str], list[int], list[int], int | None, list[str]]) -> str:
-    """The WHERE condition of a capped COPY (migration 2026_11_22_admission_copy): one call, folded before the
+    """The WHERE condition of a capped COPY (`functions.ADMIT_COPY`): one call, folded before the
     first row, that passes the gates in the COPY's transaction. COPY takes no parameters, so the arguments are
     literals: integers, and scopes and topics, which are topic names (`TOPIC_RE`: letters, digits, '.', '_', '-')
     or ''; quotes are doubled all the same."""
