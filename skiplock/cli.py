@@ -66,7 +66,7 @@ def serve_command(settings: Settings) -> None:
             sys.exit(2)
         assert settings.database_url is not None
         if _migrates_on_start(settings, embedded):
-            _migrate(settings.database_url)
+            _migrate(settings.database_url, embedded=any(isinstance(s, EmbeddedPostgres) for s in embedded))
         else:
             _refuse_an_unmigrated_database(settings.database_url)
         _announce(settings)
@@ -81,11 +81,12 @@ def serve_command(settings: Settings) -> None:
             log.info("embedded servers stopped")
 
 
-def _migrate(url: str) -> None:
+def _migrate(url: str, *, embedded: bool = False) -> None:
     try:
         migrate(url)
     except SchemaTooOld as e:
-        log.error("%s", e)  # noqa: TRY400 (what to do, not a traceback)
+        fresh = "; or, this Postgres being embedded, start afresh: remove its data under SKIPLOCK_DATA_DIR"
+        log.error("%s%s", e, fresh if embedded else "")  # noqa: TRY400 (what to do, not a traceback)
         sys.exit(2)
 
 
