@@ -104,15 +104,24 @@ def migrate(url: str, revision: str = "head") -> None:
     try:
         command.upgrade(config, revision)
     except CommandError as exc:
-        folded: tuple[str, ...] = ScriptDirectory.from_config(config).get_revision(BASELINE).module.FOLDED
-        old = next((name for name in folded if f"'{name}'" in str(exc)), None)
+        old = next((name for name in _folded(ScriptDirectory.from_config(config)) if f"'{name}'" in str(exc)), None)
         if old is None:
             raise
-        raise SchemaTooOld(
-            f"the database's schema is at revision {old}, one of the migrations this release folded into one "
-            f"({BASELINE}): migrate it first with a release from before the fold (up to commit d870528, "
-            "`skiplock migrate`), then with this one (docs/deploy.md, Upgrade stops)"
-        ) from None
+        raise SchemaTooOld(_too_old(old)) from None
+
+
+def _folded(scripts: ScriptDirectory) -> tuple[str, ...]:
+    """The revisions folded into the baseline (`FOLDED` of its migration)."""
+    folded: tuple[str, ...] = scripts.get_revision(BASELINE).module.FOLDED
+    return folded
+
+
+def _too_old(revision: str) -> str:
+    return (
+        f"the database's schema is at revision {revision}, one of the migrations this release folded into one "
+        f"({BASELINE}): migrate it first with a release from before the fold (up to commit d870528, "
+        "`skiplock migrate`), then with this one (docs/deploy.md, Upgrade stops)"
+    )
 
 
 async def schema_revision(url: str) -> str | None:
@@ -134,6 +143,8 @@ def schema_problem(url: str, revision: str | None) -> str | None:
     head = scripts.get_current_head()
     if revision is None:
         return "the database has no Skiplock schema: run `skiplock migrate` first"
+    if revision in _folded(scripts):
+        return _too_old(revision)
     if revision != head and revision in {script.revision for script in scripts.walk_revisions()}:
         return (
             f"the database's schema is at revision {revision} and this release needs {head}: run `skiplock migrate`"

@@ -14,7 +14,15 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
-from mq.db.engine import BASELINE, SchemaTooOld, alembic_config, asyncpg_dsn, create_engine, migrate
+from mq.db.engine import (
+    BASELINE,
+    SchemaTooOld,
+    alembic_config,
+    asyncpg_dsn,
+    create_engine,
+    migrate,
+    schema_problem,
+)
 from mq.db.models import Base, include_name
 
 
@@ -79,7 +87,7 @@ async def test_a_release_refuses_a_database_without_its_schema(command: str, emp
 async def test_a_database_at_a_folded_revision_is_refused_with_what_to_do(empty_database: str) -> None:
     """The first migrations are folded into one (`migrations/versions/2026_11_28_baseline.py`): a database one of
     them left cannot go on from the middle of the fold, and `skiplock migrate` says what to do instead of Alembic's
-    "Can't locate revision"."""
+    "Can't locate revision"; `skiplock api` and `worker` refuse to serve on it (not taking it for a later schema)."""
     folded = ScriptDirectory.from_config(alembic_config(empty_database)).get_revision(BASELINE).module.FOLDED
     assert len(folded) == 24 and BASELINE not in folded
     conn = await asyncpg.connect(asyncpg_dsn(empty_database))
@@ -90,3 +98,6 @@ async def test_a_database_at_a_folded_revision_is_refused_with_what_to_do(empty_
         await conn.close()
     with pytest.raises(SchemaTooOld, match=f"at revision {folded[-1]}, .* a release from before the fold"):
         await asyncio.to_thread(migrate, empty_database)
+    # the API and the worker, which never migrate in a deployment, refuse it with the same words
+    problem = schema_problem(empty_database, folded[-1])
+    assert problem is not None and "a release from before the fold" in problem

@@ -15,7 +15,7 @@ import pytest
 
 from mq.db.engine import asyncpg_dsn
 from mq.queue import sql as queue_sql
-from mq.queue.sql import settle
+from mq.queue.sql import insert, settle
 from mq.queue.types import PLAIN
 from tests.support.servers import migrated_database
 
@@ -74,12 +74,14 @@ async def test_by_id_statements_take_the_primary_key_under_stale_statistics(pg_s
                 "delay": None,
                 "backoff_default": [1],
                 "seconds": 30,
+                "expire_default": False,
             }
             statements = {
                 "ack batch": settle.ack_statement(PLAIN),
                 "nack": settle.nack_statement(PLAIN, merged=False),
                 "extend": settle.extend_statement(PLAIN),
                 "superseded": settle.SUPERSEDED[False],
+                "expired twins": insert.EXPIRE_TWINS["message"],
             }
             plans = {
                 name: await _plan(conn, mode, statement.text, *statement.args(**values))
@@ -90,6 +92,16 @@ async def test_by_id_statements_take_the_primary_key_under_stale_statistics(pg_s
                 "leased metadata": queue_sql.MESSAGE_LEASED_METADATA,
             }.items():
                 plans[name] = await _plan(conn, mode, text, tenant, one)
+            # the inflight keeper's recount, for a topic's leases (group 0), with one lease recorded
+            await conn.execute(
+                """INSERT INTO inflight_leases (tenant_id, topic, group_id, receipt, message_id, deadline)
+                   VALUES ($1, 'flood-0', 0, $2, $3, now() + interval '1 hour')""",
+                tenant,
+                receipt,
+                one,
+            )
+            recount = await _plan(conn, mode, queue_sql.INFLIGHT_RECOUNT, tenant, "flood-0", 0, 60.0)
+            plans["inflight recount"] = recount
         finally:
             await conn.close()
     for name, plan in plans.items():

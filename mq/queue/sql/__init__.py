@@ -194,13 +194,13 @@ INFLIGHT_LOCK = "SELECT 1 FROM inflight_counts WHERE tenant_id = $1 AND topic = 
 # `RESERVATION_LOST_SECONDS` ($4) was left by a process that died between its two statements: it is dropped (a
 # lease statement that still came would claim nothing and lease nothing). Answers how many leases were deleted.
 # A counter no longer wanted (`limited` false) is dropped with its leases.
-INFLIGHT_RECOUNT = """
+INFLIGHT_RECOUNT = f"""
 WITH stale AS (
     DELETE FROM inflight_leases AS l
     WHERE l.tenant_id = $1 AND l.topic = $2 AND l.group_id = $3
       AND (l.deadline <= now() OR NOT CASE WHEN $3 = 0
           THEN EXISTS (SELECT FROM messages AS m WHERE m.tenant_id = $1 AND m.id = l.message_id
-                         AND m.status = 'processing' AND m.receipt = l.receipt)
+                         AND {leased("m.")} AND m.receipt = l.receipt)
           ELSE EXISTS (SELECT FROM deliveries AS d
                        WHERE d.tenant_id = $1 AND d.group_id = $3 AND d.message_id = l.message_id
                          AND d.status = 'processing' AND d.receipt = l.receipt) END)

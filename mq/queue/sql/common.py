@@ -19,13 +19,17 @@ def message_columns(status: str) -> str:
     m.receipt::text AS receipt, m.consumer_group"""
 
 
-# A message named by its key (tenant, id) and checked for a lease: written so that the check does not imply
-# messages_dequeue_idx's predicate (`status IN ('pending', 'processing')`; `IS TRUE` changes nothing else, the status
-# is never null), which leaves the planner the primary key alone. Otherwise, for a tenant the statistics do not
-# know yet (new, or grown since the last ANALYZE: estimated at a handful of rows), it read every live message of the
-# tenant through that index to find one (`tests/integration/test_plans.py`).
+# A message named by its key (tenant, id) and checked for a live status (`processing`: a lease; `pending`): written
+# so that the check does not imply messages_dequeue_idx's predicate (`status IN ('pending', 'processing')`; `IS TRUE`
+# changes nothing else, the status is never null), which leaves the planner the primary key alone. Otherwise, for a
+# tenant the statistics do not know yet (new, or grown since the last ANALYZE: estimated at a handful of rows), it
+# read every live message of the tenant through that index to find one (`tests/integration/test_plans.py`).
+def status_by_key(status: str, alias: str = "") -> str:
+    return f"({alias}status = '{status}') IS TRUE"
+
+
 def leased(alias: str = "") -> str:
-    return f"({alias}status = 'processing') IS TRUE"
+    return status_by_key("processing", alias)
 
 
 # What a message is for every reader (browse, get, stats, topics, purge and delete by status), whatever a reaper

@@ -31,7 +31,7 @@ from itertools import product
 
 from mq.db.statements import Fragment, Statement, compose, statement
 from mq.queue.sql import functions
-from mq.queue.sql.common import EXPIRE_SET, expires_to_dlq, uuid_list
+from mq.queue.sql.common import EXPIRE_SET, expires_to_dlq, status_by_key, uuid_list
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,8 @@ def expired_twins(pairs: str) -> list[Fragment]:
         LEFT JOIN topic_configs AS tc ON tc.tenant_id = $tenant AND tc.topic = m.topic
         WHERE m.expires_at <= now()
     ) AS p
-    WHERE m.tenant_id = $tenant AND m.id = p.id AND m.status = 'pending' AND m.original_topic IS NULL  -- still so
+    -- still so once locked
+    WHERE m.tenant_id = $tenant AND m.id = p.id AND {status_by_key("pending", "m.")} AND m.original_topic IS NULL
     RETURNING m.id, m.topic""",
         ),
         Fragment(
