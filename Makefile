@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-fast drills fuzz lint format proto bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout loadtest-grpc
+.PHONY: help install run worker test test-citus test-fast drills fuzz lint format proto bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout loadtest-grpc
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -54,6 +54,21 @@ worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `
 
 test: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Run the whole test suite against real Postgres and Redis
 	$(BIN)/python -m pytest --durations=0 --durations-min=3
+
+# A 3-node Citus cluster (a coordinator on 9700, workers on 9701 and 9702) from ../shared/citus, for `test-citus`.
+CITUS_DIR := $(abspath ../shared/citus)
+CITUS_URL := postgresql://postgres@127.0.0.1:9700/postgres
+# What runs on Citus so far (docs/scale-out.md, "Status"): the distribution and routing checks, and the suites
+# that pass there whole: the data plane, consumer groups and their healing jobs, concurrency limits, the workers.
+CITUS_TESTS ?= tests/integration/test_citus.py tests/integration/test_enqueue.py tests/integration/test_consume.py \
+	tests/integration/test_migrations.py tests/integration/test_schedules.py tests/integration/test_functions.py \
+	tests/integration/test_consumer_groups.py tests/integration/test_healing_jobs.py \
+	tests/integration/test_inflight.py tests/integration/test_workers.py tests/integration/test_audit.py
+
+test-citus: $(STAMP) ## The tests that run on a real Citus cluster (started from ../shared/citus; needs root once, to install it)
+	bash $(CITUS_DIR)/install.sh
+	bash $(CITUS_DIR)/cluster.sh start
+	SKIPLOCK_TEST_DATABASE_URL=$(CITUS_URL) $(BIN)/python -m pytest -p no:cacheprovider $(CITUS_TESTS)
 
 test-fast: $(STAMP) ## Unit tests only (no servers)
 	$(BIN)/python -m pytest tests/unit

@@ -2,8 +2,8 @@
 
 Requests end in `Body` and refuse unknown fields (`Strict`); responses end in `View`, and lists of them come in
 one generic `Page` (paged) or a `...ListView`. Bounds, statuses, roles and actions are the core's constants and
-`Literal` types, never restated numbers. The views the core builds on the hot path (`MessageView`,
-`TopicSummaryView`, `BatchAckView`, `TopicConfig`) are the wire shapes themselves, re-exported here.
+`Literal` types, never restated numbers. The views built from what the core gives (`api.views`: messages, topic
+summaries, pages, series, bulk jobs) are re-exported here, and `TopicConfig`, the core's own, is the wire shape.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import msgspec
 from litestar.params import KwargDefinition
 from msgspec import Meta
 
+from api.views.messages import AckFailureView, BatchAckView, MessageView
+from api.views.topics import BulkJobView, MessagePageView, SeriesPointView, SeriesView, TopicSummaryView
 from mq.cron import MAX_CRON_LENGTH, MAX_SCHEDULE_LENGTH
 from mq.names import ADDRESSABLE_TOPIC_PATTERN, GROUP_PATTERN, SLUG_PATTERN, TOPIC_PATTERN
 from mq.queue.types import (
@@ -32,26 +34,15 @@ from mq.queue.types import (
     MAX_TTL_SECONDS,
     MAX_VISIBILITY_SECONDS,
     MAX_WAIT_SECONDS,
-    AckFailureView,
-    BatchAckView,
     MessageStatus,
-    MessageView,
     NackOutcome,
     TopicConfig,
-    TopicSummaryView,
 )
 from mq.quotas import MAX_BIGINT, MAX_ENQUEUE_RATE, MAX_TOPICS_LIMIT
 from mq.tenancy.grants import MAX_PATTERN_LENGTH, Action, AssignableRole, Role, TenantStatus
 from mq.tenancy.passwords import MIN_PASSWORD_LENGTH
 from mq.tenancy.service import MAX_PASSWORD_LENGTH, MAX_TENANT_NAME_LENGTH
-from mq.topics.views import (
-    BulkAction,
-    BulkJobView,
-    MessageFilter,
-    MessagePageView,
-    SeriesPointView,
-    SeriesView,
-)
+from mq.topics.types import BulkAction, MessageFilter
 
 __all__ = [
     "AckFailureView",

@@ -111,15 +111,10 @@ def _insert_sample(name: str) -> dict[str, Any]:
     }
 
 
-async def explain_registry(conn: asyncpg.Connection[Any], leased: asyncpg.Record) -> None:
-    """Every registered statement, by name, with its plan (a limited dequeue with a reservation of its count; an
-    ack of 100 leased messages; a nack and an extend of one)."""
-    group = await conn.fetchval(GROUP_SETUP)
-    await conn.execute("ANALYZE deliveries")
-    leases = await conn.fetch(
-        "SELECT id, receipt FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 100"
-    )
-    by_id = {
+def by_id_values(leases: list[asyncpg.Record], leased: asyncpg.Record) -> dict[str, Any]:
+    """The values of the statements that name messages by id: an ack of `leases` (as text lists), a nack and an
+    extend of `leased`, a group's (`bench`) and a dead-lettered copy's."""
+    return {
         "ids": ",".join(str(r["id"]) for r in leases),
         "receipts": ",".join(str(r["receipt"]) for r in leases),
         "message": leased["id"],
@@ -132,6 +127,17 @@ async def explain_registry(conn: asyncpg.Connection[Any], leased: asyncpg.Record
         "metadata": None,
         "seconds": 30.0,
     }
+
+
+async def explain_registry(conn: asyncpg.Connection[Any], leased: asyncpg.Record) -> None:
+    """Every registered statement, by name, with its plan (a limited dequeue with a reservation of its count; an
+    ack of 100 leased messages; a nack and an extend of one)."""
+    group = await conn.fetchval(GROUP_SETUP)
+    await conn.execute("ANALYZE deliveries")
+    leases = await conn.fetch(
+        "SELECT id, receipt FROM messages WHERE tenant_id = 1 AND status = 'processing' LIMIT 100"
+    )
+    by_id = by_id_values(leases, leased)
     for name, statement in sorted(REGISTRY.items()):
         values: dict[str, Any] = {**SAMPLE, **by_id}
         if name.startswith("dequeue[") and "grouped" in name:

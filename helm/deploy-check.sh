@@ -51,6 +51,8 @@ for name in POSTGRES_PASSWORD REDIS_PASSWORD SKIPLOCK_ADMIN_PASSWORD SKIPLOCK_ME
   echo "$name=$(openssl rand -hex 24)"
 done > "$env_file"
 "$tools/docker-compose" --env-file "$env_file" config -q
+# and as a Citus cluster (docs/scale-out.md): the coordinator in place of Postgres, two workers, their registration
+SKIPLOCK_POSTGRES_IMAGE=citusdata/citus:13.0 "$tools/docker-compose" --env-file "$env_file" --profile citus config -q
 if "$tools/docker-compose" --env-file .env.example config -q 2> "$out/refused"; then
   echo "docker-compose.yml accepted .env.example's empty secrets" >&2
   exit 1

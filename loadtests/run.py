@@ -47,7 +47,7 @@ TABLE_STATS = """
 SELECT relname, n_live_tup, n_dead_tup, n_tup_ins, n_tup_del, autovacuum_count, last_autovacuum::text,
        pg_total_relation_size(relid) AS total_bytes, pg_relation_size(relid) AS heap_bytes,
        pg_indexes_size(relid) AS index_bytes
-FROM pg_stat_user_tables WHERE relname IN ('messages', 'queue_gauges') ORDER BY relname
+FROM pg_stat_user_tables WHERE relname IN ('messages', 'topic_gauges') ORDER BY relname
 """
 
 

@@ -14,6 +14,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 # 58 system error, and 40001/40P01 (a serialization failure or deadlock victim: retrying is the cure).
 _TRANSIENT_CLASSES = ("08", "53", "57", "58")
 _TRANSIENT_STATES = ("40001", "40P01")
+# Citus: a statement planned before its shard moved or split (a tenant isolated, a rebalance) finds the shard gone;
+# the next one is planned anew (docs/scale-out.md, "Placing tenants").
+_RESHARDED = "could not find valid entry for shard"
 
 
 def is_dependency_fault(exc: BaseException) -> bool:
@@ -35,7 +38,8 @@ def is_dependency_fault(exc: BaseException) -> bool:
             return True
         if isinstance(current, asyncpg.PostgresError):
             state = getattr(current, "sqlstate", "") or ""
-            return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
+            resharded = str(getattr(current, "message", "")).startswith(_RESHARDED)
+            return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES or resharded
         if isinstance(current, DBAPIError):
             current = current.orig
             continue

@@ -20,7 +20,7 @@ from typing import Any
 from mq import redis_keys
 from mq.audit import sql as audit_sql
 from mq.cron import normalized, reaper_cron
-from mq.db.repository import OperationsRepository, as_rows
+from mq.db.repository import JobConnection, OperationsRepository, as_rows
 from mq.history.partitions import LogPartitions
 from mq.metrics import Metrics
 from mq.queue import sql
@@ -49,29 +49,47 @@ class JobResult:
 
 
 class _BatchJob:
-    """Runs one statement repeatedly under the job's lock until a batch comes back smaller than `batch_size`."""
+    """Runs `statement` tenant by tenant under the job's lock. `candidates` names the tenants with work (a read of
+    at most `batch_size` rows, no row lock: on Citus a multi-shard read, where a row lock across shards is refused);
+    each one's batches follow, until a batch comes back smaller than `batch_size`; then the candidates again, until
+    none is left or a round changed nothing (what is left is locked by a request, and waits for the next run)."""
 
     name = ""
-    statement = ""  # $1 the batch size, then `_arguments()`; returns rows (tenant, topic, n)
+    candidates = ""  # $1 how many rows to look at, then `_candidate_arguments()`; returns tenant ids
+    statement = ""  # $1 the tenant, $2 the batch size, then `_arguments()`; returns rows (tenant, topic, n)
 
     def __init__(self, repository: OperationsRepository, batch_size: int) -> None:
         self.repository = repository
         self.batch_size = batch_size
 
+    def _candidate_arguments(self) -> tuple[Any, ...]:
+        return ()
+
     def _arguments(self) -> tuple[Any, ...]:
         raise NotImplementedError
 
+    async def _tenant_done(self, conn: JobConnection, tenant_id: int) -> None:
+        """After a tenant's last batch of a run."""
+
     async def run_once(self, *, wait: bool = False) -> JobResult:
-        """One full run: every batch until nothing is left. `wait`: block for the lock instead of skipping."""
+        """One full run: every batch of every tenant until nothing is left. `wait`: block for the lock instead of
+        skipping."""
         started = time.perf_counter()
         async with self.repository.job_lock(self.name, wait=wait) as conn:
             if conn is None:
                 return JobResult(ran=False)
             by_topic: Counter[tuple[str, str]] = Counter()
-            while True:
-                rows = await conn.batch(self.statement, self.batch_size, *self._arguments())
-                by_topic.update(as_rows(rows))
-                if sum(r.n for r in rows) < self.batch_size:
+            while tenants := await conn.column(self.candidates, self.batch_size, *self._candidate_arguments()):
+                changed = 0
+                for tenant_id in dict.fromkeys(tenants):
+                    while True:
+                        rows = await conn.batch(self.statement, tenant_id, self.batch_size, *self._arguments())
+                        by_topic.update(as_rows(rows))
+                        changed += (n := sum(r.n for r in rows))
+                        if n < self.batch_size:
+                            break
+                    await self._tenant_done(conn, tenant_id)
+                if not changed:
                     break
             total = sum(by_topic.values())
             await conn.record_run(self.name, time.perf_counter() - started, total)
@@ -84,6 +102,7 @@ class ExpiryReaper(_BatchJob):
     """Marks pending and processing messages past `expires_at` as expired, or moves them to their DLQ."""
 
     name = "expiry_reaper"
+    candidates = sql.EXPIRE_DUE
     statement = sql.EXPIRE_BATCH
 
     def __init__(
@@ -102,21 +121,31 @@ class OrphanSweeper(_BatchJob):
     tenant's id, its slug being gone), and the tombstones left by those deletes once they stay empty."""
 
     name = "orphan_sweeper"
+    candidates = sql.ORPHANS_DUE
     statement = sql.ORPHANS_SWEEP
 
     def _arguments(self) -> tuple[Any, ...]:
         return ()
+
+    async def _tenant_done(self, conn: JobConnection, tenant_id: int) -> None:
+        # an hour after the delete, racing enqueues are long over: a tombstone with nothing left under it goes
+        if not await conn.connection.fetchval(sql.ORPHANS_LEFT, tenant_id):
+            await conn.connection.execute(sql.ORPHANS_BURY, tenant_id)
 
 
 class DeleteReaper(_BatchJob):
     """Deletes expired messages, and failed ones older than the retention."""
 
     name = "delete_reaper"
+    candidates = sql.DELETE_DUE
     statement = sql.DELETE_BATCH
 
     def __init__(self, repository: OperationsRepository, batch_size: int, failed_retention_seconds: int) -> None:
         super().__init__(repository, batch_size)
         self.failed_retention_seconds = failed_retention_seconds
+
+    def _candidate_arguments(self) -> tuple[Any, ...]:
+        return (float(self.failed_retention_seconds),)
 
     def _arguments(self) -> tuple[Any, ...]:
         return (float(self.failed_retention_seconds),)
@@ -126,11 +155,15 @@ class AuditTrimmer(_BatchJob):
     """Drops audit entries older than the retention (`audit_retention_days`), a batch at a time."""
 
     name = "audit_trimmer"
+    candidates = audit_sql.AUDIT_DUE
     statement = audit_sql.AUDIT_TRIM
 
     def __init__(self, repository: OperationsRepository, batch_size: int, retention_days: int) -> None:
         super().__init__(repository, batch_size)
         self.retention_seconds = retention_days * 86400.0
+
+    def _candidate_arguments(self) -> tuple[Any, ...]:
+        return (self.retention_seconds,)
 
     def _arguments(self) -> tuple[Any, ...]:
         return (self.retention_seconds,)
@@ -161,9 +194,10 @@ class GroupSettler:
             if conn is None:
                 return JobResult(ran=False)
             by_topic: Counter[tuple[str, str]] = Counter()
-            while unsettled := await conn.records(sql.GROUPS_UNSETTLED, self.stale_seconds):
-                for tenant_id, group_id in unsettled:
-                    settle = (tenant_id, group_id, self.stale_seconds, self.margin_seconds)
+            due = (self.stale_seconds, self.margin_seconds)
+            while unsettled := await conn.records(sql.GROUPS_UNSETTLED, *due):
+                for tenant_id, group_id, topic, low, high in unsettled:
+                    settle = (tenant_id, group_id, topic, low, high)
                     by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, *settle)))
             for tenant_id, group_id in await conn.records(topics_sql.DELETED_GROUPS):  # what a deletion left
                 while await conn.column(topics_sql.GROUP_RELEASE, tenant_id, group_id, RELEASE_BATCH) != [0]:
@@ -241,7 +275,7 @@ GAUGES_REST_FACTOR = 3
 
 
 class GaugeRefresher:
-    """Recounts messages by tenant, topic and status into `queue_gauges`, replaced whole in one transaction, and
+    """Recounts messages by tenant, topic and status into `topic_gauges`, replaced whole in one transaction, and
     samples them for the admin console's charts."""
 
     name = "gauges"

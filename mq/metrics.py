@@ -1,5 +1,5 @@
 """Prometheus metrics (docs/operations.md lists each one): counters the hot path bumps, histograms, and gauges read
-from the `queue_gauges` and `job_runs` tables that the leader's jobs keep fresh.
+from the `topic_gauges`, `consumer_group_gauges` and `job_runs` tables that the leader's jobs keep fresh.
 
 Labels carry a tenant's slug, never another tenant's data, and their number is bounded: beyond
 `max_topics_per_tenant` topic labels per tenant, further topics count under `topic="other"`. Each `Metrics` has a

@@ -16,7 +16,7 @@ from mq.commands.platform import PlatformCommands
 from mq.commands.tenancy import AccountCommands, TenantCommands, UserCommands
 from mq.commands.topic_data import HistoryCommands, ScheduleCommands, SchemaCommands
 from mq.commands.topics import TopicCommands
-from mq.db.engine import Engine, Pool, create_engine, create_pool
+from mq.db.engine import Engine, Pool, create_engine, create_pool, on_citus
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
 from mq.history.repository import HistoryRepository
@@ -99,6 +99,7 @@ class Runtime:
         wakeups = WakeupHub(listener)
         await wakeups.start()
         operations = OperationsRepository(pool)
+        citus = await on_citus(pool)
         broadcast = Broadcast(redis, settings.redis_url, listener, operations)
         messages = MessageRepository(
             pool,
@@ -108,6 +109,7 @@ class Runtime:
                 dlq_enabled=settings.dlq_enabled,
                 expire_to_dlq=settings.expire_to_dlq,
             ),
+            citus=citus,
         )
         quotas = QuotaCache(operations)
         buckets = TokenBuckets(redis, settings.api_instances)
@@ -187,7 +189,7 @@ class Runtime:
             history=history,
             schemas=schemas,
             schedules=schedules,
-            ticks=ScheduleFirer(ScheduleRepository(pool), queue, metrics),
+            ticks=ScheduleFirer(ScheduleRepository(pool, citus=citus), queue, metrics),
         )
 
     async def close(self) -> None:

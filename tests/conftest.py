@@ -29,6 +29,7 @@ from tests.support.servers import (
     database_url_on,
     measure_coverage,
     migrated_database,
+    new_database,
     postgres_server,
     redis_server,
     report_coverage,
@@ -89,12 +90,8 @@ def any_redis_url(request: pytest.FixtureRequest, redis_url: str, redis7_url: st
 @pytest.fixture
 async def empty_database(pg_server_url: str) -> AsyncIterator[str]:
     """A new, unmigrated database on the session's server (what a first deployment finds); dropped afterwards."""
-    name = f"skiplock_empty_{os.urandom(4).hex()}"
-    admin = await asyncpg.connect(database_url_on(pg_server_url, "postgres"))
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    yield database_url_on(pg_server_url, name)
-    await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    await admin.close()
+    async with new_database(database_url_on(pg_server_url, "postgres"), "skiplock_empty") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

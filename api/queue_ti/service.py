@@ -47,7 +47,7 @@ from api.errors import code_of, status_of
 from api.input_checks import check_message, lenient
 from api.queue_ti import queue_pb2, queue_pb2_grpc
 from mq import errors
-from mq.queue.types import MessageView
+from mq.queue.types import MessageRow
 from mq.queue.validation import check_group
 from mq.runtime import Runtime
 from mq.tenancy.auth import Principal
@@ -209,9 +209,9 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
                 messages = await self._lease(
                     principal, request.topic, 1, visibility, request.consumer_group, gone.wait, recheck
                 )
-                for message in messages:
-                    stream.delivered[message.id] = (message.receipt, _unix(message.visibility_deadline))
-                    self._unsettled[message.id] = stream
+                for message in messages:  # a fresh lease: its deadline is the row's available_at
+                    stream.delivered[message["id"]] = (message["receipt"], _unix(message["available_at"]))
+                    self._unsettled[message["id"]] = stream
                     yield _subscribed(message)
         except Exception as exc:  # a refusal, or a dependency's fault (UNAVAILABLE); anything else INTERNAL
             code = _code(exc)
@@ -267,7 +267,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         consumer_group: str,
         caller_gone: Callable[[], Awaitable[Any]] | None = None,
         before_lease: Callable[[], Awaitable[None]] | None = None,
-    ) -> list[MessageView]:
+    ) -> list[MessageRow]:
         wait = _SUBSCRIBE_WAIT_SECONDS if caller_gone is not None else 0
         return await self.runtime.commands.messages.dequeue(
             principal,
@@ -288,10 +288,11 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         self._streams[principal.user_id] += 1
         return _Stream(principal.user_id, self.runtime.settings.grpc_stream_max_unsettled)
 
-    def _remember(self, principal: Principal, messages: list[MessageView]) -> None:
+    def _remember(self, principal: Principal, messages: list[MessageRow]) -> None:
         for message in messages:
-            self._receipts[message.id] = (principal.user_id, message.receipt)
-            self._receipts.move_to_end(message.id)
+            message_id = message["id"]
+            self._receipts[message_id] = (principal.user_id, message["receipt"])
+            self._receipts.move_to_end(message_id)
         while len(self._receipts) > _RECEIPTS_KEPT:
             self._receipts.popitem(last=False)
 
@@ -371,11 +372,12 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) ->
     await context.abort(code, message, trailer)
 
 
-def _metadata(view: MessageView) -> dict[str, str]:
+def _metadata(row: MessageRow) -> dict[str, str]:
     """queue-ti's metadata is a map of strings: strings stay as they are, other JSON values are written as JSON."""
-    if view.metadata is None:
+    text = row["metadata"]
+    if text is None:
         return {}
-    decoded = json.loads(bytes(view.metadata))
+    decoded = json.loads(text)
     return {k: v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for k, v in decoded.items()}
 
 
@@ -391,29 +393,30 @@ def _timestamp(rfc3339: str | None) -> Timestamp:
     return stamp
 
 
-def _dequeued(view: MessageView) -> queue_pb2.DequeueResponse:
+def _dequeued(row: MessageRow) -> queue_pb2.DequeueResponse:
+    """From a leased message's row (`mq.queue.sql.common.message_columns`)."""
     reply = queue_pb2.DequeueResponse(
-        id=view.id,
-        topic=view.topic,
-        payload=view.payload,
-        metadata=_metadata(view),
-        created_at=_timestamp(view.created_at),
-        retry_count=view.retry_count,
-        max_retries=view.max_retries,
+        id=row["id"],
+        topic=row["topic"],
+        payload=row["payload"],
+        metadata=_metadata(row),
+        created_at=_timestamp(row["created_at"]),
+        retry_count=row["retry_count"],
+        max_retries=row["max_retries"],
     )
-    if view.key is not None:
-        reply.key = view.key
+    if (key := row["key"]) is not None:
+        reply.key = key
     return reply
 
 
-def _subscribed(view: MessageView) -> queue_pb2.SubscribeResponse:
+def _subscribed(row: MessageRow) -> queue_pb2.SubscribeResponse:
     return queue_pb2.SubscribeResponse(
-        id=view.id,
-        topic=view.topic,
-        payload=view.payload,
-        metadata=_metadata(view),
-        created_at=_timestamp(view.created_at),
-        retry_count=view.retry_count,
+        id=row["id"],
+        topic=row["topic"],
+        payload=row["payload"],
+        metadata=_metadata(row),
+        created_at=_timestamp(row["created_at"]),
+        retry_count=row["retry_count"],
     )
 
 

@@ -20,8 +20,8 @@ from api.schemas import (
     SchedulePreviewView,
     ScheduleView,
 )
+from api.views.history import ArchiveRunView
 from mq.commands.platform import PlatformCommands, schedule_runs
-from mq.history.views import ArchiveRunView
 from mq.queue.types import rfc3339
 from mq.tenancy.auth import Principal
 

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 from litestar import Controller, Request, get
 from litestar.params import Parameter
 
-from mq.audit.views import MAX_AUDIT_PAGE, AuditFilter, AuditPageView
+from api.views.audit import AuditPageView
+from mq.audit.types import MAX_AUDIT_PAGE, AuditFilter
 from mq.commands.tenancy import AccountCommands
 from mq.tenancy.auth import Principal
 
@@ -38,4 +39,4 @@ class AuditController(Controller):
         Data-plane calls (enqueue, dequeue, ack, nack, extend) are not recorded."""
         account: AccountCommands = request.app.state.runtime.commands.account
         where = AuditFilter(action=action, actor=actor, topic=topic, from_time=from_time, to_time=to_time)
-        return await account.audit_page(request.user, cursor, limit, where)
+        return AuditPageView.of(await account.audit_page(request.user, cursor, limit, where))

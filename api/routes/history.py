@@ -12,8 +12,8 @@ from litestar.status_codes import HTTP_200_OK
 
 from api.body import json_post
 from api.schemas import ReplayBody
+from api.views.history import LogPageView, ReplayedView, TrimmedView
 from mq.commands.topic_data import HistoryCommands
-from mq.history.views import LogPageView, ReplayedView, TrimmedView
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -45,7 +45,7 @@ class MessageLogController(Controller):
         """Every message acked while the topic was replayable, in `acked_at` order (keyset paging: acks that
         arrive meanwhile never shift a page), within its `replay_window_seconds` and after its last trim."""
         since, until = _aware(from_time), _aware(to_time)
-        return await _commands(request).page(request.user, topic, since, until, key, limit, cursor)
+        return LogPageView.of(await _commands(request).page(request.user, topic, since, until, key, limit, cursor))
 
     @delete(
         "/message-log",

@@ -27,9 +27,10 @@ from api.schemas import (
     NackView,
     Page,
 )
+from api.views.messages import BatchAckView, MessageDetailView, MessageView
 from mq.commands.messages import BatchItem, MessageCommands
 from mq.names import GROUP_PATTERN
-from mq.queue.types import BatchAckView, MessageDetailView, MessageStatus
+from mq.queue.types import MessageStatus
 from mq.tenancy.auth import Principal
 
 if TYPE_CHECKING:
@@ -91,11 +92,12 @@ async def dequeue(request: Caller, data: DequeueBody) -> DequeueView:
         lambda: _disconnected(request),
         consumer_group=data.consumer_group,
     )
-    return DequeueView(messages=messages)
+    return DequeueView(messages=MessageView.from_rows(messages, with_lease=True))
 
 
 async def ack_batch(request: Caller, data: BatchAckBody) -> BatchAckView:
-    return await _commands(request).ack_batch(request.user, [(a.id, a.receipt, a.consumer_group) for a in data.acks])
+    results = await _commands(request).ack_batch(request.user, [(a.id, a.receipt, a.consumer_group) for a in data.acks])
+    return BatchAckView.of(results)
 
 
 async def ack(request: Caller, message_id: str, data: AckBody | None) -> None:
@@ -220,11 +222,11 @@ class MessageController(Controller):
         offset: Annotated[int, Parameter(ge=0, le=MAX_OFFSET)] = 0,
     ) -> MessagePage:
         items, total = await _commands(request).browse(request.user, topic, status, key, limit, offset, consumer_group)
-        return Page(items=items, total=total, limit=limit, offset=offset)
+        return Page(items=MessageView.from_rows(items, with_lease=False), total=total, limit=limit, offset=offset)
 
     @get("/{message_id:str}", summary="One message", operation_id="getMessage")
     async def get_message(self, request: AnyRequest, message_id: str) -> MessageDetailView:
-        return await _commands(request).get(request.user, message_id)
+        return MessageDetailView.from_detail_row(await _commands(request).get(request.user, message_id))
 
     @delete(
         "/{message_id:str}",

@@ -11,8 +11,9 @@ from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.body import strict_body
 from api.schemas import PeriodicScheduleBody
+from api.views.schedules import PeriodicScheduleListView, PeriodicScheduleView
 from mq.commands.topic_data import ScheduleCommands
-from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView, ScheduleSpec
+from mq.schedules.types import ScheduleSpec
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -33,7 +34,7 @@ class ScheduleController(Controller):
         operation_id="listSchedules",
     )
     async def list_schedules(self, request: AnyRequest) -> PeriodicScheduleListView:
-        return await _commands(request).list(request.user)
+        return PeriodicScheduleListView.from_rows(await _commands(request).list(request.user))
 
     @get(
         "/{name:str}",
@@ -41,7 +42,7 @@ class ScheduleController(Controller):
         operation_id="getSchedule",
     )
     async def get_schedule(self, request: AnyRequest, name: str) -> PeriodicScheduleView:
-        return await _commands(request).get(request.user, name)
+        return PeriodicScheduleView.from_row(await _commands(request).get(request.user, name))
 
     @put(
         "/{name:str}",
@@ -55,7 +56,7 @@ class ScheduleController(Controller):
         one message into `topic` with the payload, key, priority and metadata given, and `metadata.skiplock_schedule`
         (the name) and `metadata.skiplock_tick` (the tick's time). A replacement starts from its new cron."""
         spec = msgspec.convert(msgspec.structs.asdict(data), ScheduleSpec)
-        return await _commands(request).put(request.user, name, spec)
+        return PeriodicScheduleView.from_row(await _commands(request).put(request.user, name, spec))
 
     @delete("/{name:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a schedule", operation_id="deleteSchedule")
     async def delete_schedule(self, request: AnyRequest, name: str) -> None:

@@ -11,8 +11,8 @@ from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
 
 from api.body import strict_body
 from api.schemas import SchemaBody
+from api.views.schemas import SchemaListView, SchemaView
 from mq.commands.topic_data import SchemaCommands
-from mq.schemas.views import SchemaListView, SchemaView
 from mq.tenancy.auth import Principal
 
 AnyRequest = Request[Principal, Any, Any]
@@ -29,7 +29,7 @@ class TopicSchemaController(Controller):
 
     @get("/", summary="Every topic schema of the tenant (the version in force)", operation_id="listTopicSchemas")
     async def list_schemas(self, request: AnyRequest) -> SchemaListView:
-        return await _commands(request).list(request.user)
+        return SchemaListView.from_rows(await _commands(request).list(request.user))
 
     @get(
         "/{topic:str}", summary="A topic's schema: the version in force, or one version", operation_id="getTopicSchema"
@@ -40,7 +40,7 @@ class TopicSchemaController(Controller):
         topic: str,
         version: Annotated[int | None, Parameter(ge=1, le=2**31 - 1, description="An earlier version")] = None,
     ) -> SchemaView:
-        return await _commands(request).get(request.user, topic, version)
+        return SchemaView.from_row(await _commands(request).get(request.user, topic, version))
 
     @put(
         "/{topic:str}",
@@ -54,7 +54,8 @@ class TopicSchemaController(Controller):
         every instance within a second. 400 `invalid_schema` for a schema that does not parse or compile; with
         `compatibility: backward`, 409 `incompatible_schema` when it would refuse messages the version in force
         accepts."""
-        return await _commands(request).put(request.user, topic, data.schema_json, data.format, data.compatibility)
+        stored = await _commands(request).put(request.user, topic, data.schema_json, data.format, data.compatibility)
+        return SchemaView.from_row(stored)
 
     @delete(
         "/{topic:str}",

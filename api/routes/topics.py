@@ -37,19 +37,13 @@ from api.schemas import (
     TopicConfigView,
     TopicListView,
 )
+from api.views.topics import ConsumerGroupsView, ConsumerGroupView, TopicSettingsView, TopicSummaryView
 from mq import errors
 from mq.commands.topics import TopicCommands
 from mq.names import GROUP_PATTERN
 from mq.queue.types import TopicConfig
 from mq.tenancy.auth import Principal
-from mq.topics.views import (
-    ConsumerGroupsView,
-    ConsumerGroupView,
-    FilterStatus,
-    MessageFilter,
-    SeriesRange,
-    TopicSettingsView,
-)
+from mq.topics.types import FilterStatus, MessageFilter, SeriesRange
 
 AnyRequest = Request[Principal, Any, Any]
 
@@ -77,7 +71,9 @@ class TopicController(Controller):
 
     @get("/topics", summary="Every topic with messages or a config, with counts", operation_id="listTopics")
     async def list_topics(self, request: AnyRequest) -> TopicListView:
-        return TopicListView(items=await _commands(request).summaries(request.user))
+        return TopicListView(
+            items=[TopicSummaryView.from_row(r) for r in await _commands(request).summaries(request.user)]
+        )
 
     @get("/stats", summary="Message counts by topic and status (queue-ti shape)", operation_id="getStats")
     async def stats(self, request: AnyRequest) -> StatsView:
@@ -191,7 +187,7 @@ class TopicConsoleController(Controller):
     async def settings(self, request: AnyRequest, topic: str) -> TopicSettingsView:
         """The topic's own overrides (null when it has no config), the global defaults, and the value of each
         setting in force: the override, else the default."""
-        return await _commands(request).settings(request.user, topic)
+        return TopicSettingsView.of(await _commands(request).settings(request.user, topic))
 
     @get(
         "/topics/{topic:str}/messages",
@@ -230,7 +226,7 @@ class TopicConsoleController(Controller):
         where = MessageFilter(
             status=status, key=key, metadata=_metadata_filter(metadata), consumer_group=consumer_group
         )
-        return await _commands(request).page(request.user, topic, where, cursor, limit, reverse)
+        return MessagePageView.of(await _commands(request).page(request.user, topic, where, cursor, limit, reverse))
 
     @get("/topics/{topic:str}/series", summary="A topic's depth and rates", operation_id="getTopicSeries")
     async def series(
@@ -246,7 +242,7 @@ class TopicConsoleController(Controller):
         """Depth by status, the oldest pending age, and enqueue, ack and dead-letter rates: every 30 s over the
         last `minutes` from the gauge job's samples and the API's activity counts, or over a `range` from the
         workers' 5-minute rollups (never a scan of the messages)."""
-        return await _commands(request).series(request.user, topic, minutes, range_)
+        return SeriesView.of(await _commands(request).series(request.user, topic, minutes, range_))
 
     @get("/series", summary="The tenant's depth and rates, all topics together", operation_id="getTenantSeries")
     async def tenant_series(
@@ -258,7 +254,7 @@ class TopicConsoleController(Controller):
     ) -> SeriesView:
         """The tenant dashboard's figures: every topic summed (the oldest age: the largest). Members need a read
         grant on every topic (`*`)."""
-        return await _commands(request).series(request.user, None, span=range_)
+        return SeriesView.of(await _commands(request).series(request.user, None, span=range_))
 
     @json_post(
         "/topics/{topic:str}/messages/bulk",
@@ -288,15 +284,15 @@ class TopicConsoleController(Controller):
     )
     async def start_bulk_job(self, request: AnyRequest, topic: str, data: BulkJobBody) -> BulkJobView:
         """Runs in batches in the background; follow it with `GET /api/bulk-jobs/{id}`."""
-        return await _commands(request).start_bulk_job(request.user, topic, data.action, data.filter)
+        return BulkJobView.of(await _commands(request).start_bulk_job(request.user, topic, data.action, data.filter))
 
     @get("/bulk-jobs", summary="The tenant's recent bulk jobs", operation_id="listBulkJobs")
     async def list_bulk_jobs(self, request: AnyRequest) -> BulkJobListView:
-        return BulkJobListView(items=await _commands(request).bulk_jobs(request.user))
+        return BulkJobListView(items=[BulkJobView.of(j) for j in await _commands(request).bulk_jobs(request.user)])
 
     @get("/bulk-jobs/{job_id:str}", summary="A bulk job's progress", operation_id="getBulkJob")
     async def get_bulk_job(self, request: AnyRequest, job_id: str) -> BulkJobView:
-        return await _commands(request).bulk_job(request.user, job_id)
+        return BulkJobView.of(await _commands(request).bulk_job(request.user, job_id))
 
     @delete(
         "/bulk-jobs/{job_id:str}",
@@ -305,7 +301,7 @@ class TopicConsoleController(Controller):
         operation_id="cancelBulkJob",
     )
     async def cancel_bulk_job(self, request: AnyRequest, job_id: str) -> BulkJobView:
-        return await _commands(request).cancel_bulk_job(request.user, job_id)
+        return BulkJobView.of(await _commands(request).cancel_bulk_job(request.user, job_id))
 
 
 class ConsumerGroupController(Controller):
@@ -323,7 +319,8 @@ class ConsumerGroupController(Controller):
     async def create(self, request: AnyRequest, topic: str, data: ConsumerGroupBody) -> ConsumerGroupView:
         """`latest`: the group receives the messages enqueued from now on; `earliest`: also every message already
         pending or processing in the topic. From its first group on, the topic is consumed through groups only."""
-        return await _commands(request).create_group(request.user, topic, data.consumer_group, data.start)
+        group = await _commands(request).create_group(request.user, topic, data.consumer_group, data.start)
+        return ConsumerGroupView.of(group)
 
     @get(
         "/topics/{topic:str}/consumer-groups",
@@ -333,7 +330,7 @@ class ConsumerGroupController(Controller):
     async def list_groups(self, request: AnyRequest, topic: str) -> ConsumerGroupsView:
         """`items`: the names in creation order; `groups`: each with pending, processing, dead letters and the age
         of its oldest available message (its lag)."""
-        return await _commands(request).groups(request.user, topic)
+        return ConsumerGroupsView.from_rows(await _commands(request).groups(request.user, topic))
 
     @delete(
         "/topics/{topic:str}/consumer-groups/{group:str}",

@@ -14,9 +14,10 @@ import msgspec
 
 from mq import errors
 from mq.audit.repository import AuditRepository
-from mq.audit.views import MAX_AUDIT_PAGE, AuditEntryView, AuditFilter, AuditPageView
+from mq.audit.types import MAX_AUDIT_PAGE, PLATFORM_TENANT_ID, AuditFilter
 from mq.ids import uuid7
 from mq.logs import CLIENT_REQUEST_ID, REQUEST_ID
+from mq.pages import RowPage
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +40,14 @@ class AuditTrail:
         details: dict[str, Any] | None = None,
     ) -> None:
         """Append an entry for an action that succeeded, with the server's id of the request being served (and the
-        caller's own in the details, when it sent another)."""
+        caller's own in the details, when it sent another). `tenant_id` None: a platform-wide entry."""
         request_id = REQUEST_ID.get() or None
         client_id = CLIENT_REQUEST_ID.get()
         if client_id is not None and client_id != request_id:
             details = {**(details or {}), "client_request_id": client_id}
         await self.repository.insert(
             uuid7(),
-            tenant_id,
+            PLATFORM_TENANT_ID if tenant_id is None else tenant_id,
             tenant,
             actor,
             action,
@@ -63,7 +64,7 @@ class AuditTrail:
         details = {"username": tried, "address": address}
         await self.record(None, "auth.login_refused", target, tenant_id=None, tenant=None, details=details)
 
-    async def page(self, tenant_id: int | None, cursor: str | None, limit: int, where: AuditFilter) -> AuditPageView:
+    async def page(self, tenant_id: int | None, cursor: str | None, limit: int, where: AuditFilter) -> RowPage:
         if not 1 <= limit <= MAX_AUDIT_PAGE:
             raise errors.InvalidRequest(f"limit must be 1..{MAX_AUDIT_PAGE}")
         before = None
@@ -87,17 +88,4 @@ class AuditTrail:
         if where.to_time:
             filters["at < {}"] = where.to_time
         rows = await self.repository.page(tenant_id, before, limit + 1, filters)
-        items = [
-            AuditEntryView(
-                r["id"],
-                r["at"],
-                r["actor"],
-                r["tenant"],
-                r["action"],
-                r["target"],
-                None if r["details"] is None else msgspec.Raw(r["details"].encode()),
-                r["request_id"],
-            )
-            for r in rows[:limit]
-        ]
-        return AuditPageView(items=items, next_cursor=items[-1].id if len(rows) > limit else None)
+        return RowPage(rows[:limit], rows[limit - 1]["id"] if len(rows) > limit else None)

@@ -11,7 +11,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)"""
 
 def audit_page(conditions: list[str]) -> str:
     """Newest first, after the cursor (an entry's id: UUIDv7, time-ordered). A tenant's page takes
-    audit_log_tenant_idx backwards, every tenant's the primary key; the filters are checked on the way."""
+    the key (tenant_id, id) backwards, every tenant's audit_log_id_idx; the filters are checked on the way."""
     where = " AND ".join(["($1::bigint IS NULL OR tenant_id = $1)", "($2::uuid IS NULL OR id < $2)", *conditions])
     return f"""
 SELECT id::text AS id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, actor, tenant, action,
@@ -20,10 +20,14 @@ FROM audit_log WHERE {where}
 ORDER BY id DESC LIMIT $3"""
 
 
-# Entries past the retention, oldest first, a batch at a time (`mq.jobs.AuditTrimmer`). $1 batch, $2 retention s
+# Entries past the retention, tenant by tenant (`AUDIT_DUE`: the tenants of the oldest, by audit_log_at_idx, no
+# row lock), oldest first, a batch at a time (`mq.jobs.AuditTrimmer`). $1 how many, $2 retention s
+AUDIT_DUE = """
+SELECT tenant_id FROM audit_log WHERE at < now() - make_interval(secs => $2) ORDER BY at LIMIT $1"""
+# $1 tenant, $2 batch, $3 retention s
 AUDIT_TRIM = """
 WITH gone AS (
-    DELETE FROM audit_log WHERE id IN (
-        SELECT id FROM audit_log WHERE at < now() - make_interval(secs => $2) ORDER BY at LIMIT $1)
+    DELETE FROM audit_log WHERE tenant_id = $1 AND id IN (
+        SELECT id FROM audit_log WHERE tenant_id = $1 AND at < now() - make_interval(secs => $3) ORDER BY at LIMIT $2)
     RETURNING 1)
 SELECT '' AS tenant, '' AS topic, count(*) AS n FROM gone"""

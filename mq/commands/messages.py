@@ -11,7 +11,7 @@ from mq import errors
 from mq.audit.service import AuditTrail
 from mq.commands.audited import record
 from mq.queue.service import QueueService
-from mq.queue.types import BatchAckView, MessageDetailView, MessageView, NackOutcome
+from mq.queue.types import AckResults, MessageRow, NackOutcome
 from mq.queue.validation import BatchEntry, build_item, build_rows
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
@@ -89,7 +89,7 @@ class MessageCommands:
         caller_gone: Callable[[], Awaitable[Any]] | None = None,
         consumer_group: str | None = None,
         before_lease: Callable[[], Awaitable[None]] | None = None,
-    ) -> list[MessageView]:
+    ) -> list[MessageRow]:
         """Lease up to `count` messages of `topic` (as `consumer_group`), waiting up to `wait_seconds` for the
         first; the lease names the caller as its consumer. The count, the visibility and the group's name are
         checked by the queue's dequeue."""
@@ -118,7 +118,7 @@ class MessageCommands:
         tenant = await self.tenant_for_messages(principal, "consume", [message_id], [consumer_group])
         await self.queue.ack(tenant, message_id, receipt, consumer_group)
 
-    async def ack_batch(self, principal: Principal, acks: Sequence[tuple[str, str | None, str | None]]) -> BatchAckView:
+    async def ack_batch(self, principal: Principal, acks: Sequence[tuple[str, str | None, str | None]]) -> AckResults:
         """`acks`: (message id, receipt, consumer group) each; per ack, done or why not."""
         self._batch_limit(len(acks), "acks")
         tenant = await self.tenant_for_messages(principal, "consume", [a[0] for a in acks], [a[2] for a in acks])
@@ -173,7 +173,7 @@ class MessageCommands:
         limit: int,
         offset: int,
         consumer_group: str | None,
-    ) -> tuple[list[MessageView], int]:
+    ) -> tuple[list[MessageRow], int]:
         """A page of messages, newest first, and the total: of one topic (a read grant on it), or of every topic (a
         member needs a read grant on '*')."""
         tenant = tenant_for(principal, action="read", topic=topic)
@@ -181,7 +181,7 @@ class MessageCommands:
             raise errors.Forbidden("name a topic you may read (a read grant on '*' lists every topic)")
         return await self.browser.browse(tenant, topic, status, key, limit, offset, consumer_group)
 
-    async def get(self, principal: Principal, message_id: str) -> MessageDetailView:
+    async def get(self, principal: Principal, message_id: str) -> MessageRow:
         return await self.queue.get(await self.tenant_for_messages(principal, "read", [message_id]), message_id)
 
     async def delete(self, principal: Principal, message_id: str) -> None:

@@ -12,8 +12,9 @@ from typing import Any
 
 from mq import errors
 from mq.audit.service import AuditTrail
-from mq.audit.views import AuditFilter, AuditPageView
+from mq.audit.types import AuditFilter
 from mq.commands.audited import record
+from mq.pages import RowPage
 from mq.tenancy.auth import Principal
 from mq.tenancy.authorization import require_platform_admin, tenant_for
 from mq.tenancy.repository import GrantRecord, TenantRecord, UserRow
@@ -160,9 +161,7 @@ class AccountCommands:
         await self.tenancy.change_own_password(principal.user_id, current, new)
         await record(self.audit, principal, "user.password_change", principal.username, {"own": True})
 
-    async def audit_page(
-        self, principal: Principal, cursor: str | None, limit: int, where: AuditFilter
-    ) -> AuditPageView:
+    async def audit_page(self, principal: Principal, cursor: str | None, limit: int, where: AuditFilter) -> RowPage:
         if principal.is_member:
             raise errors.Forbidden("tenant admins only")
         return await self.audit.page(principal.tenant_id, cursor, limit, where)

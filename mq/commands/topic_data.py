@@ -14,12 +14,12 @@ from mq.audit.service import AuditTrail
 from mq.commands.audited import record
 from mq.commands.topics import may_read
 from mq.history.service import History
-from mq.history.views import LogPageView
+from mq.pages import RowPage
+from mq.schedules.repository import Record
 from mq.schedules.service import Schedules
-from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView, ScheduleSpec
+from mq.schedules.types import ScheduleSpec
 from mq.schemas.formats import SchemaFormat
 from mq.schemas.service import Compatibility, TopicSchemas
-from mq.schemas.views import SchemaListView, SchemaView
 from mq.tenancy.auth import Principal
 from mq.tenancy.authorization import tenant_for
 
@@ -34,16 +34,16 @@ class ScheduleCommands:
         self.schedules = schedules
         self.audit = audit
 
-    async def list(self, principal: Principal) -> PeriodicScheduleListView:
+    async def list(self, principal: Principal) -> list[Record]:
         return await self.schedules.list(tenant_for(principal, action="read"), _readable(principal))
 
-    async def get(self, principal: Principal, name: str) -> PeriodicScheduleView:
+    async def get(self, principal: Principal, name: str) -> Record:
         """404 when its topic is not one the caller may read."""
         return await self.schedules.get(tenant_for(principal, action="read"), name, _readable(principal))
 
-    async def put(self, principal: Principal, name: str, spec: ScheduleSpec) -> PeriodicScheduleView:
+    async def put(self, principal: Principal, name: str, spec: ScheduleSpec) -> Record:
         stored = await self.schedules.put(tenant_for(principal, admin_only=True), name, spec)
-        details = {"topic": stored.topic, "cron": stored.cron, "timezone": stored.timezone, "enabled": stored.enabled}
+        details = {k: stored[k] for k in ("topic", "cron", "timezone", "enabled")}
         await record(self.audit, principal, "schedule.update", name, details)
         return stored
 
@@ -57,13 +57,12 @@ class SchemaCommands:
         self.schemas = schemas
         self.audit = audit
 
-    async def list(self, principal: Principal) -> SchemaListView:
+    async def list(self, principal: Principal) -> list[Record]:
+        """Each topic's schema in force; a member sees the topics it may read."""
         listed = await self.schemas.list(tenant_for(principal, action="read"))
-        if principal.is_member:  # a member sees the topics it may read
-            listed.items = [s for s in listed.items if may_read(principal, s.topic)]
-        return listed
+        return [s for s in listed if may_read(principal, s["topic"])]
 
-    async def get(self, principal: Principal, topic: str, version: int | None) -> SchemaView:
+    async def get(self, principal: Principal, topic: str, version: int | None) -> Record:
         return await self.schemas.get(tenant_for(principal, action="read", topic=topic), topic, version)
 
     async def put(
@@ -73,10 +72,10 @@ class SchemaCommands:
         schema_json: str,
         schema_format: SchemaFormat,
         compatibility: Compatibility,
-    ) -> SchemaView:
+    ) -> Record:
         tenant = tenant_for(principal, admin_only=True)
         stored = await self.schemas.put(tenant, topic, schema_json, schema_format, compatibility)
-        details = {"version": stored.version, "format": stored.format, "compatibility": compatibility}
+        details = {"version": stored["version"], "format": stored["format"], "compatibility": compatibility}
         await record(self.audit, principal, "topic_schema.update", topic, details)
         return stored
 
@@ -99,7 +98,7 @@ class HistoryCommands:
         key: str | None,
         limit: int,
         cursor: str | None,
-    ) -> LogPageView:
+    ) -> RowPage:
         tenant = tenant_for(principal, action="read", topic=topic)
         return await self.history.page(tenant, topic, since, until, key, limit, cursor)
 

@@ -17,22 +17,22 @@ from mq import errors
 from mq.audit.service import AuditTrail
 from mq.commands.audited import record
 from mq.queue.service import QueueService
-from mq.queue.types import TopicConfig, TopicSummaryView
+from mq.queue.types import TopicConfig
 from mq.tenancy import grants
 from mq.tenancy.auth import Principal
 from mq.tenancy.authorization import pinned_groups, require_consumer_group, require_grant, tenant_for
+from mq.topics.repository import Record
 from mq.topics.service import TopicAdmin
-from mq.topics.views import (
+from mq.topics.types import (
     BulkAction,
-    BulkJobView,
-    ConsumerGroupsView,
-    ConsumerGroupView,
+    BulkJob,
+    ConsumerGroup,
     GroupStart,
     MessageFilter,
-    MessagePageView,
+    MessagePage,
+    Series,
     SeriesRange,
-    SeriesView,
-    TopicSettingsView,
+    TopicSettings,
 )
 
 #: What each bulk action needs: deleting is for tenant admins, as a single delete is; retry and requeue are a
@@ -53,9 +53,9 @@ class TopicCommands:
 
     # --- reading ----------------------------------------------------------------------------------------------
 
-    async def summaries(self, principal: Principal) -> list[TopicSummaryView]:
+    async def summaries(self, principal: Principal) -> list[Record]:
         items = await self.topics.config.summaries(tenant_for(principal, action="read"))
-        return [t for t in items if may_read(principal, t.topic)]
+        return [t for t in items if may_read(principal, t["topic"])]
 
     async def stats(self, principal: Principal) -> list[dict[str, Any]]:
         rows = await self.topics.config.stats(tenant_for(principal, action="read"))
@@ -68,23 +68,23 @@ class TopicCommands:
     async def config(self, principal: Principal, topic: str) -> TopicConfig:
         return await self.topics.config.get(tenant_for(principal, action="read", topic=topic), topic)
 
-    async def settings(self, principal: Principal, topic: str) -> TopicSettingsView:
+    async def settings(self, principal: Principal, topic: str) -> TopicSettings:
         return await self.topics.config.settings(tenant_for(principal, action="read", topic=topic), topic)
 
     async def page(
         self, principal: Principal, topic: str, where: MessageFilter, cursor: str | None, limit: int, reverse: bool
-    ) -> MessagePageView:
+    ) -> MessagePage:
         tenant = tenant_for(principal, action="read", topic=topic)
         return await self.topics.browser.page(tenant, topic, where, cursor, limit, reverse=reverse)
 
     async def series(
         self, principal: Principal, topic: str | None, minutes: int = 60, span: SeriesRange | None = None
-    ) -> SeriesView:
+    ) -> Series:
         """A topic's series, or (`topic` None) the tenant's: a member needs a read grant on every topic (`*`)."""
         tenant = tenant_for(principal, action="read", topic=topic or "*")
         return await self.topics.browser.series(tenant, topic, minutes, span)
 
-    async def groups(self, principal: Principal, topic: str) -> ConsumerGroupsView:
+    async def groups(self, principal: Principal, topic: str) -> list[Record]:
         return await self.topics.groups.list(tenant_for(principal, action="read", topic=topic), topic)
 
     # --- changing a topic (tenant admins) ---------------------------------------------------------------------
@@ -116,7 +116,7 @@ class TopicCommands:
         await record(self.audit, principal, "topic.delete_by_key", topic, {"key": key, "deleted": deleted})
         return deleted
 
-    async def create_group(self, principal: Principal, topic: str, name: str, start: GroupStart) -> ConsumerGroupView:
+    async def create_group(self, principal: Principal, topic: str, name: str, start: GroupStart) -> ConsumerGroup:
         group = await self.topics.groups.create(tenant_for(principal, admin_only=True), topic, name, start)
         await record(self.audit, principal, "topic.group_create", topic, {"consumer_group": name, "start": start})
         return group
@@ -146,23 +146,23 @@ class TopicCommands:
 
     async def start_bulk_job(
         self, principal: Principal, topic: str, action: BulkAction, where: MessageFilter
-    ) -> BulkJobView:
+    ) -> BulkJob:
         tenant = await self._tenant_for_bulk(principal, action, topic, group=where.consumer_group)
         job = await self.topics.bulk.start_job(tenant, topic, action, where, principal.username)
         details = {"topic": topic, "job": job.id, "action": action, "filter": msgspec.to_builtins(where)}
         await record(self.audit, principal, "bulk_job.start", topic, details)
         return job
 
-    async def bulk_jobs(self, principal: Principal) -> list[BulkJobView]:
+    async def bulk_jobs(self, principal: Principal) -> list[BulkJob]:
         jobs = await self.topics.bulk.jobs(tenant_for(principal, action="read"))
         return [j for j in jobs if may_read(principal, j.topic)]
 
-    async def bulk_job(self, principal: Principal, job_id: str) -> BulkJobView:
+    async def bulk_job(self, principal: Principal, job_id: str) -> BulkJob:
         job = await self.topics.bulk.job(tenant_for(principal, action="read"), job_id)
         require_grant(principal, "read", job.topic)
         return job
 
-    async def cancel_bulk_job(self, principal: Principal, job_id: str) -> BulkJobView:
+    async def cancel_bulk_job(self, principal: Principal, job_id: str) -> BulkJob:
         job = await self.topics.bulk.job(tenant_for(principal, action="read"), job_id)
         tenant = await self._tenant_for_bulk(principal, job.action, job.topic, group=job.filter.consumer_group)
         cancelled = await self.topics.bulk.cancel_job(tenant, job_id)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.resources
+import logging
 from typing import Any, TypeAlias
 
 import asyncpg
@@ -11,6 +13,10 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from mq.db import citus
+
+log = logging.getLogger(__name__)
 
 #: The Alembic scripts ship inside the package (the checkout's `migrations/` folder, installed as
 #: `mq.db.migrations`), so an installed wheel or image migrates without the checkout.
@@ -98,16 +104,65 @@ class SchemaTooOld(Exception):
 
 
 def migrate(url: str, revision: str = "head") -> None:
-    """Run Alembic up to `revision` (blocking: call before the event loop serves, or in a thread). `SchemaTooOld`
-    when the database is at a folded revision."""
+    """Run Alembic up to `revision`, then, on a Citus coordinator, distribute what is not yet (`distribute`) once the
+    schema is the current one (an older one may not distribute: a trigger, a key without the tenant) (blocking: call
+    before the event loop serves, or in a thread). `SchemaTooOld` when the database is at a folded revision."""
     config = alembic_config(url)
+    scripts = ScriptDirectory.from_config(config)
     try:
         command.upgrade(config, revision)
     except CommandError as exc:
-        old = next((name for name in _folded(ScriptDirectory.from_config(config)) if f"'{name}'" in str(exc)), None)
+        old = next((name for name in _folded(scripts) if f"'{name}'" in str(exc)), None)
         if old is None:
             raise
         raise SchemaTooOld(_too_old(old)) from None
+    if revision in ("head", scripts.get_current_head()):
+        asyncio.run(distribute(url))
+
+
+_CITUS_STATE = {
+    "distributed": "SELECT logicalrelid::regclass::text, partmethod::text FROM pg_dist_partition",
+    "foreign_keys": """
+SELECT conrelid::regclass::text, conname, confrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint
+WHERE contype = 'f' AND connamespace = 'public'::regnamespace AND conparentid = 0""",
+    "distributed_functions": """
+SELECT objid::regprocedure::text FROM pg_dist_object
+WHERE classid = 'pg_proc'::regclass AND distribution_argument_index IS NOT NULL""",
+    "functions": r"""
+SELECT oid::regprocedure::text FROM pg_proc
+WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'skiplock\_%' AND prorettype <> 'trigger'::regtype""",
+}
+
+
+async def on_citus(pool: Pool) -> bool:
+    """Whether the database is a Citus coordinator (its `citus` extension is there)."""
+    return bool(await pool.fetchval(_CITUS))
+
+
+_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
+
+
+async def distribute(url: str) -> list[str]:
+    """On a Citus coordinator, finish the database's distribution (`mq.db.citus`); returns the statements run
+    (none on plain Postgres, or once all is distributed)."""
+    conn = await asyncpg.connect(asyncpg_dsn(url), timeout=10)
+    try:
+        if not await conn.fetchval(_CITUS):
+            return []
+        q = _CITUS_STATE
+        state = citus.State(
+            distributed={r[0]: r[1] for r in await conn.fetch(q["distributed"])},
+            foreign_keys=[citus.ForeignKey(*row) for row in await conn.fetch(q["foreign_keys"])],
+            distributed_functions={r[0] for r in await conn.fetch(q["distributed_functions"])},
+            functions=[r[0] for r in await conn.fetch(q["functions"])],
+        )
+        statements = citus.plan(state)
+        for statement in statements:  # each its own transaction: a table is distributed whole, or not yet
+            log.info("citus: %s", statement)
+            await conn.execute(statement)
+        return statements
+    finally:
+        await conn.close()
 
 
 def _folded(scripts: ScriptDirectory) -> tuple[str, ...]:

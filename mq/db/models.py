@@ -402,12 +402,12 @@ class JobRun(Base):
     rows: Mapped[int] = mapped_column(BigInteger)
 
 
-class QueueGauge(Base):
-    """Messages by tenant (slug), topic and status, as the leader last counted them for /metrics."""
+class TopicGauge(Base):
+    """Messages by tenant, topic and status, as the leader last counted them for /metrics."""
 
-    __tablename__ = "queue_gauges"
+    __tablename__ = "topic_gauges"
 
-    tenant: Mapped[str] = mapped_column(Text, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     topic: Mapped[str] = mapped_column(Text, primary_key=True)
     status: Mapped[str] = mapped_column(Text, primary_key=True)
     messages: Mapped[int] = mapped_column(BigInteger)
@@ -473,12 +473,12 @@ class MessageLogTrim(Base):
     before: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
-class GroupGauge(Base):
+class ConsumerGroupGauge(Base):
     """A consumer group's deliveries by status and its oldest pending age, as the leader last counted them."""
 
-    __tablename__ = "group_gauges"
+    __tablename__ = "consumer_group_gauges"
 
-    tenant: Mapped[str] = mapped_column(Text, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     topic: Mapped[str] = mapped_column(Text, primary_key=True)
     consumer_group: Mapped[str] = mapped_column(Text, primary_key=True)
     pending: Mapped[int] = mapped_column(BigInteger)
@@ -545,7 +545,7 @@ class TopicRollup(Base):
 
 
 class QueueSample(Base):
-    """A topic's depth by status at one 30-second mark, copied from `queue_gauges` by the gauge job."""
+    """A topic's depth by status at one 30-second mark, copied from `topic_gauges` by the gauge job."""
 
     __tablename__ = "queue_samples"
 
@@ -589,13 +589,14 @@ class BulkJob(Base):
 
 
 class AuditEntry(Base):
-    """Who did what to which object (`mq.audit`). Outlives its tenant, hence no foreign key and the slug kept."""
+    """Who did what to which object (`mq.audit`). Outlives its tenant, hence no foreign key and the slug kept. A
+    platform-wide entry's `tenant_id` is `mq.audit.types.PLATFORM_TENANT_ID`."""
 
     __tablename__ = "audit_log"
 
+    tenant_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    tenant_id: Mapped[int | None] = mapped_column(BigInteger)
     tenant: Mapped[str | None] = mapped_column(Text)
     actor: Mapped[str | None] = mapped_column(Text)
     action: Mapped[str] = mapped_column(Text)
@@ -603,4 +604,4 @@ class AuditEntry(Base):
     details: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     request_id: Mapped[str | None] = mapped_column(Text)
 
-    __table_args__ = (Index("audit_log_tenant_idx", "tenant_id", "id"), Index("audit_log_at_idx", "at"))
+    __table_args__ = (Index("audit_log_id_idx", "id"), Index("audit_log_at_idx", "at"))

@@ -84,7 +84,8 @@ class JobConnection:
         return [tuple(row) for row in await self._conn.fetch(statement, *arguments)]
 
     async def replace_gauges(self) -> int:
-        """Recount into `queue_gauges`, replaced whole in one transaction; returns the rows stored."""
+        """Recount into `topic_gauges` and `consumer_group_gauges`, replaced whole in one transaction; returns the
+        rows stored."""
         rows = await self._count_messages()
         groups = await self._conn.fetch(sql.GROUP_GAUGES)
         async with self._conn.transaction():
@@ -100,7 +101,7 @@ class JobConnection:
         return len(rows) + len(groups)
 
     async def _count_messages(self) -> list[tuple[Any, ...]]:
-        """Rows (tenant slug, topic, status, messages, oldest pending age) of the whole messages table.
+        """Rows (tenant id, topic, status, messages, oldest pending age) of the whole messages table.
 
         A small table is counted by one statement. A large one is a range of pages per statement, with a pause
         after each, so that the recount takes at most a quarter of one core and never holds it for long: on
@@ -131,12 +132,7 @@ class JobConnection:
                 break
             first = last
             await asyncio.sleep(GAUGES_PAUSE_FACTOR * (time.perf_counter() - started))
-        slugs = dict(await self._conn.fetch(sql.TENANT_SLUGS))
-        return [
-            (slugs[tenant_id], topic, status, n, oldest)
-            for (tenant_id, topic, status), (n, oldest) in counts.items()
-            if tenant_id in slugs
-        ]
+        return [(tenant_id, topic, status, n, oldest) for (tenant_id, topic, status), (n, oldest) in counts.items()]
 
     async def record_samples(self) -> None:
         """Copy the stored gauges into the console's depth samples, roll samples and activity up into 5-minute

@@ -21,16 +21,16 @@ JOB_RUNS = "SELECT job, extract(epoch FROM finished_at)::float8, duration_second
 # A table larger than `GAUGES_PAGES_PER_STATEMENT` pages is counted a range of pages at a time instead
 # (`GAUGES_RANGE`, a TID range scan), with pauses between ranges: see `mq.db.repository.JobConnection`.
 GAUGES = """
-SELECT t.slug AS tenant, m.topic, m.status, count(*) AS messages,
+SELECT m.tenant_id, m.topic, m.status, count(*) AS messages,
        extract(epoch FROM now() - min(m.available_at) FILTER (
            WHERE m.status = 'pending' AND m.available_at <= now() AND m.owed IS NULL))::float8
            AS oldest_pending_age_seconds
-FROM messages AS m JOIN tenants AS t ON t.id = m.tenant_id
+FROM messages AS m
 GROUP BY 1, 2, 3"""
 
 MESSAGES_PAGES = "SELECT pg_relation_size('messages') / current_setting('block_size')::int8"
 
-# The count of one range of heap pages, [$1, $2), by tenant id (slugs are joined once, after the last range).
+# The count of one range of heap pages, [$1, $2).
 GAUGES_RANGE = """
 SELECT m.tenant_id, m.topic, m.status, count(*) AS messages,
        extract(epoch FROM now() - min(m.available_at) FILTER (
@@ -39,47 +39,50 @@ SELECT m.tenant_id, m.topic, m.status, count(*) AS messages,
 FROM messages AS m
 WHERE m.ctid >= format('(%s,0)', $1::int8)::tid AND m.ctid < format('(%s,0)', $2::int8)::tid
 GROUP BY 1, 2, 3"""
-TENANT_SLUGS = "SELECT id, slug FROM tenants"
 
-GAUGES_CLEAR = "DELETE FROM queue_gauges"
-GAUGES_TABLE = "queue_gauges"
-GAUGES_COLUMNS = ("tenant", "topic", "status", "messages", "oldest_pending_age_seconds")
+# The stored gauges, keyed by tenant id; a read names each tenant by its slug, the label of its metrics (the rows of
+# a deleted tenant's leftovers, which the orphan sweeper deletes, are not shown).
+GAUGES_CLEAR = "DELETE FROM topic_gauges"
+GAUGES_TABLE = "topic_gauges"
+GAUGES_COLUMNS = ("tenant_id", "topic", "status", "messages", "oldest_pending_age_seconds")
 GAUGES_READ = """
-SELECT tenant, topic, status, messages, oldest_pending_age_seconds FROM queue_gauges
-ORDER BY tenant, messages DESC, topic"""
+SELECT t.slug AS tenant, g.topic, g.status, g.messages, g.oldest_pending_age_seconds
+FROM topic_gauges AS g JOIN tenants AS t ON t.id = g.tenant_id
+ORDER BY t.slug, g.messages DESC, g.topic"""
 
 # Every consumer group's deliveries (the lag a platform team alerts on), read through each group's dequeue index
 # (`deliveries_dequeue_idx`, by tenant and group): no groups, no work. A delivery whose lease lapsed counts as
 # pending, as the console's list counts it (`mq.topics.sql.GROUPS_LIST`).
 GROUP_GAUGES = """
-SELECT t.slug AS tenant, g.topic, g.name AS consumer_group, coalesce(c.pending, 0) AS pending,
+SELECT g.tenant_id, g.topic, g.name AS consumer_group, coalesce(c.pending, 0) AS pending,
        coalesce(c.processing, 0) AS processing, c.oldest AS oldest_pending_age_seconds
-FROM consumer_groups AS g JOIN tenants AS t ON t.id = g.tenant_id
+FROM consumer_groups AS g
 LEFT JOIN LATERAL (
     SELECT count(*) FILTER (WHERE d.status = 'pending' OR d.available_at <= now()) AS pending,
            count(*) FILTER (WHERE d.status = 'processing' AND d.available_at > now()) AS processing,
            extract(epoch FROM now() - min(d.available_at) FILTER (WHERE d.available_at <= now()))::float8 AS oldest
     FROM deliveries AS d WHERE d.tenant_id = g.tenant_id AND d.group_id = g.id
 ) AS c ON true"""
-GROUP_GAUGES_CLEAR = "DELETE FROM group_gauges"
-GROUP_GAUGES_TABLE = "group_gauges"
-GROUP_GAUGES_COLUMNS = ("tenant", "topic", "consumer_group", "pending", "processing", "oldest_pending_age_seconds")
+GROUP_GAUGES_CLEAR = "DELETE FROM consumer_group_gauges"
+GROUP_GAUGES_TABLE = "consumer_group_gauges"
+GROUP_GAUGES_COLUMNS = ("tenant_id", "topic", "consumer_group", "pending", "processing", "oldest_pending_age_seconds")
 GROUP_GAUGES_READ = """
-SELECT tenant, topic, consumer_group, pending, processing, oldest_pending_age_seconds FROM group_gauges
-ORDER BY tenant, pending DESC, topic, consumer_group"""
+SELECT t.slug AS tenant, g.topic, g.consumer_group, g.pending, g.processing, g.oldest_pending_age_seconds
+FROM consumer_group_gauges AS g JOIN tenants AS t ON t.id = g.tenant_id
+ORDER BY t.slug, g.pending DESC, g.topic, g.consumer_group"""
 
 # The admin console's depth chart: the gauges just stored, one sample per topic and 30-second mark (the first run in
 # a mark writes it), and samples and activity older than an hour and a bit dropped (their `at` indexes).
 SAMPLES_RECORD = """
 INSERT INTO queue_samples (tenant_id, topic, at, pending, processing, failed, expired, oldest_pending_age_seconds)
-SELECT t.id, g.topic, to_timestamp(floor(extract(epoch FROM now()) / 30) * 30),
+SELECT g.tenant_id, g.topic, to_timestamp(floor(extract(epoch FROM now()) / 30) * 30),
        coalesce(sum(g.messages) FILTER (WHERE g.status = 'pending'), 0),
        coalesce(sum(g.messages) FILTER (WHERE g.status = 'processing'), 0),
        coalesce(sum(g.messages) FILTER (WHERE g.status = 'failed'), 0),
        coalesce(sum(g.messages) FILTER (WHERE g.status = 'expired'), 0),
        max(g.oldest_pending_age_seconds)
-FROM queue_gauges AS g JOIN tenants AS t ON t.slug = g.tenant
-GROUP BY t.id, g.topic
+FROM topic_gauges AS g JOIN tenants AS t ON t.id = g.tenant_id
+GROUP BY g.tenant_id, g.topic
 ON CONFLICT (tenant_id, topic, at) DO NOTHING"""
 SAMPLES_FORGET = "DELETE FROM queue_samples WHERE at < now() - interval '65 minutes'"
 

@@ -81,10 +81,11 @@ class LogPartitions:
         """Drop every partition wholly below the visible floor of each topic in it: (rows, partitions) dropped."""
         now = time.time() if now is None else now
         dropped = partitions = 0
+        topics = sql.PARTITION_TOPICS_CITUS if await conn.fetchval(sql.ON_CITUS) else sql.PARTITION_TOPICS
         for span in await self.spans(conn):
             if span.end > now:
                 break
-            floors = await conn.fetch(sql.PARTITION_TOPICS.format(partition=span.name))
+            floors = await conn.fetch(topics.format(partition=span.name))
             if any(f["floor"] is None or f["floor"].timestamp() < span.end for f in floors):
                 continue
             rows = int(await conn.fetchval(f"SELECT count(*) FROM {span.name}"))

@@ -18,13 +18,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-import msgspec
-
 from mq import errors
 from mq.history.repository import HistoryRepository, Record
-from mq.history.views import LogEntryView, LogPageView
+from mq.pages import RowPage
 from mq.queue.service import QueueService
-from mq.queue.types import NewRow, rfc3339
+from mq.queue.types import NewRow, rfc3339_precise
 from mq.queue.validation import check_topic
 
 EARLIEST = datetime(1, 1, 1, tzinfo=UTC)
@@ -58,7 +56,8 @@ class History:
         key: str | None,
         limit: int,
         cursor: str | None,
-    ) -> LogPageView:
+    ) -> RowPage:
+        """Entries oldest first (`sql.PAGE`'s rows; `acked_at` as stored, to the microsecond)."""
         _, window = await self._window(tenant_id, topic)
         after = _decode_cursor(cursor) if cursor else (EARLIEST, _NO_ID)
         rows = await self.repository.page(
@@ -67,7 +66,7 @@ class History:
         more = len(rows) > limit
         rows = rows[:limit]
         next_cursor = _encode_cursor(rows[-1]["acked_at"], rows[-1]["id"]) if more else None
-        return LogPageView(items=[_entry(r) for r in rows], next_cursor=next_cursor)
+        return RowPage(rows, next_cursor)
 
     async def trim(self, tenant_id: int, topic: str, before: datetime) -> int:
         _, window = await self._window(tenant_id, topic)
@@ -142,7 +141,7 @@ class History:
 
 def _stopped(exc: errors.SkiplockError, replayed: int, at: datetime) -> errors.SkiplockError:
     """The refusal that stopped a replay, saying how many were replayed and where to resume (`from_time`)."""
-    details: dict[str, Any] = {"replayed": replayed, "resume_from": _precise(at)}
+    details: dict[str, Any] = {"replayed": replayed, "resume_from": rfc3339_precise(at)}
     if isinstance(exc, errors.SchemaViolation):  # the entries at resume_from do not fit the schema in force
         details["errors"] = exc.details
         return errors.SchemaViolation(f"{exc.message}; the replay stopped before them", details=details)
@@ -196,25 +195,6 @@ def _chunks(batches: list[list[Record]], size: int) -> list[list[list[Record]]]:
         chunks[-1].append(batch)
         count += len(batch)
     return chunks
-
-
-def _entry(r: Record) -> LogEntryView:
-    return LogEntryView(
-        id=r["id"],
-        topic=r["topic"],
-        key=r["key"],
-        payload=r["payload"],
-        metadata=msgspec.Raw(r["metadata"].encode()) if r["metadata"] is not None else None,
-        priority=r["priority"],
-        retry_count=r["retry_count"],
-        created_at=rfc3339(r["created_at"]) or "",
-        acked_at=_precise(r["acked_at"]),
-    )
-
-
-def _precise(at: datetime) -> str:
-    """An `acked_at` to the microsecond (RFC 3339), so that `from_time` and `resume_from` resume exactly."""
-    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _encode_cursor(at: datetime, entry_id: str) -> str:

@@ -44,14 +44,16 @@ REPLAY_PAGE = _page("l.id, l.acked_at, l.key, l.payload, l.metadata::text AS met
 
 
 # Trim: entries acked before $4 are hidden from now on (a trim never moves back); answers how many were visible.
+# The mark reads the count's step, so the count is taken first on Citus too (which runs a statement's steps one
+# after another, each seeing the writes of those before: the count ran after the mark and found nothing).
 # A time in the future trims up to now: acks still to come are never hidden by it. $3 window seconds, $4 before
 TRIM = f"""
-WITH hidden AS (
-    SELECT count(*) AS n FROM message_log AS l
+WITH hidden AS MATERIALIZED (
+    SELECT count(*) AS n, least($4, now()) AS before FROM message_log AS l
     WHERE l.tenant_id = $1 AND l.topic = $2 AND l.acked_at < least($4, now())
       AND l.acked_at >= coalesce({_FLOOR}, '-infinity')
 ), mark AS (
-    INSERT INTO message_log_trims AS t (tenant_id, topic, before) VALUES ($1, $2, least($4, now()))
+    INSERT INTO message_log_trims AS t (tenant_id, topic, before) SELECT $1, $2, h.before FROM hidden AS h
     ON CONFLICT (tenant_id, topic) DO UPDATE SET before = greatest(t.before, EXCLUDED.before)
 )
 SELECT n FROM hidden"""
@@ -64,27 +66,37 @@ FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
 WHERE i.inhparent = 'message_log'::regclass"""
 
 # The topics that have entries in one partition (a loose index scan: one probe per topic, not a pass over the
-# rows), each with its visible floor. Filled in: the partition's name.
-PARTITION_TOPICS = """
-WITH RECURSIVE t AS (
-    (SELECT tenant_id, topic FROM {partition} ORDER BY tenant_id, topic LIMIT 1)
-    UNION ALL
-    SELECT n.tenant_id, n.topic FROM t, LATERAL (
-        SELECT p.tenant_id, p.topic FROM {partition} AS p
-        WHERE (p.tenant_id, p.topic) > (t.tenant_id, t.topic) ORDER BY p.tenant_id, p.topic LIMIT 1) AS n
-)
+# rows), each with its visible floor. Filled in: the partition's name. On Citus, which runs no recursive query over
+# a distributed table, a DISTINCT of every shard's (`_CITUS`: a pass over the partition's rows on each worker, once
+# an interval).
+_PARTITION_FLOORS = """
 SELECT t.tenant_id, t.topic, greatest(
     (SELECT x.before FROM message_log_trims AS x WHERE x.tenant_id = t.tenant_id AND x.topic = t.topic),
     now() - make_interval(secs => tc.replay_window_seconds::float8)) AS floor
 FROM t LEFT JOIN topic_configs AS tc ON tc.tenant_id = t.tenant_id AND tc.topic = t.topic
      LEFT JOIN tenants AS te ON te.id = t.tenant_id
 WHERE te.id IS NOT NULL"""
+PARTITION_TOPICS = (
+    """
+WITH RECURSIVE t AS (
+    (SELECT tenant_id, topic FROM {partition} ORDER BY tenant_id, topic LIMIT 1)
+    UNION ALL
+    SELECT n.tenant_id, n.topic FROM t, LATERAL (
+        SELECT p.tenant_id, p.topic FROM {partition} AS p
+        WHERE (p.tenant_id, p.topic) > (t.tenant_id, t.topic) ORDER BY p.tenant_id, p.topic LIMIT 1) AS n
+)"""
+    + _PARTITION_FLOORS
+)
+PARTITION_TOPICS_CITUS = "\nWITH t AS (SELECT DISTINCT tenant_id, topic FROM {partition})" + _PARTITION_FLOORS
+ON_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
 
 # Rows that fell into the default partition (no partition made in time), deleted once below their topic's floor.
+# The floor's clock is taken apart from the window (`to_timestamp` of seconds): Citus takes no STABLE function
+# with a column in a change (`now() - make_interval(secs => tc...)`).
 DEFAULT_TRIM = """
 DELETE FROM message_log_p_default AS l
 USING (SELECT tenant_id, topic FROM message_log_p_default GROUP BY 1, 2) AS k
 LEFT JOIN topic_configs AS tc ON tc.tenant_id = k.tenant_id AND tc.topic = k.topic
 WHERE l.tenant_id = k.tenant_id AND l.topic = k.topic AND l.acked_at < greatest(
     (SELECT x.before FROM message_log_trims AS x WHERE x.tenant_id = k.tenant_id AND x.topic = k.topic),
-    now() - make_interval(secs => tc.replay_window_seconds::float8))"""
+    to_timestamp(extract(epoch FROM now()) - tc.replay_window_seconds::float8))"""

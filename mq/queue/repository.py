@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -40,9 +41,11 @@ _INSERT_UNIFORM = {(p.grouped, p.admitted): insert_statement(p) for p in InsertP
 class MessageRepository:
     """Message rows of one database. Every method takes the tenant id first and scopes its statement by it."""
 
-    def __init__(self, pool: asyncpg.Pool[Any], defaults: QueueDefaults | None = None) -> None:
+    def __init__(self, pool: asyncpg.Pool[Any], defaults: QueueDefaults | None = None, *, citus: bool = False) -> None:
         self.pool = pool
         self.defaults = defaults or QueueDefaults()
+        #: The database is a Citus coordinator: the statements that differ there take their Citus form.
+        self.citus = citus
 
     async def insert_batch(
         self,
@@ -58,6 +61,9 @@ class MessageRepository:
         grouped = any(r.grouped for r in rows)
         to_groups = grouped and any(r.consumer_group is not None for r in rows)
         keyed = to_groups or any(r.key is not None for r in rows)
+        if admit is not None and self.citus:  # the gates in a statement of their own (see `_admitted_apart`)
+            async with self._admitted_apart(tenant_id, admit, conn) as c:
+                return await self.insert_batch(tenant_id, ids, rows, None, c)
         statement = _INSERT_ROWS[keyed, grouped, admit is not None, to_groups]
         values = self._admit_values(admit) if admit is not None else {}
         values.update(
@@ -90,6 +96,20 @@ class MessageRepository:
         admit: AdmitArguments | None = None,
     ) -> None:
         """Insert keyless messages that share topic, priority, delay, max_retries and TTL (rows[0] gives them)."""
+        if admit is not None and self.citus:
+            async with self._admitted_apart(tenant_id, admit) as c:
+                await self._insert_uniform(c, tenant_id, ids, rows, None)
+            return
+        await self._insert_uniform(self.pool, tenant_id, ids, rows, admit)
+
+    async def _insert_uniform(
+        self,
+        on: asyncpg.Pool[Any] | asyncpg.Connection[Record],
+        tenant_id: int,
+        ids: Sequence[uuid.UUID],
+        rows: Sequence[NewRow],
+        admit: AdmitArguments | None,
+    ) -> None:
         first = rows[0]
         statement = _INSERT_UNIFORM[first.grouped, admit is not None]
         values = self._admit_values(admit) if admit is not None else {}
@@ -106,10 +126,32 @@ class MessageRepository:
         )
         arguments = statement.bind(values)
         try:
-            await self.pool.execute(statement.text, *arguments)
+            await on.execute(statement.text, *arguments)
         except asyncpg.PostgresError as exc:
             _raise_refusal(exc)
             raise
+
+    @asynccontextmanager
+    async def _admitted_apart(
+        self, tenant_id: int, admit: AdmitArguments, conn: asyncpg.Connection[Record] | None = None
+    ) -> AsyncIterator[asyncpg.Connection[Record]]:
+        """On Citus, a capped insert passes its gates in a statement of its own (`sql.ADMIT`), then inserts, in one
+        transaction (`conn`'s, or one of the pool): a function that reads distributed tables cannot run inside a
+        statement routed to a worker (a nested distributed query). A refusal raises its domain error."""
+        async with contextlib.AsyncExitStack() as stack:
+            on: asyncpg.Connection[Record]
+            if conn is None:
+                on = await stack.enter_async_context(self.pool.acquire())  # type: ignore[arg-type]
+                await stack.enter_async_context(on.transaction())
+            else:
+                on = conn
+            values = {"tenant": tenant_id, **self._admit_values(admit)}
+            try:
+                await on.execute(insert_sql.ADMIT.text, *insert_sql.ADMIT.bind(values))
+            except asyncpg.PostgresError as exc:
+                _raise_refusal(exc)
+                raise
+            yield on
 
     @staticmethod
     def _admit_values(admit: AdmitArguments) -> dict[str, Any]:
@@ -132,6 +174,9 @@ class MessageRepository:
         """Insert keyless, undelayed messages without TTL by binary COPY: the fastest way into the table.
         `available_at`, `created_at` and `updated_at` take their defaults, now() on the database's clock. With
         `admit`, the COPY passes the gates first, in its own statement (see `sql.copy_admission`)."""
+        if admit is not None and self.citus:  # by INSERT, after the gates (a COPY there waited on locks for seconds)
+            await self.insert_batch(tenant_id, ids, rows, admit)
+            return
         records = [
             (message_id, tenant_id, row.topic, row.payload, row.metadata_json, row.priority, row.max_retries)
             for message_id, row in zip(ids, rows, strict=True)
@@ -150,7 +195,7 @@ class MessageRepository:
         rows, and those taken only to be dead-lettered because their lease lapsed once too often. A topic's own
         do not use up the count: the statement runs again for what they took, while it keeps finding such
         messages; a group's do (the contract lets a dequeue answer fewer), and are dead-lettered as a nack would."""
-        statement = dequeue_statement(lease.plan)
+        statement = dequeue_statement(lease.plan, citus=self.citus)
         values = {
             "tenant": lease.tenant_id,
             "topic": lease.topic,
@@ -261,7 +306,7 @@ class MessageRepository:
         """The messages acknowledged (a grouped plan: the deliveries of the consumer group named `group`): id ->
         (topic, the receipt of the lease that ended). The plan's steps keep the acked messages of replayable topics
         in the log and count out the leases of limited topics, in the same statement."""
-        statement = settle.ack_statement(plan)
+        statement = settle.ack_statement(plan, citus=self.citus)
         values = {"tenant": tenant_id, "ids": _id_list(ids), "receipts": _id_list(receipts), "group_name": group}
         rows = await self.pool.fetch(statement.text, *statement.args(**values))
         return {r["id"]: (r["topic"], r["receipt"]) for r in rows}
@@ -295,7 +340,7 @@ class MessageRepository:
         into the message's metadata (a group's: into its saved state, its delivery's). A topic's retry that would
         collide with a pending twin of the same key expires that twin if its TTL passed and retries; a live twin
         supersedes the message, which is deleted (outcome `retry`: the key's latest content will be delivered)."""
-        statement = settle.nack_statement(plan, merged=metadata_json is not None)
+        statement = settle.nack_statement(plan, merged=metadata_json is not None, citus=self.citus)
         arguments = statement.args(
             tenant=tenant_id,
             group_name=group,
@@ -315,7 +360,7 @@ class MessageRepository:
                 async with self.pool.acquire() as conn, conn.transaction():
                     if await self._expire_twins(conn, "message", tenant_id, message=message_id):
                         continue
-                    superseded = settle.SUPERSEDED[plan.limited]
+                    superseded = settle.superseded_statement(plan, citus=self.citus)
                     values = superseded.args(tenant=tenant_id, message=message_id, receipt=receipt)
                     topic = await conn.fetchval(superseded.text, *values)
                     return None if topic is None else ("retry", topic)

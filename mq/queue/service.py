@@ -31,17 +31,16 @@ from mq.queue.shared import STALE_RECEIPT, SharedStatements, in_queue_order
 from mq.queue.types import (
     MAX_ERROR_LENGTH,
     PLAIN,
+    AckFailure,
     AckFailureCode,
-    AckFailureView,
+    AckResults,
     AdmittedTicks,
-    BatchAckView,
     DeadLettered,
     DeliveryPlan,
     EffectiveConfig,
     EnqueueItem,
     Lease,
-    MessageDetailView,
-    MessageView,
+    MessageRow,
     NackOutcome,
     NewRow,
     SchemaRef,
@@ -301,13 +300,14 @@ class QueueService:
         consumer: str | None = None,
         consumer_group: str | None = None,
         before_lease: Callable[[], Awaitable[None]] | None = None,
-    ) -> list[MessageView]:
+    ) -> list[MessageRow]:
         """Lease up to `count` messages; with `wait_seconds`, wait for the first (a long poll). `caller_gone`:
         returns when the caller went away; a wait watches it (only a poll that has to wait pays for the watch), and
         it ends the wait at once without leasing more: a message leased for a closed connection would be lost to
         everyone until its lease lapsed. A topic with consumer groups is consumed as one of them
         (`consumer_group`), and each group leases its own deliveries. `before_lease` runs before each attempt to
-        lease (a long-lived caller's credentials and grants checked again: it raises to refuse)."""
+        lease (a long-lived caller's credentials and grants checked again: it raises to refuse). The rows come
+        highest priority first, then oldest."""
         check_topic(topic, for_enqueue=False)
         check_lease(count, visibility_timeout_seconds, self.settings.max_batch_size)
         check_group(consumer_group)
@@ -325,7 +325,7 @@ class QueueService:
             return await self._lease(request, rate, orphaned)
 
         if wait_seconds <= 0:
-            return [] if config.paused else self._views((await lease())[0])
+            return [] if config.paused else in_queue_order((await lease())[0])
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         gone: asyncio.Future[None] | None = None
@@ -341,7 +341,7 @@ class QueueService:
                     rows, throttled_for = ([], 0.0) if paused else await lease()
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
-                        return self._views(rows)
+                        return in_queue_order(rows)
                     if throttled_for > 0:  # the topic's throughput limit: wait for tokens, not for messages
                         await asyncio.sleep(min(remaining, throttled_for))
                         if self.wakeups.closing:
@@ -430,10 +430,6 @@ class QueueService:
             metrics.waited(tenant_id, topic, [w for w in (r["waited"] for r in rows) if w is not None])
         return rows
 
-    @staticmethod
-    def _views(rows: Sequence[Any]) -> list[MessageView]:
-        return MessageView.from_rows(in_queue_order(rows), with_lease=True)
-
     async def ack(
         self, tenant_id: int, message_id: str, receipt: str | None, consumer_group: str | None = None
     ) -> None:
@@ -450,7 +446,7 @@ class QueueService:
                 return
         await self._raise_lease_error(tenant_id, mid, receipt, consumer_group)
 
-    async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None, str | None]]) -> BatchAckView:
+    async def ack_batch(self, tenant_id: int, acks: Sequence[tuple[str, str | None, str | None]]) -> AckResults:
         """Acknowledge many (id, receipt, consumer group) in one statement per group named (None: the messages
         themselves); failures say why, per id."""
         by_group: dict[str | None, list[tuple[str, str | None]]] = {}
@@ -464,7 +460,7 @@ class QueueService:
             part = await self._ack_batch(tenant_id, listed, group)
             acked += part.acked
             failed += part.failed
-        return BatchAckView(acked=acked, failed=failed)
+        return AckResults(acked, failed)
 
     async def _plan(self, tenant_id: int, consumer_group: str | None) -> DeliveryPlan:
         """The plan of a request that names a message by id (ack, nack, extend): the tenant's (its limited and
@@ -487,8 +483,8 @@ class QueueService:
 
     async def _ack_batch(
         self, tenant_id: int, acks: Sequence[tuple[str, str | None]], consumer_group: str | None
-    ) -> BatchAckView:
-        failed: list[AckFailureView] = []
+    ) -> AckResults:
+        failed: list[AckFailure] = []
         ids: list[uuid.UUID] = []
         receipts: list[uuid.UUID | None] = []
         parsed_ids = parse_uuids([m for m, _ in acks])
@@ -497,7 +493,7 @@ class QueueService:
         for (message_id, receipt), mid in zip(acks, parsed_ids, strict=True):
             rec = None if receipt is None else (next(given) or _NO_RECEIPT_MATCHES)
             if mid is None:
-                failed.append(AckFailureView(id=message_id, code="message_not_found"))
+                failed.append(AckFailure(id=message_id, code="message_not_found"))
             else:
                 ids.append(mid)
                 receipts.append(rec)
@@ -510,7 +506,7 @@ class QueueService:
         missed: list[tuple[uuid.UUID, uuid.UUID | None]] = []
         for mid, rec, outcome in zip(ids, receipts, claimed, strict=True):
             if outcome is STALE_RECEIPT:
-                failed.append(AckFailureView(id=str(mid), code="lease_lost"))
+                failed.append(AckFailure(id=str(mid), code="lease_lost"))
             elif outcome is None:
                 missed.append((mid, rec))
         if missed:  # a second round trip only to explain failures
@@ -523,8 +519,8 @@ class QueueService:
                 statuses = await self.repository.statuses(tenant_id, missed_ids)
             for mid, rec in missed:
                 code = _lease_error_code(statuses.get(mid), with_receipt=rec is not None)
-                failed.append(AckFailureView(id=str(mid), code=code))
-        return BatchAckView(acked=acked, failed=failed)
+                failed.append(AckFailure(id=str(mid), code=code))
+        return AckResults(acked, failed)
 
     async def nack(
         self,
@@ -711,12 +707,13 @@ class QueueService:
 
     # --- browse and admin --------------------------------------------------------------------------------------
 
-    async def get(self, tenant_id: int, message_id: str) -> MessageDetailView:
+    async def get(self, tenant_id: int, message_id: str) -> MessageRow:
+        """The message's row with its attempts and its groups' deliveries (`sql.MESSAGE_GET_DETAIL`)."""
         mid, _ = _ids(message_id, None)
         row = await self.repository.get_detail(tenant_id, mid) if mid is not None else None
         if row is None:
             raise errors.MessageNotFound()
-        return MessageDetailView.from_detail_row(row)
+        return row
 
     async def delete(self, tenant_id: int, message_id: str) -> str:
         """Delete a message whatever its status; returns its topic."""

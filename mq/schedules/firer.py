@@ -86,10 +86,22 @@ class ScheduleFirer:
         return total
 
     async def fire_batch(self) -> FireResult:
-        """One transaction: a batch of due schedules (fairly across tenants: `mq.schedules.sql.DUE`) fired."""
+        """A batch of due schedules fired, fairly across tenants (`mq.schedules.sql.DUE`): each tenant with a due
+        schedule takes an equal share of the batch, in a transaction of its own."""
+        result = FireResult()
+        tenants = await self.repository.due_tenants()
+        share = -(-self.batch // max(len(tenants), 1))
+        for tenant_id in tenants:
+            fired = await self._fire_tenant(tenant_id, share)
+            result.fired += fired.fired
+            result.refused += fired.refused
+        return result
+
+    async def _fire_tenant(self, tenant: int, share: int) -> FireResult:
+        """One transaction: up to `share` of one tenant's due schedules fired."""
         result = FireResult()
         async with self.repository.firing() as conn:
-            due = await self.repository.due(conn, self.batch)
+            due = await self.repository.due(conn, tenant, share)
             if not due:
                 return result
             keys, next_runs, last_ticks, last_refusals = [], [], [], []

@@ -17,8 +17,9 @@ Connection = asyncpg.pool.PoolConnectionProxy
 
 
 class ScheduleRepository:
-    def __init__(self, pool: asyncpg.Pool[Any]) -> None:
+    def __init__(self, pool: asyncpg.Pool[Any], *, citus: bool = False) -> None:
         self.pool = pool
+        self._due_tenants = sql.DUE_TENANTS_CITUS if citus else sql.DUE_TENANTS
 
     async def of_tenant(self, tenant_id: int) -> list[Record]:
         return await self.pool.fetch(sql.LIST, tenant_id)
@@ -43,15 +44,20 @@ class ScheduleRepository:
         status: str = await self.pool.execute(sql.DELETE, tenant_id, name)
         return status.endswith(" 1")
 
+    async def due_tenants(self) -> list[int]:
+        """The tenants with a due schedule (no row lock)."""
+        return [row[0] for row in await self.pool.fetch(self._due_tenants)]
+
     @asynccontextmanager
     async def firing(self) -> AsyncIterator[Connection[Record]]:
-        """One transaction of the firer: what it takes stays locked until the ticks are stored and moved on."""
+        """One transaction of the firer, for one tenant: what it takes stays locked until the ticks are stored and
+        moved on."""
         async with self.pool.acquire() as conn, conn.transaction():
             yield conn
 
     @staticmethod
-    async def due(conn: Connection[Record], limit: int) -> list[Record]:
-        return await conn.fetch(sql.DUE, limit)
+    async def due(conn: Connection[Record], tenant_id: int, limit: int) -> list[Record]:
+        return await conn.fetch(sql.DUE, tenant_id, limit)
 
     @staticmethod
     @asynccontextmanager

@@ -11,16 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import msgspec
-
 from mq import errors
 from mq.cron import Cron
 from mq.names import TOPIC_RE
-from mq.queue.types import rfc3339
 from mq.queue.validation import build_item
 from mq.quotas import QuotaCache
 from mq.schedules.repository import Record, ScheduleRepository
-from mq.schedules.views import PeriodicScheduleListView, PeriodicScheduleView, ScheduleSpec
+from mq.schedules.types import ScheduleSpec
 from mq.settings import Settings
 
 #: Who may see a schedule: a predicate on its topic (a member's read grants); everyone by default.
@@ -37,17 +34,17 @@ class Schedules:
         self.settings = settings
         self.quotas = quotas
 
-    async def list(self, tenant_id: int, visible: Visible = _everyone) -> PeriodicScheduleListView:
-        rows = await self.repository.of_tenant(tenant_id)
-        return PeriodicScheduleListView(items=[_view(r) for r in rows if visible(r["topic"])])
+    async def list(self, tenant_id: int, visible: Visible = _everyone) -> list[Record]:
+        """The tenant's schedules the caller may see (`sql.LIST`'s rows)."""
+        return [r for r in await self.repository.of_tenant(tenant_id) if visible(r["topic"])]
 
-    async def get(self, tenant_id: int, name: str, visible: Visible = _everyone) -> PeriodicScheduleView:
+    async def get(self, tenant_id: int, name: str, visible: Visible = _everyone) -> Record:
         row = await self.repository.get(tenant_id, _name(name))
         if row is None or not visible(row["topic"]):  # one the caller may not see is as one that is not there
             raise errors.NotFound(f"no schedule {name!r}")
-        return _view(row)
+        return row
 
-    async def put(self, tenant_id: int, name: str, spec: ScheduleSpec) -> PeriodicScheduleView:
+    async def put(self, tenant_id: int, name: str, spec: ScheduleSpec) -> Record:
         """Create or replace; the next tick is computed from now. A new one past the tenant's limit is refused
         (403 `quota_exceeded`)."""
         cron = Cron.parse(spec.cron, spec.timezone)
@@ -71,7 +68,7 @@ class Schedules:
                 f"the tenant has {limit} schedules, its max_schedules: delete one, or raise the quota",
                 details={"quota": "max_schedules", "limit": limit},
             )
-        return _view(row)
+        return row
 
     async def delete(self, tenant_id: int, name: str) -> None:
         if not await self.repository.delete(tenant_id, _name(name)):
@@ -86,20 +83,3 @@ def _name(name: str) -> str:
     if not TOPIC_RE.fullmatch(name):
         raise errors.InvalidRequest("a schedule's name must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
     return name
-
-
-def _view(row: Record) -> PeriodicScheduleView:
-    return PeriodicScheduleView(
-        name=row["name"],
-        topic=row["topic"],
-        cron=row["cron"],
-        timezone=row["timezone"],
-        payload=bytes(row["payload"]),
-        key=row["key"],
-        metadata=msgspec.Raw(row["metadata"].encode()) if row["metadata"] is not None else None,
-        priority=row["priority"],
-        enabled=row["enabled"],
-        next_run_at=rfc3339(row["next_run_at"]) or "",
-        last_run_at=rfc3339(row["last_run_at"]),
-        last_error=row["last_error"],
-    )

@@ -17,42 +17,46 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11)
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     topic = EXCLUDED.topic, cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, payload = EXCLUDED.payload,
     key = EXCLUDED.key, metadata = EXCLUDED.metadata, priority = EXCLUDED.priority, enabled = EXCLUDED.enabled,
-    next_run_at = EXCLUDED.next_run_at, last_error = NULL, updated_at = now()
+    next_run_at = EXCLUDED.next_run_at, last_error = NULL, updated_at = EXCLUDED.updated_at
 RETURNING {_COLUMNS}"""
 
 DELETE = "DELETE FROM schedules WHERE tenant_id = $1 AND name = $2"
 
 # The firer: due schedules, each taken by one worker (SKIP LOCKED), with the database's clock, which decides what
-# is due; fairly across tenants: each tenant with a due schedule takes at most an equal share of the batch ($1 over
-# how many tenants have one due), its oldest due ticks first, so one tenant's backlog of due ticks never holds
-# another tenant's tick back for more than a batch. (A batch may then be smaller than $1 while one tenant has more
-# due: the firer goes on while batches find any.) The tenants with enabled schedules are found by a skip scan of
-# schedules_tenant_due_idx (one probe per such tenant); each one's share is locked by its own index entries, SKIP
-# LOCKED, so racing workers take different rows. Plan: Recursive Union (Index Only Scan using
-# schedules_tenant_due_idx per tenant), then per tenant with one due a Limit <- LockRows <- Index Scan using
+# is due; fairly across tenants and tenant by tenant (on Citus, a tenant's schedules are on one worker, and a row
+# lock across workers is refused): `DUE_TENANTS` names the tenants with a due schedule, and each takes at most an
+# equal share of the batch (`DUE`, in a transaction of its own), its oldest due ticks first, so one tenant's backlog
+# of due ticks never holds another tenant's tick back for more than a batch. (A batch may then be smaller than the
+# firer's while one tenant has more due: the firer goes on while batches find any.) The tenants with enabled
+# schedules are found by a skip scan of schedules_tenant_due_idx (one probe per such tenant); each one's share is
+# locked by its own index entries, SKIP LOCKED, so racing workers take different rows. Plan: Recursive Union (Index
+# Only Scan using schedules_tenant_due_idx per tenant), then per tenant a Limit <- LockRows <- Index Scan using
 # schedules_tenant_due_idx (Index Cond: tenant_id, next_run_at <= now()). Tenants are few next to schedules.
-DUE = """
+DUE_TENANTS = """
 WITH RECURSIVE owners AS (
     (SELECT tenant_id FROM schedules WHERE enabled ORDER BY tenant_id LIMIT 1)
     UNION ALL
     SELECT (SELECT s.tenant_id FROM schedules AS s WHERE s.enabled AND s.tenant_id > o.tenant_id
             ORDER BY s.tenant_id LIMIT 1)
     FROM owners AS o WHERE o.tenant_id IS NOT NULL
-), due_owners AS MATERIALIZED (
-    SELECT o.tenant_id FROM owners AS o
-    WHERE EXISTS (SELECT FROM schedules AS s WHERE s.tenant_id = o.tenant_id AND s.enabled AND s.next_run_at <= now())
+)
+SELECT o.tenant_id FROM owners AS o
+WHERE EXISTS (SELECT FROM schedules AS s WHERE s.tenant_id = o.tenant_id AND s.enabled AND s.next_run_at <= now())"""
+# On Citus (no recursive query over a distributed table): each worker's due tenants, merged.
+DUE_TENANTS_CITUS = "SELECT DISTINCT tenant_id FROM schedules WHERE enabled AND next_run_at <= now()"
+# $1 tenant, $2 its share. The rows are locked alone and the tenant joined after (a join beside `FOR UPDATE` makes
+# Citus plan the step apart).
+DUE = """
+WITH due AS (
+    SELECT x.* FROM schedules AS x
+    WHERE x.tenant_id = $1 AND x.enabled AND x.next_run_at <= now()
+    ORDER BY x.next_run_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
 )
 SELECT s.tenant_id, t.slug, t.status, s.name, s.topic, s.cron, s.timezone, s.payload, s.key,
        s.metadata::text AS metadata, s.priority, s.next_run_at, now() AS now
-FROM due_owners AS o
-CROSS JOIN LATERAL (
-    SELECT x.* FROM schedules AS x
-    WHERE x.tenant_id = o.tenant_id AND x.enabled AND x.next_run_at <= now()
-    ORDER BY x.next_run_at
-    LIMIT (SELECT greatest(1, ceil($1::float8 / greatest(count(*), 1)))::int8 FROM due_owners)
-    FOR UPDATE OF x SKIP LOCKED
-) AS s
-JOIN tenants AS t ON t.id = s.tenant_id"""
+FROM due AS s JOIN tenants AS t ON t.id = $1"""
 
 # A new schedule counts against its tenant's limit (`max_schedules`, or the platform's default): the tenant's
 # schedules are counted under a lock of the tenant's own, so two creations cannot both take the last place; a

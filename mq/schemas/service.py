@@ -12,12 +12,10 @@ from typing import Literal
 
 from mq import errors
 from mq.queue.configs import TopicConfigs
-from mq.queue.types import rfc3339
 from mq.queue.validation import check_topic
 from mq.schemas.checks import CHECK_TOO_COSTLY, SchemaChecks, TooCostly
 from mq.schemas.formats import SchemaFormat
 from mq.schemas.repository import Record, SchemaRepository
-from mq.schemas.views import SchemaListView, SchemaSummaryView, SchemaView
 
 Compatibility = Literal["none", "backward"]
 #: Versions a topic keeps at most; one more is refused (403 `quota_exceeded`): delete the schema to start again.
@@ -30,32 +28,21 @@ class TopicSchemas:
         self.configs = configs
         self.checks = checks
 
-    async def list(self, tenant_id: int) -> SchemaListView:
-        rows = await self.repository.list(tenant_id)
-        return SchemaListView(
-            items=[
-                SchemaSummaryView(
-                    topic=r["topic"],
-                    format=r["format"],
-                    schema_json=r["schema_json"],
-                    version=r["version"],
-                    updated_at=_at(r),
-                )
-                for r in rows
-            ]
-        )
+    async def list(self, tenant_id: int) -> list[Record]:
+        """Each topic's schema in force (`sql.LIST`'s rows)."""
+        return await self.repository.list(tenant_id)
 
-    async def get(self, tenant_id: int, topic: str, version: int | None = None) -> SchemaView:
+    async def get(self, tenant_id: int, topic: str, version: int | None = None) -> Record:
         check_topic(topic, for_enqueue=True)
         row = await self.repository.get(tenant_id, topic, version)
         if row is None:
             which = "a schema" if version is None else f"a schema version {version}"
             raise errors.NotFound(f"topic {topic!r} has no {which}")
-        return _view(row)
+        return row
 
     async def put(
         self, tenant_id: int, topic: str, schema_json: str, schema_format: SchemaFormat, compatibility: Compatibility
-    ) -> SchemaView:
+    ) -> Record:
         """Store the next version (1 for a topic without one). Compiling it and checking its compatibility run in
         the schema-check processes, within their budget (`mq.schemas.checks`)."""
         check_topic(topic, for_enqueue=True)
@@ -92,7 +79,7 @@ class TopicSchemas:
 
         row = await self.repository.add_version(tenant_id, topic, schema_format, schema_json, compatible)
         await self.configs.changed(tenant_id, topic)
-        return _view(row)
+        return row
 
     async def delete(self, tenant_id: int, topic: str) -> None:
         """Every version goes; enqueues into the topic are no longer checked."""
@@ -100,17 +87,3 @@ class TopicSchemas:
         if not await self.repository.delete(tenant_id, topic):
             raise errors.NotFound(f"topic {topic!r} has no schema")
         await self.configs.changed(tenant_id, topic)
-
-
-def _at(row: Record) -> str:
-    return rfc3339(row["created_at"]) or ""
-
-
-def _view(row: Record) -> SchemaView:
-    return SchemaView(
-        topic=row["topic"],
-        format=row["format"],
-        schema_json=row["schema_json"],
-        version=row["version"],
-        updated_at=_at(row),
-    )

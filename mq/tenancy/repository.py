@@ -63,6 +63,10 @@ class GrantRecord:
 
 
 # Whether a tenant holds any message: one probe per partial index of `messages` (see mq.queue.sql.STATUS_GROUPS).
+_GROUPS_TOMBSTONED = text(
+    "INSERT INTO deleted_groups (tenant_id, id) SELECT tenant_id, id FROM consumer_groups WHERE tenant_id = :t "
+    "ON CONFLICT DO NOTHING"
+)
 _TENANT_HAS_MESSAGES = text("""
 SELECT EXISTS (SELECT FROM messages WHERE tenant_id = :t AND status IN ('pending', 'processing'))
     OR EXISTS (SELECT FROM messages WHERE tenant_id = :t AND status IN ('failed', 'expired'))""")
@@ -142,6 +146,9 @@ class TenancyRepository:
         """The tenant and everything it holds, in one transaction (users, grants and configs cascade)."""
         async with self._sessions() as session:
             await session.execute(text("DELETE FROM messages WHERE tenant_id = :t"), {"t": tenant_id})
+            # Its consumer groups go with it (a cascade): their tombstones, so that the group settler releases what
+            # they owed (a statement of ours, not a trigger: Citus has none on a distributed table).
+            await session.execute(_GROUPS_TOMBSTONED, {"t": tenant_id})
             await session.execute(delete(AdmissionGate).where(AdmissionGate.tenant_id == tenant_id))
             await session.execute(delete(Tenant).where(Tenant.id == tenant_id))
             # An enqueue racing this delete may commit rows after our snapshot: the orphan sweeper removes them.

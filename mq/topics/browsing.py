@@ -12,18 +12,11 @@ from typing import Any
 
 from mq import errors
 from mq.names import check_text
-from mq.queue.types import MAX_PRIORITY, STATUSES, MessageView
+from mq.queue.types import MAX_PRIORITY, STATUSES, MessageRow
 from mq.queue.validation import check_topic
 from mq.topics import sql
 from mq.topics.repository import Record, TopicRepository
-from mq.topics.views import (
-    SERIES_RANGES,
-    MessageFilter,
-    MessagePageView,
-    SeriesPointView,
-    SeriesRange,
-    SeriesView,
-)
+from mq.topics.types import SERIES_RANGES, MessageFilter, MessagePage, Series, SeriesPoint, SeriesRange
 
 #: Rows a filtered page reads at most (its window): a page costs about the same whatever the topic's size.
 PAGE_SCAN = 2000
@@ -52,7 +45,7 @@ class MessageBrowser:
         limit: int,
         offset: int,
         consumer_group: str | None = None,
-    ) -> tuple[list[MessageView], int]:
+    ) -> tuple[list[MessageRow], int]:
         """`consumer_group` (with a topic): the messages that group still owes, and its dead letters."""
         if consumer_group is not None and topic is None:
             raise errors.InvalidRequest("consumer_group: name the topic too")
@@ -63,7 +56,7 @@ class MessageBrowser:
         if key is not None:
             check_text(key, "key")
         rows, total = await self.repository.browse(tenant_id, topic, status, key, limit, offset, consumer_group)
-        return MessageView.from_rows(rows, with_lease=False), total
+        return rows, total
 
     async def page(
         self,
@@ -74,7 +67,7 @@ class MessageBrowser:
         limit: int,
         *,
         reverse: bool = False,
-    ) -> MessagePageView:
+    ) -> MessagePage:
         """Up to `limit` messages matching `where`: live ones in queue order, then finished ones newest first; or,
         `reverse`, the same list from its end: finished ones oldest first, then live ones from the last to be
         delivered (an operator's "jump to newest" on a backlog, "oldest" on dead letters)."""
@@ -146,13 +139,11 @@ class MessageBrowser:
                 break
             phase, position = later[0], None
             next_cursor = encode_cursor(phase, None, reverse)
-        return MessagePageView(
-            items=MessageView.from_rows(items, with_lease=False), next_cursor=next_cursor, scanned=scanned
-        )
+        return MessagePage(items, next_cursor, scanned)
 
     async def series(
         self, tenant_id: int, topic: str | None, minutes: int = 60, span: SeriesRange | None = None
-    ) -> SeriesView:
+    ) -> Series:
         """The topic's (None: the tenant's) depth and rates. Over the last `minutes` (at most an hour) every
         `SERIES_STEP_SECONDS`, from the gauge job's samples and the API's activity counts; or over `span`, a day in
         5-minute steps or a week in hours, from the workers' rollups. Never a scan of the messages."""
@@ -174,9 +165,9 @@ class MessageBrowser:
             bucket[1] += r["acked"]
             bucket[2] += r["dead_lettered"]
         points = [_point(mark, depth.get(mark), counts.get(mark, [0, 0, 0]), step) for mark in marks]
-        return SeriesView(topic=topic, step_seconds=step, points=points, range=span or "1h")
+        return Series(topic, step, points, span or "1h")
 
-    async def _rolled_up(self, tenant_id: int, topic: str | None, span: SeriesRange) -> SeriesView:
+    async def _rolled_up(self, tenant_id: int, topic: str | None, span: SeriesRange) -> Series:
         seconds, step = SERIES_RANGES[span]
         now, rows = await self.repository.rollups(tenant_id, topic, seconds + step)
         last_mark = int(now // step) * step
@@ -194,14 +185,12 @@ class MessageBrowser:
             bucket[1] += r["acked"]
             bucket[2] += r["dead_lettered"]
         points = [_point(mark, depth.get(mark), counts.get(mark, [0, 0, 0]), step, oldest.get(mark)) for mark in marks]
-        return SeriesView(topic=topic, step_seconds=step, points=points, range=span)
+        return Series(topic, step, points, span)
 
 
-def _point(
-    mark: int, depth: Record | None, counts: list[int], step: int, oldest: float | None = None
-) -> SeriesPointView:
-    return SeriesPointView(
-        at=_iso(mark),
+def _point(mark: int, depth: Record | None, counts: list[int], step: int, oldest: float | None = None) -> SeriesPoint:
+    return SeriesPoint(
+        at=mark,
         pending=depth["pending"] if depth else None,
         processing=depth["processing"] if depth else None,
         failed=depth["failed"] if depth else None,
@@ -213,10 +202,6 @@ def _point(
         ack_rate=counts[1] / step,
         dead_letter_rate=counts[2] / step,
     )
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(epoch * 1000) % 1000:03d}Z"
 
 
 # --- cursors --------------------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 import msgspec
 
@@ -20,7 +19,7 @@ from mq.queue.types import STATUSES, parse_uuid
 from mq.queue.validation import check_topic
 from mq.topics.browsing import MessageBrowser
 from mq.topics.repository import Record, TopicRepository
-from mq.topics.views import BulkAction, BulkJobView, MessageFilter
+from mq.topics.types import BulkAction, BulkJob, MessageFilter
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +68,7 @@ class BulkActions:
                 failures.append((message_id, exc))
         return done, failures
 
-    async def start_job(
-        self, tenant_id: int, topic: str, action: BulkAction, where: MessageFilter, by: str
-    ) -> BulkJobView:
+    async def start_job(self, tenant_id: int, topic: str, action: BulkAction, where: MessageFilter, by: str) -> BulkJob:
         """`action` on every message of `topic` matching `where`, in batches, in the background of this process."""
         check_topic(topic, for_enqueue=False)
         where.check()
@@ -89,7 +86,7 @@ class BulkActions:
         try:
             while True:
                 page = await self.browser.page(tenant_id, topic, where, cursor, _JOB_BATCH)
-                ids = [m.id for m in page.items]
+                ids = [m["id"] for m in page.rows]
                 done, _ = await self._apply(tenant_id, topic, action, ids) if ids else (0, [])
                 state = await self.repository.bulk_progress(tenant_id, job_id, len(ids), done, len(ids) - done)
                 if state != "running":
@@ -104,17 +101,17 @@ class BulkActions:
             log.warning("bulk job %s failed: %s", job_id, exc)
             await self.repository.finish_bulk_job(tenant_id, job_id, "failed", str(exc))
 
-    async def job(self, tenant_id: int, job_id: str) -> BulkJobView:
+    async def job(self, tenant_id: int, job_id: str) -> BulkJob:
         mid = parse_uuid(job_id)
         row = await self.repository.bulk_job(tenant_id, mid) if mid is not None else None
         if row is None:
             raise errors.NotFound("no such bulk job")
-        return _job_view(row)
+        return _job(row)
 
-    async def jobs(self, tenant_id: int) -> list[BulkJobView]:
-        return [_job_view(r) for r in await self.repository.bulk_jobs(tenant_id)]
+    async def jobs(self, tenant_id: int) -> list[BulkJob]:
+        return [_job(r) for r in await self.repository.bulk_jobs(tenant_id)]
 
-    async def cancel_job(self, tenant_id: int, job_id: str) -> BulkJobView:
+    async def cancel_job(self, tenant_id: int, job_id: str) -> BulkJob:
         """Ask a running job to stop after its current batch."""
         mid = parse_uuid(job_id)
         if mid is not None:
@@ -154,11 +151,11 @@ class BulkActions:
         return count
 
 
-def _job_view(row: Record) -> BulkJobView:
+def _job(row: Record) -> BulkJob:
     state = row["state"]
     if state == "running" and row["idle_seconds"] > _JOB_IDLE_SECONDS:
         state = "interrupted"
-    return BulkJobView(
+    return BulkJob(
         id=row["id"],
         topic=row["topic"],
         action=row["action"],
@@ -169,10 +166,6 @@ def _job_view(row: Record) -> BulkJobView:
         skipped=row["skipped"],
         error=row["error"],
         created_by=row["created_by"],
-        created_at=_iso(row["created_at"]),
-        updated_at=_iso(row["updated_at"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(epoch * 1000) % 1000:03d}Z"

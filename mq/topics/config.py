@@ -7,11 +7,11 @@ from typing import Any
 
 from mq import errors
 from mq.queue.service import QueueService
-from mq.queue.types import TopicConfig, TopicSummaryView
+from mq.queue.types import TopicConfig
 from mq.queue.validation import check_topic
 from mq.quotas import NO_QUOTAS
-from mq.topics.repository import TopicRepository
-from mq.topics.views import ConfigValuesView, TopicSettingsView
+from mq.topics.repository import Record, TopicRepository
+from mq.topics.types import TopicSettings
 
 
 class TopicConfigs:
@@ -19,25 +19,10 @@ class TopicConfigs:
         self.repository = repository
         self.queue = queue
 
-    async def summaries(self, tenant_id: int) -> list[TopicSummaryView]:
-        """Every topic with messages, a config, a pause or recent activity; one statement whatever their number."""
-        fields = TopicConfig.__struct_fields__
-        return [
-            TopicSummaryView(
-                topic=row["topic"],
-                pending=row["pending"],
-                processing=row["processing"],
-                failed=row["failed"],
-                expired=row["expired"],
-                delayed=row["delayed"],
-                oldest_pending_age_seconds=row["oldest_pending_age_seconds"],
-                config=TopicConfig(**{f: row[f] for f in fields}) if row["configured"] else None,
-                paused=row["paused"],
-                enqueue_rate=row["enqueue_rate"],
-                ack_rate=row["ack_rate"],
-            )
-            for row in await self.repository.topic_summaries(tenant_id)
-        ]
+    async def summaries(self, tenant_id: int) -> list[Record]:
+        """Every topic with messages, a config, a pause or recent activity (`sql.TOPIC_SUMMARY`'s rows: its counts,
+        its config's fields with `configured`, `paused` and its rates); one statement whatever their number."""
+        return await self.repository.topic_summaries(tenant_id)
 
     async def stats(self, tenant_id: int) -> list[dict[str, Any]]:
         return [dict(r) for r in await self.repository.stats(tenant_id)]
@@ -72,19 +57,13 @@ class TopicConfigs:
         await self.queue.repository.stop_counting(tenant_id, topic)  # its in-flight counters
         await self.queue.configs.changed(tenant_id, topic)
 
-    async def settings(self, tenant_id: int, topic: str) -> TopicSettingsView:
+    async def settings(self, tenant_id: int, topic: str) -> TopicSettings:
         """The topic's overrides, the global defaults and the values in force, from the config cache."""
         check_topic(topic, for_enqueue=False)
         configs = self.queue.configs
         overrides = await configs.get(tenant_id, topic)
         effective = await configs.effective(tenant_id, topic)
-        return TopicSettingsView(
-            topic=topic,
-            paused=effective.paused,
-            overrides=overrides,
-            defaults=ConfigValuesView.of(configs.merge(None)),
-            effective=ConfigValuesView.of(effective),
-        )
+        return TopicSettings(topic, effective.paused, overrides, configs.merge(None), effective)
 
     async def pause(self, tenant_id: int, topic: str, by: str) -> None:
         """Dequeues of the topic answer empty from now on, on every instance; enqueues go on."""

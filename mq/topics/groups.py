@@ -10,10 +10,9 @@ import logging
 from mq import errors
 from mq.db.engine import DATABASE_ERRORS
 from mq.queue.service import QueueService
-from mq.queue.types import rfc3339
 from mq.queue.validation import check_topic
-from mq.topics.repository import TopicRepository
-from mq.topics.views import ConsumerGroupStatsView, ConsumerGroupsView, ConsumerGroupView, GroupStart
+from mq.topics.repository import Record, TopicRepository
+from mq.topics.types import ConsumerGroup, GroupStart
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +28,7 @@ class ConsumerGroups:
         self.queue = queue
         self._releases: set[asyncio.Task[None]] = set()
 
-    async def create(self, tenant_id: int, topic: str, name: str, start: GroupStart) -> ConsumerGroupView:
+    async def create(self, tenant_id: int, topic: str, name: str, start: GroupStart) -> ConsumerGroup:
         """A new consumer group of the topic: it receives every message enqueued from now on, and with `earliest`
         every one already pending or processing. From the first group on, the topic is consumed through groups."""
         _check_group_topic(topic)
@@ -38,15 +37,12 @@ class ConsumerGroups:
             raise errors.GroupExists(f"topic {topic!r} already has a consumer group {name!r}")
         await self.queue.configs.changed(tenant_id, topic)
         self.queue.wakeups.published(tenant_id, [topic])  # waiting polls look again: earliest may have owed some
-        return ConsumerGroupView(
-            topic=topic, consumer_group=row["name"], start=row["start"], created_at=rfc3339(row["created_at"]) or ""
-        )
+        return ConsumerGroup(topic, row["name"], row["start"], row["created_at"])
 
-    async def list(self, tenant_id: int, topic: str) -> ConsumerGroupsView:
+    async def list(self, tenant_id: int, topic: str) -> list[Record]:
+        """The topic's groups in creation order, each with what it still owes (`sql.GROUPS_LIST`'s rows)."""
         check_topic(topic, for_enqueue=False)
-        rows = await self.repository.groups(tenant_id, topic)
-        stats = [ConsumerGroupStatsView(**dict(r)) for r in rows]  # the statement's columns are the view's fields
-        return ConsumerGroupsView(items=[g.consumer_group for g in stats], groups=stats)
+        return await self.repository.groups(tenant_id, topic)
 
     async def delete(self, tenant_id: int, topic: str, name: str) -> None:
         """Delete a group: its deliveries go, and the messages no other group owes with them."""

@@ -55,23 +55,25 @@ class TopicRepository:
     async def put_topic_config(self, tenant_id: int, topic: str, config: TopicConfig, max_topics: int | None) -> Record:
         """Create or replace; a topic new to the tenant must fit `max_topics` (QuotaExceeded otherwise)."""
         try:
-            row = await self.pool.fetchrow(
-                sql.TOPIC_CONFIG_PUT,
-                tenant_id,
-                topic,
-                config.max_retries,
-                config.message_ttl_seconds,
-                config.max_depth,
-                config.throughput_limit,
-                config.visibility_timeout_seconds,
-                config.retry_backoff_seconds,
-                config.dlq_enabled,
-                max_topics,
-                config.expire_to_dlq,
-                config.replayable,
-                config.replay_window_seconds,
-                config.max_inflight,
-            )
+            async with self.pool.acquire() as conn, conn.transaction():
+                if max_topics is not None:
+                    await conn.execute(sql.TOPIC_CONFIG_ADMIT, tenant_id, topic, max_topics)
+                row = await conn.fetchrow(
+                    sql.TOPIC_CONFIG_PUT,
+                    tenant_id,
+                    topic,
+                    config.max_retries,
+                    config.message_ttl_seconds,
+                    config.max_depth,
+                    config.throughput_limit,
+                    config.visibility_timeout_seconds,
+                    config.retry_backoff_seconds,
+                    config.dlq_enabled,
+                    config.expire_to_dlq,
+                    config.replayable,
+                    config.replay_window_seconds,
+                    config.max_inflight,
+                )
         except asyncpg.PostgresError as exc:
             error = refusal(exc)
             if error is not None:

@@ -175,7 +175,8 @@ BULK_FORGET = "DELETE FROM bulk_jobs WHERE tenant_id = $1 AND updated_at < now()
 
 # Every tenant's topics and messages as the gauge job last counted them (never a scan of messages).
 USAGE = """
-SELECT tenant, count(DISTINCT topic) AS topics, sum(messages)::int8 AS messages FROM queue_gauges GROUP BY tenant"""
+SELECT t.slug AS tenant, count(DISTINCT g.topic) AS topics, sum(g.messages)::int8 AS messages
+FROM topic_gauges AS g JOIN tenants AS t ON t.id = g.tenant_id GROUP BY t.slug"""
 
 # --- consumer groups -----------------------------------------------------------------------------------------------
 # (mq/queue/sql.py, "Consumer groups", says how deliveries work.) $2 topic, $3 name, $4 start
@@ -189,7 +190,10 @@ RETURNING id, name, start, created_at"""
 # once; one that other groups owe keeps its place. A never-owed message (`owed` NULL: stored before the topic had
 # groups, or a stray, mq/queue/sql.py) is owed as the group settler owes strays (`NEVER_OWED_TO`): to the new
 # group and to each group it would have been owed to had its statement seen them, so that a later settle, which
-# only looks at never-owed messages, does not find it owed to the new group alone. Plan: Index Scan using
+# only looks at never-owed messages, does not find it owed to the new group alone. The live messages are locked, in
+# id order as a group's count-down locks them (`functions.GROUP_DONE`): a count-down that deletes a message waits
+# for the new group to be owed it, or the backfill skips a message the count-down deleted meanwhile (unlocked, it
+# minted a delivery of it, a message gone, owed forever). Plan: Index Scan using
 # messages_dequeue_idx (the topic's live messages), a Nested Loop over the topic's groups. $2 topic, $3 group id
 GROUP_BACKFILL = f"""
 WITH live AS (
@@ -197,6 +201,8 @@ WITH live AS (
            CASE WHEN m.status = 'processing' AND m.owed IS NULL THEN now() ELSE m.available_at END AS available_at
     FROM messages AS m
     WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status IN ('pending', 'processing') AND {ALIVE}
+    ORDER BY m.id
+    FOR UPDATE OF m
 ), owed AS (
     INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
     SELECT $1, x.id, l.id, l.priority, l.available_at, l.expires_at
@@ -228,9 +234,13 @@ LEFT JOIN LATERAL (
 WHERE g.tenant_id = $1 AND g.topic = $2
 ORDER BY g.id"""
 
-# The group goes; a trigger leaves its tombstone in `deleted_groups` until what it owed is released
-# (`GROUP_RELEASE`). $2 topic, $3 name
-GROUP_DELETE = "DELETE FROM consumer_groups WHERE tenant_id = $1 AND topic = $2 AND name = $3 RETURNING id"
+# The group goes, and its tombstone in `deleted_groups` stays until what it owed is released (`GROUP_RELEASE`): in
+# the same statement, never a trigger (Citus has none on a distributed table).
+# $2 topic, $3 name
+GROUP_DELETE = """
+WITH gone AS (DELETE FROM consumer_groups WHERE tenant_id = $1 AND topic = $2 AND name = $3 RETURNING tenant_id, id),
+tombstone AS (INSERT INTO deleted_groups (tenant_id, id) SELECT tenant_id, id FROM gone ON CONFLICT DO NOTHING)
+SELECT id FROM gone"""
 
 
 # --- Browsing by offset, purge, delete by key, stats, summaries -------------------------------------------------
@@ -358,26 +368,32 @@ ORDER BY 1"""
 _CONFIG_COLUMNS = """max_retries, message_ttl_seconds, max_depth, throughput_limit, visibility_timeout_seconds,
     retry_backoff_seconds, dlq_enabled, expire_to_dlq, replayable, replay_window_seconds, max_inflight"""
 
-# Create or replace a topic's config (every field; NULL = the global default). A topic new to the tenant passes
-# max_topics first ($10, NULL: none; see `_admission`). The topic's max_depth gate is dropped: the next capped
-# enqueue recounts (a cap set after a time without one must not trust a bound nobody kept).
+# Create or replace a topic's config (every field; NULL = the global default), in a transaction: a topic new to
+# the tenant passes max_topics first (`TOPIC_CONFIG_ADMIT`, only when the tenant has that quota: its gate row stays
+# locked until the config is stored), then `TOPIC_CONFIG_PUT`. Two statements, not one: on Citus the admission
+# function, delegated to the tenant's worker, cannot run inside a statement routed there ("a distributed query from a
+# query on a shard"). The topic's max_depth gate is dropped: the next capped enqueue recounts (a cap set after a time
+# without one must not trust a bound nobody kept).
+# $2 topic, $3 max_topics
+TOPIC_CONFIG_ADMIT = (
+    f"SELECT {functions.ADMIT.name}($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $3::int4, ARRAY[$2::text])"
+)
 # $2 topic, $3 max_retries, $4 ttl s, $5 max_depth, $6 throughput_limit, $7 visibility s, $8 backoff, $9 dlq,
-# $11 expire_to_dlq, $12 replayable, $13 replay_window_seconds, $14 max_inflight
+# $10 expire_to_dlq, $11 replayable, $12 replay_window_seconds, $13 max_inflight
 TOPIC_CONFIG_PUT = f"""
-WITH admitted AS MATERIALIZED (
-    SELECT {functions.ADMIT.name}($1, '{{}}'::text[], '{{}}'::int8[], '{{}}'::int8[], $10::int4, ARRAY[$2::text]) AS ok
-), gate AS (
-    DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2 AND (SELECT ok FROM admitted)
+WITH gate AS (
+    DELETE FROM admission_gates WHERE tenant_id = $1 AND scope = $2
 )
 INSERT INTO topic_configs AS tc (tenant_id, topic, {_CONFIG_COLUMNS})
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, $13, $14 WHERE (SELECT ok FROM admitted)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (tenant_id, topic) DO UPDATE SET
     max_retries = EXCLUDED.max_retries, message_ttl_seconds = EXCLUDED.message_ttl_seconds,
     max_depth = EXCLUDED.max_depth, throughput_limit = EXCLUDED.throughput_limit,
     visibility_timeout_seconds = EXCLUDED.visibility_timeout_seconds,
     retry_backoff_seconds = EXCLUDED.retry_backoff_seconds, dlq_enabled = EXCLUDED.dlq_enabled,
     expire_to_dlq = EXCLUDED.expire_to_dlq, replayable = EXCLUDED.replayable,
-    replay_window_seconds = EXCLUDED.replay_window_seconds, max_inflight = EXCLUDED.max_inflight, updated_at = now()
+    replay_window_seconds = EXCLUDED.replay_window_seconds, max_inflight = EXCLUDED.max_inflight,
+    updated_at = EXCLUDED.updated_at
 RETURNING {_CONFIG_COLUMNS}"""
 
 TOPIC_CONFIG_DELETE = """

@@ -262,7 +262,7 @@ def test_the_charts_containers_run_as_rendered(image: Image, empty_database: str
 # --- docker-compose ---------------------------------------------------------------------------------------------
 
 
-def _compose_config(env_file: Path) -> dict[str, Any]:
+def _compose_config(env_file: Path, *options: str) -> dict[str, Any]:
     result = subprocess.run(
         [
             tool("docker-compose"),
@@ -272,6 +272,7 @@ def _compose_config(env_file: Path) -> dict[str, Any]:
             ROOT / "docker-compose.yml",
             "--env-file",
             env_file,
+            *options,
             "config",
             "--format",
             "yaml",
@@ -416,3 +417,35 @@ async def _run_compose_services(image: Image, services: dict[str, Any], hosts: d
     finally:
         assert api.stop() == 0, api.log()
         assert worker.stop() == 0, worker.log()
+
+
+def test_the_citus_profile_is_a_cluster_the_migration_waits_for() -> None:
+    """`docker compose --profile citus` (docs/scale-out.md): the database service is the coordinator (its image from
+    SKIPLOCK_POSTGRES_IMAGE), two workers join it, a one-shot service registers them, and the migration, which
+    distributes the tables, waits for it. Without the profile none of them is there, and the migration's wait for
+    the registration is not required."""
+    work = scratch_dir("skiplock-compose-citus-")
+    env_file = work / ".env"
+    names = ("POSTGRES_PASSWORD", "REDIS_PASSWORD", "SKIPLOCK_ADMIN_PASSWORD", "SKIPLOCK_METRICS_TOKEN")
+    env = "".join(f"{name}={secrets.token_hex(24)}\n" for name in (*names, "SKIPLOCK_TOKEN_SECRET"))
+    env_file.write_text(env + "SKIPLOCK_POSTGRES_IMAGE=citusdata/citus:13.0\n")
+    services = _compose_config(env_file, "--profile", "citus")["services"]
+    assert set(services) == {
+        "postgres",
+        "redis",
+        "migrate",
+        "api",
+        "worker",
+        "citus-worker-1",
+        "citus-worker-2",
+        "citus-nodes",
+    }
+    assert services["postgres"]["image"] == services["citus-worker-1"]["image"] == "citusdata/citus:13.0"
+    password = services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    for worker in ("citus-worker-1", "citus-worker-2"):
+        assert services[worker]["environment"]["PGPASSWORD"] == password  # the nodes sign in to each other
+        assert services["citus-nodes"]["depends_on"][worker]["condition"] == "service_healthy"
+        assert f"--command=SELECT citus_add_node('{worker}', 5432)" in services["citus-nodes"]["command"]
+    assert services["migrate"]["depends_on"]["citus-nodes"]["condition"] == "service_completed_successfully"
+    plain = _compose_config(env_file)["services"]
+    assert "citus-nodes" not in plain and plain["migrate"]["depends_on"]["citus-nodes"]["required"] is False

@@ -21,6 +21,7 @@ import httpx
 import psutil
 import pytest
 
+from mq.db.repository import lock_key
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
 from tests.drills.harness import TOPIC, Load, report, seconds
 from tests.support.servers import ADMIN, Server, scratch_dir, start_server, stop_server
@@ -95,7 +96,8 @@ async def _account_group(figures: dict[str, Any], load: Load, group: str, databa
     try:
         rows = await conn.fetch(
             """SELECT m.topic, m.status, m.consumer_group, m.payload,
-                      (SELECT d.status FROM deliveries AS d JOIN consumer_groups AS g ON g.id = d.group_id
+                      (SELECT d.status FROM deliveries AS d JOIN consumer_groups AS g ON g.tenant_id = d.tenant_id
+                          AND g.id = d.group_id
                        WHERE d.message_id = m.id AND g.name = $2) AS owed_as
                FROM messages AS m WHERE m.tenant_id = (SELECT id FROM tenants WHERE slug = $1)""",
             load.tenant,
@@ -354,7 +356,10 @@ async def test_a_worker_replica_killed_mid_reap(database_url: str, tenant: Tenan
             assert time.monotonic() < deadline, "no replica started reaping"
             row = await db.fetchrow(
                 """SELECT a.pid, a.application_name, a.client_port FROM pg_locks AS l
-                   JOIN pg_stat_activity AS a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"""
+                   JOIN pg_stat_activity AS a ON a.pid = l.pid
+                   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+                     AND (l.classid::int8 << 32 | l.objid::int8) = $1""",
+                lock_key("expiry_reaper"),
             )
             if row is not None:
                 for proc in replicas:
@@ -362,9 +367,15 @@ async def test_a_worker_replica_killed_mid_reap(database_url: str, tenant: Tenan
                     if row["client_port"] in ports:
                         holder = proc
             await asyncio.sleep(0.05)
-        left_then = await db.fetchval(
-            "SELECT count(*) FROM messages WHERE tenant_id = $1 AND topic = 'reap'", tenant.id
-        )
+        # kill it mid-run: once its first batches are in (it holds the lock a moment before, reading which tenants
+        # have work)
+        while (
+            left_then := await db.fetchval(
+                "SELECT count(*) FROM messages WHERE tenant_id = $1 AND topic = 'reap'", tenant.id
+            )
+        ) == n:
+            assert time.monotonic() < deadline, "the replica holding the lock reaped nothing"
+            await asyncio.sleep(0.02)
         holder.send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
         holder.wait(10)

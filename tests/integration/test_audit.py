@@ -135,8 +135,8 @@ async def test_refused_logins_are_recorded_for_platform_admins(make_client) -> N
 async def test_entries_past_the_retention_are_dropped(make_client, db) -> None:  # type: ignore[no-untyped-def]
     old, recent = uuid.uuid4(), uuid.uuid4()
     await db.execute(
-        "INSERT INTO audit_log (id, at, actor, action, target) VALUES"
-        " ($1, now() - interval '400 days', 'x', 'test.old', 'x'), ($2, now(), 'x', 'test.recent', 'x')",
+        "INSERT INTO audit_log (tenant_id, id, at, actor, action, target) VALUES"
+        " (0, $1, now() - interval '400 days', 'x', 'test.old', 'x'), (0, $2, now(), 'x', 'test.recent', 'x')",
         old,
         recent,
     )

@@ -41,6 +41,13 @@ RELEASED_DIGESTS = {
     "skiplock_group_release_v2": "fd957df689a78178",
     "skiplock_group_tombstone_v2": "060e8680f80d93ee",
     "skiplock_deliveries_tenant_v1": "e01a342e3fccf77f",
+    "skiplock_topic_exists_v2": "3deda2ac22d765d7",
+    "skiplock_topic_count_v2": "1a447cd06ab1224d",
+    "skiplock_admit_v2": "623aa6f6077da9f8",
+    "skiplock_admit_one_v2": "34171c6b0422c190",
+    "skiplock_admit_copy_v2": "bb72a60f05168bcf",
+    "skiplock_admit_copy_all_v2": "9e586690adceb569",
+    "skiplock_group_nack_v3": "f509a0a46eebb8a9",
 }
 
 

@@ -104,7 +104,8 @@ async def test_the_limit_holds_exactly_under_racing_consumers_on_two_instances(
         "SELECT count(*) FROM messages WHERE tenant_id = $1 AND topic = $2 AND status = 'processing' "
         "AND available_at > now()"
         if group is None
-        else "SELECT count(*) FROM consumer_groups AS g JOIN deliveries AS d ON d.group_id = g.id "
+        else "SELECT count(*) FROM consumer_groups AS g JOIN deliveries AS d "
+        "ON d.tenant_id = g.tenant_id AND d.group_id = g.id "
         "WHERE g.tenant_id = $1 AND g.topic = $2 AND d.status = 'processing' AND d.available_at > now()"
     )
 

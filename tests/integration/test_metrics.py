@@ -196,8 +196,8 @@ async def test_a_large_table_is_counted_a_range_of_pages_at_a_time_to_the_same_g
     async def stored() -> dict[tuple[str, str], tuple[int, float | None]]:
         await refresher.run_once(wait=True)
         rows = await db.fetch(
-            "SELECT topic, status, messages, oldest_pending_age_seconds FROM queue_gauges WHERE tenant = $1",
-            tenant.slug,
+            "SELECT topic, status, messages, oldest_pending_age_seconds FROM topic_gauges WHERE tenant_id = $1",
+            tenant.id,
         )
         return {(r["topic"], r["status"]): (r["messages"], r["oldest_pending_age_seconds"]) for r in rows}
 

@@ -21,6 +21,7 @@ from mq.db.engine import (
     asyncpg_dsn,
     create_engine,
     migrate,
+    on_citus,
     schema_problem,
 )
 from mq.db.models import Base, include_name
@@ -39,15 +40,44 @@ async def test_models_match_migrations(database_url: str) -> None:
     assert differences == []
 
 
+# Every key (primary or unique) of a table that holds a tenant's rows leads with its tenant id: what one tenant's
+# request reads or changes is one range of each index, and (issue 42) one shard. Not so: users and their grants,
+# the control plane's, found by username at a login before any tenant is known (and platform admins have none).
+KEYED_ELSEWHERE = {"users_pkey", "users_username_key", "grants_pkey", "grants_unique"}
+KEYS = """
+SELECT c.conname AS name, c.conrelid::regclass::text AS table_name,
+       array(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY AS k(attnum, position)
+             JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = k.attnum ORDER BY k.position) AS columns
+FROM pg_constraint AS c
+WHERE c.contype IN ('p', 'u') AND c.connamespace = 'public'::regnamespace
+  AND EXISTS (SELECT FROM pg_attribute AS a
+              WHERE a.attrelid = c.conrelid AND a.attname IN ('tenant_id', 'tenant') AND NOT a.attisdropped)"""
+
+
+async def test_every_tenant_scoped_key_leads_with_the_tenant(db: asyncpg.Pool) -> None:  # type: ignore[type-arg]
+    keys = await db.fetch(KEYS)
+    if await on_citus(db):  # the shards of the reference tables a coordinator holds are its own tables, named so
+        shards = {
+            r[0] for r in await db.fetch("SELECT logicalrelid::regclass::text || '_' || shardid FROM pg_dist_shard")
+        }
+        keys = [k for k in keys if k["table_name"] not in shards]
+    assert {k["table_name"] for k in keys} >= {"messages", "deliveries", "consumer_groups", "topic_gauges"}
+    wrong = [(k["table_name"], k["name"], k["columns"]) for k in keys if k["columns"][0] != "tenant_id"]
+    assert sorted(name for _, name, _ in wrong) == sorted(KEYED_ELSEWHERE), wrong
+
+
 async def test_dequeue_uses_the_dequeue_index(db: asyncpg.Pool) -> None:  # type: ignore[type-arg]
     from mq.queue.sql.dequeue import dequeue_statement
     from mq.queue.types import DeliveryPlan
 
-    dequeue = dequeue_statement(DeliveryPlan())
+    citus = await on_citus(db)
+    dequeue = dequeue_statement(DeliveryPlan(), citus=citus)
     arguments = dequeue.args(
         tenant=1, topic="t", count=10, visibility=30.0, secret="0" * 32, dlq_default=True, consumer="consumer"
     )
     async with db.acquire() as conn, conn.transaction():
+        if citus:  # the setting below reaches the worker that plans the tenant's shard
+            await conn.execute("SET LOCAL citus.propagate_set_commands = 'local'")
         await conn.execute("SET LOCAL enable_seqscan = off")
         rows = await conn.fetch("EXPLAIN " + dequeue.text, *arguments)
         plan = "\n".join(r[0] for r in rows)
@@ -101,3 +131,38 @@ async def test_a_database_at_a_folded_revision_is_refused_with_what_to_do(empty_
     # the API and the worker, which never migrate in a deployment, refuse it with the same words
     problem = schema_problem(empty_database, folded[-1])
     assert problem is not None and "a release from before the fold" in problem
+
+
+async def test_the_contract_step_keys_the_audit_trail_by_tenant_and_drops_what_the_release_before_kept(
+    empty_database: str,
+) -> None:
+    """`2026_11_30_tenant_keys_contract` on a database the release before left: its platform-wide entries written
+    with a NULL tenant are kept under tenant 0, the key is (tenant_id, id), and the slug-keyed gauges, the tombstone
+    trigger and its function are gone."""
+    await asyncio.to_thread(migrate, empty_database, "2026_11_29_gauges_by_tenant")
+    conn = await asyncpg.connect(asyncpg_dsn(empty_database))
+    try:
+        await conn.execute(
+            "INSERT INTO audit_log (id, tenant_id, action, target) VALUES"
+            " (gen_random_uuid(), NULL, 'platform.login_refused', 'x'), (gen_random_uuid(), 7, 'topic.purge', 'y')"
+        )
+        await conn.execute("INSERT INTO queue_gauges VALUES ('t', 'q', 'pending', 1, NULL)")
+        await asyncio.to_thread(migrate, empty_database)
+        rows = await conn.fetch("SELECT tenant_id, action FROM audit_log ORDER BY action")
+        assert [tuple(r) for r in rows] == [(0, "platform.login_refused"), (7, "topic.purge")]
+        key = await conn.fetchval(
+            "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'audit_log_pkey'"
+        )
+        assert key == "PRIMARY KEY (tenant_id, id)"
+        left = await conn.fetchval(
+            """SELECT array[to_regclass('queue_gauges'), to_regclass('group_gauges'),
+                            to_regclass('audit_log_tenant_idx'), to_regclass('audit_log_new_key')]::text[]"""
+        )
+        assert left == [None, None, None, None]
+        assert await conn.fetchval("SELECT to_regclass('audit_log_id_idx')::text") == "audit_log_id_idx"
+        assert not await conn.fetchval(
+            "SELECT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'consumer_groups_tombstone')"
+        )
+        assert await conn.fetchval("SELECT to_regproc('skiplock_group_tombstone_v2')") is None
+    finally:
+        await conn.close()

@@ -251,6 +251,12 @@ async def test_enqueues_racing_a_forced_delete_leave_no_orphans(make_client, db)
         assert (await admin.post("/api/admin/expiry-reaper/run")).status_code == 200  # the sweeper runs with it
         assert await db.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant_id) == 0
         assert await db.fetchval("SELECT count(*) FROM deleted_tenants WHERE tenant_id = $1", tenant_id) == 1
+        # an hour on, the racing enqueues long over, the tombstone with nothing under it goes
+        await db.execute(
+            "UPDATE deleted_tenants SET deleted_at = now() - interval '61 minutes' WHERE tenant_id = $1", tenant_id
+        )
+        assert (await admin.post("/api/admin/expiry-reaper/run")).status_code == 200
+        assert await db.fetchval("SELECT count(*) FROM deleted_tenants WHERE tenant_id = $1", tenant_id) == 0
 
 
 async def test_the_last_tenant_admin_cannot_be_demoted_or_deleted(make_client, make_user, tenant) -> None:  # type: ignore[no-untyped-def]

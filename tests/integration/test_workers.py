@@ -148,7 +148,8 @@ async def test_one_replica_runs_a_job_at_a_time_and_a_dead_one_hands_over(databa
 
         class SlowJob(_BatchJob):
             name = "expiry_reaper"  # the same lock as the real job
-            statement = "SELECT 'x' AS tenant, 'y' AS topic, 0 AS n FROM pg_sleep(0.1) WHERE $1 > 0"
+            candidates = "SELECT 1::bigint WHERE $1 > 0"  # one tenant with work
+            statement = "SELECT 'x' AS tenant, 'y' AS topic, 0 AS n FROM pg_sleep(0.1) WHERE $1 > 0 AND $2 > 0"
 
             def _arguments(self) -> tuple[Any, ...]:
                 starts.append(time.monotonic())
@@ -165,7 +166,7 @@ async def test_one_replica_runs_a_job_at_a_time_and_a_dead_one_hands_over(databa
         dying = await asyncpg.connect(asyncpg_dsn(database_url))
         assert await dying.fetchval("SELECT pg_try_advisory_lock($1)", lock_key("expiry_reaper"))
         assert not (await reaper.run_once()).ran
-        await db.execute("SELECT pg_terminate_backend($1)", dying.get_server_pid())
+        await db.execute("SELECT pg_terminate_backend($1::int)", dying.get_server_pid())
         deadline = time.monotonic() + 5
         while not (await reaper.run_once()).ran:
             assert time.monotonic() < deadline, "the lock was not released with the dead connection"
@@ -332,7 +333,8 @@ async def test_a_cancelled_run_never_leaves_its_lock_in_the_pool(database_url, d
 
         class SlowJob(_BatchJob):
             name = "cancelled_job"
-            statement = "SELECT 'x' AS tenant, 'y' AS topic, 0 AS n FROM pg_sleep(5) WHERE $1 > 0"
+            candidates = "SELECT 1::bigint WHERE $1 > 0"
+            statement = "SELECT 'x' AS tenant, 'y' AS topic, 0 AS n FROM pg_sleep(5) WHERE $1 > 0 AND $2 > 0"
 
             def _arguments(self) -> tuple[Any, ...]:
                 return ()

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -148,16 +149,75 @@ def database_url_on(server_url: str, name: str) -> str:
 @contextlib.asynccontextmanager
 async def migrated_database(server_url: str, prefix: str = "skiplock_test") -> AsyncIterator[str]:
     """A new database on the server, migrated to head with Alembic; dropped afterwards."""
+    async with new_database(server_url, prefix) as url:
+        await asyncio.to_thread(migrate, url)  # Alembic runs its own event loop
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def new_database(server_url: str, prefix: str) -> AsyncIterator[str]:
+    """A new, empty database on the server; dropped afterwards. On a Citus coordinator (its maintenance database
+    has the extension), a cluster of its own: the database on every node, the extension in each, the workers
+    registered with the coordinator (Citus' metadata is per database), as docs/scale-out.md sets one up."""
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     admin = await asyncpg.connect(asyncpg_dsn(server_url))
     try:
+        workers = await _citus_workers(admin)
         await admin.execute(f'CREATE DATABASE "{name}"')
         url = database_url_on(server_url, name)
-        await asyncio.to_thread(migrate, url)  # Alembic runs its own event loop
-        yield url
-        await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+        if workers is not None:
+            await _citus_cluster(url, name, workers)
+        try:
+            yield url
+        finally:
+            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            for host, port in workers or []:
+                worker = await asyncpg.connect(_on_node(server_url, host, port, "postgres"))
+                try:
+                    await worker.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                finally:
+                    await worker.close()
     finally:
         await admin.close()
+
+
+async def _citus_workers(admin: asyncpg.Connection[Any]) -> list[tuple[str, int]] | None:
+    """The Citus workers registered in the server's maintenance database; None on plain Postgres."""
+    if not await admin.fetchval("SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"):
+        return None
+    rows = await admin.fetch("SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport")
+    return [(r["nodename"], r["nodeport"]) for r in rows]
+
+
+def _on_node(server_url: str, host: str, port: int, database: str) -> str:
+    """The server URL's credentials on another node of its cluster."""
+    parts = urllib.parse.urlsplit(asyncpg_dsn(server_url))
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@{host}:{port}" if credentials else f"{host}:{port}"
+    return urllib.parse.urlunsplit((parts.scheme, netloc, f"/{database}", parts.query, ""))
+
+
+async def _citus_cluster(url: str, name: str, workers: list[tuple[str, int]]) -> None:
+    for host, port in workers:
+        worker = await asyncpg.connect(_on_node(url, host, port, "postgres"))
+        try:
+            await worker.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await worker.close()
+        on_worker = await asyncpg.connect(_on_node(url, host, port, name))
+        try:
+            await on_worker.execute("CREATE EXTENSION citus")
+        finally:
+            await on_worker.close()
+    coordinator = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        await coordinator.execute("CREATE EXTENSION citus")
+        parts = urllib.parse.urlsplit(asyncpg_dsn(url))
+        await coordinator.execute("SELECT citus_set_coordinator_host($1, $2)", parts.hostname, parts.port or 5432)
+        for host, port in workers:
+            await coordinator.execute("SELECT citus_add_node($1, $2)", host, port)
+    finally:
+        await coordinator.close()
 
 
 #: The bearer tokens' signing key of the servers under test (`SKIPLOCK_TOKEN_SECRET`): tests forge tokens with it.

@@ -51,10 +51,10 @@ def test_refusals_become_domain_errors() -> None:
 def test_copy_admission_is_one_literal_call() -> None:
     from mq.queue.sql.insert import copy_admission
 
-    assert copy_admission(7, (["orders"], [100], [5000], None, [])) == "skiplock_admit_copy_v1(7, 'orders', 100, 5000)"
+    assert copy_admission(7, (["orders"], [100], [5000], None, [])) == "skiplock_admit_copy_v2(7, 'orders', 100, 5000)"
     both = copy_admission(7, (["", "orders"], [100, 100], [10**6, 5000], 3, ["orders"]))
     assert both == (
-        "skiplock_admit_copy_all_v1(7, ARRAY['', 'orders']::text[], ARRAY[100, 100]::int8[], "
+        "skiplock_admit_copy_all_v2(7, ARRAY['', 'orders']::text[], ARRAY[100, 100]::int8[], "
         "ARRAY[1000000, 5000]::int8[], 3::int4, ARRAY['orders']::text[])"
     )
     assert "'o''x'" in copy_admission(1, (["o'x"], [1], [1], None, []))  # quotes doubled, though names have none

@@ -1,10 +1,12 @@
 """Every hot-path SQL statement, named `<entity>_<verb>`, run by `MessageRepository`; the maintenance jobs' batches
 at the end run through `mq.db.repository.JobConnection`, and `WAKEUP_NOTIFY` on the LISTEN connection.
 
-Conventions: `$1` is always the tenant id, so no statement can touch another tenant's rows. A state change is one
-statement. `available_at` is when a dequeue may next take a message: the end of a pending message's delay, or a
-processing message's visibility deadline (its lease). Plans below were taken with EXPLAIN (ANALYZE, BUFFERS) on a
-table of 1,000,000 messages over 20 topics of two tenants (`make explain` prints them again).
+Conventions: `$1` is always the tenant id, so no statement can touch another tenant's rows; the jobs' too, which
+work tenant by tenant: only their reads of which tenants have work (`*_DUE`, no row lock) span tenants, and take a
+batch size first. A state change is one statement. `available_at` is when a dequeue may next take a message: the end
+of a pending message's delay, or a processing message's visibility deadline (its lease). Plans below were taken with
+EXPLAIN (ANALYZE, BUFFERS) on a table of 1,000,000 messages over 20 topics of two tenants (`make explain` prints
+them again).
 """
 
 from mq.queue.sql.common import (
@@ -18,69 +20,73 @@ from mq.queue.sql.common import (
     uuid_list,
 )
 
-# The expiry reaper (`mq.jobs.ExpiryReaper`): messages past their TTL, oldest deadline first (index
-# messages_expiry_idx). A topic whose config (or the global default, $2) says expire_to_dlq moves them to its DLQ
-# as pending (no TTL there, or they would expire again); messages already in a DLQ, or of topics whose DLQ is
-# disabled ($3: the global default), are marked expired and keep their origin (`EXPIRE_SET`); consumer groups that
-# still owed one are owed nothing any more (its deliveries go, `owed` is cleared). Returns, per
-# (tenant, topic), how many rows expired: the caller's counts and metrics labels. Plan: Index Scan using
-# messages_expiry_idx; 3,000 due rows among 1,000,000 expired in 33 ms.
+# The expiry reaper (`mq.jobs.ExpiryReaper`), tenant by tenant: `EXPIRE_DUE` names the tenants of the oldest due
+# messages (index messages_expiry_idx; no row lock, so on Citus it may read every shard), then `EXPIRE_BATCH` takes
+# one tenant's, oldest deadline first. A topic whose config (or the global default, $3) says expire_to_dlq moves
+# them to its DLQ as pending (no TTL there, or they would expire again); messages already in a DLQ, or of topics
+# whose DLQ is disabled ($4: the global default), are marked expired and keep their origin (`EXPIRE_SET`); consumer
+# groups that still owed one are owed nothing any more (its deliveries go, `owed` is cleared). Returns, per
+# (tenant, topic), how many rows expired: the caller's counts and metrics labels. The rows are locked alone, the
+# topic's config joined after (with a join, `FOR UPDATE` makes Citus plan the step apart). Plan: Index Scan using
+# messages_expiry_idx; 3,000 due rows among 1,000,000 expired in 33 ms. $1 how many
+EXPIRE_DUE = """
+SELECT tenant_id FROM messages
+WHERE expires_at <= now() AND expires_at IS NOT NULL AND status IN ('pending', 'processing')
+ORDER BY expires_at
+LIMIT $1"""
+# $2 batch
 EXPIRE_BATCH = f"""
-WITH picked AS (
-    SELECT m.tenant_id, m.id, m.topic, {expires_to_dlq("$2", "$3")} AS to_dlq
-    FROM messages AS m
-    LEFT JOIN topic_configs AS tc ON tc.tenant_id = m.tenant_id AND tc.topic = m.topic
-    WHERE m.expires_at <= now() AND m.expires_at IS NOT NULL AND m.status IN ('pending', 'processing')
+WITH locked AS (
+    SELECT m.id, m.topic, m.original_topic FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.expires_at <= now() AND m.expires_at IS NOT NULL
+      AND m.status IN ('pending', 'processing')
     ORDER BY m.expires_at
-    LIMIT $1
-    FOR UPDATE OF m SKIP LOCKED
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), picked AS MATERIALIZED (
+    SELECT m.id, m.topic, {expires_to_dlq("$3", "$4")} AS to_dlq, now() AS now
+    FROM locked AS m LEFT JOIN topic_configs AS tc ON tc.tenant_id = $1 AND tc.topic = m.topic
 ), changed AS (
     UPDATE messages AS m SET {EXPIRE_SET}
-    FROM picked AS p WHERE m.tenant_id = p.tenant_id AND m.id = p.id
-    RETURNING m.id, m.tenant_id, p.topic
+    FROM picked AS p WHERE m.tenant_id = $1 AND m.id = p.id
+    RETURNING m.id, p.topic
 ), released AS (
     -- an expired message expires for every group that still owed it: their deliveries go (one primary-key probe
     -- per group of the topic; none for a topic without groups)
     DELETE FROM deliveries AS d USING changed AS c, consumer_groups AS g
-    WHERE g.tenant_id = c.tenant_id AND g.topic = c.topic
-      AND d.tenant_id = c.tenant_id AND d.group_id = g.id AND d.message_id = c.id
+    WHERE g.tenant_id = $1 AND g.topic = c.topic AND d.tenant_id = $1 AND d.group_id = g.id AND d.message_id = c.id
 )
-SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = c.tenant_id
+SELECT t.slug AS tenant, c.topic, count(*) AS n FROM changed AS c JOIN tenants AS t ON t.id = $1
 GROUP BY 1, 2"""
 
 
 # The orphan sweeper (`mq.jobs.OrphanSweeper`): rows of deleted tenants (written by enqueues that raced the
-# delete), a batch at a time, then tombstones a sweep found empty after an
-# hour. Tombstones are few and usually none: the statement is an empty join then. Each tombstone's rows are found
-# through the two partial indexes that lead with tenant_id and together cover every status (live:
-# messages_dequeue_idx; finished: messages_done_idx): a plain join of tombstones and messages was a Seq Scan of the
-# whole table as soon as one tombstone existed (1.6 s on 10,000,000 messages, every minute).
+# delete), a tenant at a time (`ORPHANS_DUE`, the tombstones), a batch at a time, then each tombstone with nothing
+# left under it after an hour. Tombstones are few and usually none. A tenant's rows are found through the two
+# partial indexes that lead with tenant_id and together cover every status (live: messages_dequeue_idx; finished:
+# messages_done_idx): a plain join of tombstones and messages was a Seq Scan of the whole table as soon as one
+# tombstone existed (1.6 s on 10,000,000 messages, every minute). $1 how many
+ORPHANS_DUE = "SELECT tenant_id FROM deleted_tenants ORDER BY tenant_id LIMIT $1"
+# $1 the deleted tenant, $2 batch
 ORPHANS_SWEEP = """
 WITH picked AS (
-    SELECT m.tenant_id, m.id FROM messages AS m
-    WHERE (m.tenant_id, m.id) IN (
-        SELECT d.tenant_id, o.id FROM deleted_tenants AS d
-        CROSS JOIN LATERAL (
-            (SELECT id FROM messages WHERE tenant_id = d.tenant_id AND status IN ('pending', 'processing') LIMIT $1)
-            UNION ALL
-            (SELECT id FROM messages WHERE tenant_id = d.tenant_id AND status IN ('failed', 'expired') LIMIT $1)
-        ) AS o
-        LIMIT $1
+    SELECT m.id FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.id IN (
+        (SELECT id FROM messages WHERE tenant_id = $1 AND status IN ('pending', 'processing') LIMIT $2)
+        UNION ALL
+        (SELECT id FROM messages WHERE tenant_id = $1 AND status IN ('failed', 'expired') LIMIT $2)
     )
+    LIMIT $2
     FOR UPDATE OF m SKIP LOCKED
 ), gone AS (
-    DELETE FROM messages AS m USING picked AS p WHERE m.tenant_id = p.tenant_id AND m.id = p.id
-    RETURNING m.tenant_id, m.topic
+    DELETE FROM messages AS m USING picked AS p WHERE m.tenant_id = $1 AND m.id = p.id
+    RETURNING m.topic
 ), gates AS (
-    DELETE FROM admission_gates AS g USING deleted_tenants AS d WHERE g.tenant_id = d.tenant_id
-), buried AS (
-    DELETE FROM deleted_tenants AS d
-    WHERE d.deleted_at < now() - interval '1 hour' AND NOT EXISTS (SELECT FROM picked)
-      AND NOT EXISTS (SELECT FROM messages AS m
-                      WHERE m.tenant_id = d.tenant_id AND m.status IN ('pending', 'processing'))
-      AND NOT EXISTS (SELECT FROM messages AS m WHERE m.tenant_id = d.tenant_id AND m.status IN ('failed', 'expired'))
+    DELETE FROM admission_gates WHERE tenant_id = $1
 )
-SELECT g.tenant_id::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP BY 1, 2"""
+SELECT $1::bigint::text AS tenant, g.topic, count(*) AS n FROM gone AS g GROUP BY 1, 2"""
+ORPHANS_LEFT = "SELECT EXISTS (SELECT FROM messages WHERE tenant_id = $1)"
+ORPHANS_BURY = "DELETE FROM deleted_tenants WHERE tenant_id = $1 AND deleted_at < now() - interval '1 hour'"
 
 
 # --- Consumer groups -------------------------------------------------------------------------------------------
@@ -278,37 +284,42 @@ MESSAGE_LEASE_PROBE_MANY = f"SELECT id, status FROM messages WHERE tenant_id = $
 # the groups it missed as well, not only to the new one.
 NEVER_OWED_TO = "(x.start = 'earliest' OR x.created_at <= {m}.created_at)"
 
-# Once the caches' staleness has passed ($3 seconds after a group's creation), the group is settled once: the
-# never-owed pending messages of its topic stored around its creation are owed as above. Only that span of the
-# topic is read: ids are UUIDv7, so the span is a primary-key range ($4 seconds of margin either side, for the
-# clocks of the instances that made the ids and for an insert that began before the group). A stray a stale
-# instance leased or consumed as a plain message in the meantime is left as it is. Returns the tenant, topic and
-# how many messages were settled. $2 group id, $3 staleness seconds, $4 margin seconds
-GROUPS_UNSETTLED = """
-SELECT tenant_id, id FROM consumer_groups WHERE settled_at IS NULL AND created_at < now() - make_interval(secs => $1)
-ORDER BY id LIMIT 100"""
-
 
 def _uuid7_at(instant: str) -> str:
     """The smallest UUIDv7 of `instant`'s millisecond."""
     return f"(lpad(to_hex(floor(extract(epoch FROM {instant}) * 1000)::int8), 12, '0') || repeat('0', 20))::uuid"
 
 
+# Once the caches' staleness has passed ($1 seconds after a group's creation), the group is settled once: the
+# never-owed pending messages of its topic stored around its creation are owed as above. Only that span of the
+# topic is read: ids are UUIDv7, so the span is a primary-key range, `low` to `high` ($2 seconds of margin either
+# side, for the clocks of the instances that made the ids and for an insert that began before the group).
+# `GROUPS_UNSETTLED` reads the groups due with their spans (no row lock: on Citus it may read every shard);
+# `GROUP_SETTLE` settles one, named by its tenant, id ($2), topic ($3) and span ($4, $5): each step names the tenant,
+# and the span is a value, not a computation on the group's row (Citus refuses a STABLE function over a column in a
+# modifying statement, timestamptz - interval here, and planned the settle in steps apart when the strays' range came
+# from the updated row; joined to that row, the strays met a Citus fault: invalid input syntax for type uuid:
+# "PGCOPY"). A stray a stale instance leased or consumed as a plain message in the meantime is left as
+# it is. Returns the tenant, topic and how many messages were settled.
+GROUPS_UNSETTLED = f"""
+SELECT tenant_id, id, topic, {_uuid7_at("created_at - make_interval(secs => $2)")} AS low,
+       {_uuid7_at("created_at + make_interval(secs => $1 + $2)")} AS high
+FROM consumer_groups WHERE settled_at IS NULL AND created_at < now() - make_interval(secs => $1)
+ORDER BY id LIMIT 100"""
 GROUP_SETTLE = f"""
 WITH g AS (
     UPDATE consumer_groups SET settled_at = now() WHERE tenant_id = $1 AND id = $2 AND settled_at IS NULL
-    RETURNING id, tenant_id, topic, created_at
+    RETURNING id, tenant_id, topic
 ), strays AS (
     SELECT m.id, m.priority, m.available_at, m.expires_at, m.created_at
-    FROM g JOIN messages AS m ON m.tenant_id = g.tenant_id AND m.topic = g.topic
-    WHERE m.id >= {_uuid7_at("g.created_at - make_interval(secs => $4)")}
-      AND m.id < {_uuid7_at("g.created_at + make_interval(secs => $3 + $4)")}
+    FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $3 AND m.id >= $4 AND m.id < $5 AND EXISTS (SELECT FROM g)
       AND m.owed IS NULL AND m.status = 'pending' AND m.original_topic IS NULL AND {ALIVE}
     FOR UPDATE OF m
 ), minted AS (
     INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
     SELECT $1, x.id, s.id, s.priority, s.available_at, s.expires_at
-    FROM strays AS s CROSS JOIN g JOIN consumer_groups AS x ON x.tenant_id = $1 AND x.topic = g.topic
+    FROM strays AS s JOIN consumer_groups AS x ON x.tenant_id = $1 AND x.topic = $3
     WHERE {NEVER_OWED_TO.format(m="s")}
     ON CONFLICT DO NOTHING
     RETURNING message_id
@@ -319,7 +330,7 @@ WITH g AS (
     RETURNING 1
 )
 SELECT t.slug AS tenant, g.topic, (SELECT count(*) FROM counted)::int AS n
-FROM g JOIN tenants AS t ON t.id = g.tenant_id"""
+FROM g JOIN tenants AS t ON t.id = $1"""
 
 # A deleted group's release: `mq.topics.sql.GROUP_RELEASE`.
 
@@ -483,20 +494,27 @@ WAKEUP_NOTIFY = f"SELECT pg_notify('{WAKEUP_CHANNEL}', k) FROM unnest($1::text[]
 
 # --- maintenance jobs (mq.jobs) ---------------------------------------------------------------------------------
 
-# Expired messages, and failed ones unchanged for $2 seconds. Plan: Index Scan using messages_done_idx (its
-# predicate covers both) when they are few (3.5 ms for 172 among 1,000,000); a Seq Scan stopping at the LIMIT when
-# they are many.
+# The delete reaper (`mq.jobs.DeleteReaper`), tenant by tenant: expired messages, and failed ones unchanged for
+# $2 seconds (`DELETE_DUE`: their tenants, no row lock), then one tenant's at a time ($3 seconds). Plan: Index Scan
+# using messages_done_idx (its predicate covers both) when they are few (3.5 ms for 172 among 1,000,000); a Seq
+# Scan stopping at the LIMIT when they are many. $1 how many
+DELETE_DUE = """
+SELECT tenant_id FROM messages
+WHERE status = 'expired' OR (status = 'failed' AND updated_at < now() - make_interval(secs => $2))
+LIMIT $1"""
+# $2 batch
 DELETE_BATCH = """
 WITH picked AS (
-    SELECT tenant_id, id FROM messages
-    WHERE status = 'expired' OR (status = 'failed' AND updated_at < now() - make_interval(secs => $2))
-    LIMIT $1
+    SELECT id FROM messages
+    WHERE tenant_id = $1
+      AND (status = 'expired' OR (status = 'failed' AND updated_at < now() - make_interval(secs => $3)))
+    LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), gone AS (
-    DELETE FROM messages AS m USING picked AS p WHERE m.tenant_id = p.tenant_id AND m.id = p.id
-    RETURNING m.tenant_id, m.topic
+    DELETE FROM messages AS m USING picked AS p WHERE m.tenant_id = $1 AND m.id = p.id
+    RETURNING m.topic
 )
-SELECT t.slug AS tenant, g.topic, count(*) AS n FROM gone AS g JOIN tenants AS t ON t.id = g.tenant_id
+SELECT t.slug AS tenant, g.topic, count(*) AS n FROM gone AS g JOIN tenants AS t ON t.id = $1
 GROUP BY 1, 2"""
 
 

@@ -11,14 +11,24 @@ def rfc3339(column: str) -> str:
 # timestamps as text cost the driver a tenth of decoding them to UUID and datetime objects (about 1 µs each) and
 # then printing those again, and `metadata` is JSON text passed through unparsed. `status` is the one a reader
 # sees (`VIEW_STATUS`); a dequeue's fresh leases are `processing` as stored.
-def message_columns(status: str) -> str:
-    return f"""m.id::text AS id, m.topic, m.key, m.payload, m.metadata::text AS metadata, {status} AS status,
-    m.priority, m.retry_count, m.max_retries, m.last_error, {rfc3339("m.created_at")} AS created_at,
-    {rfc3339("m.updated_at")} AS updated_at, {rfc3339("m.available_at")} AS available_at,
-    {rfc3339("m.expires_at")} AS expires_at, m.original_topic, {rfc3339("m.dlq_moved_at")} AS dlq_moved_at,
-    m.receipt::text AS receipt, m.consumer_group"""
+def message_columns(status: str, m: str = "m") -> str:
+    """`m`: the alias of a messages row, or of a statement's step that returned a row's columns as they are."""
+    return f"""{m}.id::text AS id, {m}.topic, {m}.key, {m}.payload, {m}.metadata::text AS metadata, {status} AS status,
+    {m}.priority, {m}.retry_count, {m}.max_retries, {m}.last_error, {rfc3339(f"{m}.created_at")} AS created_at,
+    {rfc3339(f"{m}.updated_at")} AS updated_at, {rfc3339(f"{m}.available_at")} AS available_at,
+    {rfc3339(f"{m}.expires_at")} AS expires_at, {m}.original_topic, {rfc3339(f"{m}.dlq_moved_at")} AS dlq_moved_at,
+    {m}.receipt::text AS receipt, {m}.consumer_group"""
 
 
+# Citus routes a statement that changes a distributed table to its tenant's worker only if the change's SET and
+# RETURNING call nothing but IMMUTABLE functions, none of them on a column with a STABLE one, and nothing but IMMUTABLE
+# inside a CASE or COALESCE there (docs/scale-out.md). So a statement that changes rows computes what needs the
+# clock or a STABLE function (`now()`, a deadline, a time as text, an attempt's JSON) in the step that picks them (a
+# SELECT, where anything goes), the change writes and returns those values and plain columns, and the answer formats
+# (`message_columns(..., m="l")`, the leased rows' step). On one Postgres this costs nothing: the same expressions,
+# evaluated one step earlier.
+# Nor does Citus pass on a simple CASE (`CASE x WHEN 'a' THEN ...`) in a change's SET rightly (its worker is
+# sent `text = boolean`): a change writes the searched form, `CASE WHEN x = 'a' THEN ...`.
 # A message named by its key (tenant, id) and checked for a live status (`processing`: a lease; `pending`): written
 # so that the check does not imply messages_dequeue_idx's predicate (`status IN ('pending', 'processing')`; `IS TRUE`
 # changes nothing else, the status is never null), which leaves the planner the primary key alone. Otherwise, for a
@@ -74,14 +84,15 @@ def uuid_list(parameter: str) -> str:
 # global default) says `expire_to_dlq`. The expiry reaper does this in batches; the statements below do it to the
 # expired twins that stand in their way. Rows `p` carry `to_dlq` (see `EXPIRES_TO_DLQ`).
 # A dead letter keeps no TTL (a DLQ does not inherit its topic's), and an expiring dead letter keeps its origin.
+# `p.now`: the time, from the step that picked the rows (`now()` there: see the note on Citus above).
 EXPIRE_SET = """status = CASE WHEN p.to_dlq THEN 'pending' ELSE 'expired' END,
     topic = CASE WHEN p.to_dlq THEN m.topic || '.dlq' ELSE m.topic END,
     original_topic = CASE WHEN p.to_dlq THEN m.topic ELSE m.original_topic END,
-    dlq_moved_at = CASE WHEN p.to_dlq THEN now() ELSE m.dlq_moved_at END,
+    dlq_moved_at = CASE WHEN p.to_dlq THEN p.now ELSE m.dlq_moved_at END,
     expires_at = CASE WHEN p.to_dlq THEN NULL ELSE m.expires_at END,
     retry_count = CASE WHEN p.to_dlq THEN 0 ELSE m.retry_count END,
     max_retries = CASE WHEN p.to_dlq THEN 0 ELSE m.max_retries END,
-    available_at = now(), receipt = NULL, updated_at = now(), owed = NULL"""
+    available_at = p.now, receipt = NULL, updated_at = p.now, owed = NULL"""
 
 
 def expires_to_dlq(expire_default: str, dlq_default: str) -> str:

@@ -47,26 +47,14 @@ def _indent(text: str, spaces: int) -> str:
 # --- Admission (capped tenants and topics; `mq.queue.sql`, "Capped tenants and topics") ---------------------------
 # Whether a tenant's topic exists (a config, live messages, or finished ones) and how many topics it has: the
 # max_topics check, under the tenant's '#topics' gate lock.
-TOPIC_EXISTS = Function(
-    "skiplock_topic_exists_v1",
-    "p_tenant bigint, p_topic text",
-    "boolean",
-    "sql",
-    """
+_TOPIC_EXISTS_QUERY = """
 SELECT EXISTS (SELECT FROM topic_configs WHERE tenant_id = p_tenant AND topic = p_topic)
     OR EXISTS (SELECT FROM messages WHERE tenant_id = p_tenant AND status IN ('pending', 'processing')
                AND topic IN (p_topic, p_topic || '.dlq'))
     OR EXISTS (SELECT FROM messages WHERE tenant_id = p_tenant AND status IN ('failed', 'expired')
                AND topic IN (p_topic, p_topic || '.dlq'))
-""",
-    volatility="STABLE",
-)
-TOPIC_COUNT = Function(
-    "skiplock_topic_count_v1",
-    "p_tenant bigint",
-    "bigint",
-    "sql",
-    r"""
+"""
+_TOPIC_COUNT_QUERY = r"""
 WITH RECURSIVE live(topic) AS (
     (SELECT topic FROM messages WHERE tenant_id = p_tenant AND status IN ('pending', 'processing')
      ORDER BY topic LIMIT 1)
@@ -88,18 +76,40 @@ SELECT count(DISTINCT regexp_replace(t.topic, '\.dlq$', ''))
 FROM (SELECT topic FROM live UNION ALL SELECT topic FROM done
       UNION ALL SELECT topic FROM topic_configs WHERE tenant_id = p_tenant) AS t
 WHERE t.topic IS NOT NULL
-""",
-    volatility="STABLE",
-)
+"""
+
+
+def _topic_check(name: str, arguments: str, returns: str, query: str, version: int) -> Function:
+    """Version 1 is SQL; version 2 the same query in plpgsql, which Citus plans (it takes no parameter of an SQL
+    function in a query of a distributed table)."""
+    if version == 1:
+        return Function(f"{name}_v1", arguments, returns, "sql", query, volatility="STABLE")
+    return Function(
+        f"{name}_v{version}", arguments, returns, "plpgsql", f"BEGIN\nRETURN ({query.strip()});\nEND\n", "STABLE"
+    )
+
+
+def _topic_exists(version: int) -> Function:
+    return _topic_check(
+        "skiplock_topic_exists", "p_tenant bigint, p_topic text", "boolean", _TOPIC_EXISTS_QUERY, version
+    )
+
+
+def _topic_count(version: int) -> Function:
+    return _topic_check("skiplock_topic_count", "p_tenant bigint", "bigint", _TOPIC_COUNT_QUERY, version)
+
+
 # The gates of a statement's scopes ('' the tenant, then topics): a stripe of this connection with room is taken
 # at once; else the scope's stripes are locked, its live messages counted, and the room dealt out again across the
 # stripes; SKQ01 (topic), SKQ02 (tenant), SKQ03 (max_topics) refuse, undoing the statement.
-ADMIT = Function(
-    "skiplock_admit_v1",
-    "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
-    "boolean",
-    "plpgsql",
-    f"""
+def _admit(version: int) -> Function:
+    exists, count = _topic_exists(version), _topic_count(version)
+    return Function(
+        f"skiplock_admit_v{version}",
+        "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
+        "boolean",
+        "plpgsql",
+        f"""
 DECLARE
     stripes constant integer := 32;
     mine constant integer := pg_backend_pid() % stripes;
@@ -111,14 +121,14 @@ DECLARE
     existing bigint;
 BEGIN
     IF p_max_topics IS NOT NULL
-       AND EXISTS (SELECT FROM unnest(p_topics) AS t(topic) WHERE NOT {TOPIC_EXISTS.name}(p_tenant, t.topic)) THEN
+       AND EXISTS (SELECT FROM unnest(p_topics) AS t(topic) WHERE NOT {exists.name}(p_tenant, t.topic)) THEN
         INSERT INTO admission_gates (tenant_id, scope, stripe, bound, alloc) VALUES (p_tenant, '#topics', 0, 0, 0)
         ON CONFLICT DO NOTHING;
         PERFORM FROM admission_gates WHERE tenant_id = p_tenant AND scope = '#topics' FOR UPDATE;
         SELECT count(*) INTO fresh FROM unnest(p_topics) AS t(topic)
-        WHERE NOT {TOPIC_EXISTS.name}(p_tenant, t.topic);
+        WHERE NOT {exists.name}(p_tenant, t.topic);
         IF fresh > 0 THEN
-            existing := {TOPIC_COUNT.name}(p_tenant);
+            existing := {count.name}(p_tenant);
             IF existing + fresh > p_max_topics THEN
                 RAISE EXCEPTION USING ERRCODE = 'SKQ03', MESSAGE = 'max_topics reached', DETAIL = '',
                     HINT = existing || '/' || p_max_topics;
@@ -168,51 +178,66 @@ BEGIN
     RETURN true;
 END
 """,
-)
+    )
+
+
 # One scope's gate (a COPY into one capped topic or tenant).
-ADMIT_ONE = Function(
-    "skiplock_admit_one_v1",
-    "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint",
-    "boolean",
-    "plpgsql",
-    f"""
+def _admit_one(version: int) -> Function:
+    return Function(
+        f"skiplock_admit_one_v{version}",
+        "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint",
+        "boolean",
+        "plpgsql",
+        f"""
 BEGIN
     UPDATE admission_gates SET bound = bound + p_rows
     WHERE tenant_id = p_tenant AND scope = p_scope AND stripe = pg_backend_pid() % 32 AND bound + p_rows <= alloc;
     IF NOT FOUND THEN
-        PERFORM {ADMIT.name}(p_tenant, ARRAY[p_scope], ARRAY[p_rows], ARRAY[p_cap], NULL, '{{}}');
+        PERFORM {_admit(version).name}(p_tenant, ARRAY[p_scope], ARRAY[p_rows], ARRAY[p_cap], NULL, '{{}}');
     END IF;
     RETURN true;
 END
 """,
-)
+    )
+
+
 # A COPY's admission (`mq.queue.sql.copy_admission`): its WHERE calls one of these before the first row. Not
 # immutable at all: declared so only to be called at simplification time, once per COPY (Postgres simplifies a
 # COPY's WHERE, calling every IMMUTABLE function whose arguments are literals). Use them nowhere else.
-ADMIT_COPY = Function(
-    "skiplock_admit_copy_v1",
-    "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint",
-    "boolean",
-    "plpgsql",
-    f"""
+def _admit_copy(version: int) -> Function:
+    return Function(
+        f"skiplock_admit_copy_v{version}",
+        "p_tenant bigint, p_scope text, p_rows bigint, p_cap bigint",
+        "boolean",
+        "plpgsql",
+        f"""
 BEGIN
-    RETURN {ADMIT_ONE.name}(p_tenant, p_scope, p_rows, p_cap);
+    RETURN {_admit_one(version).name}(p_tenant, p_scope, p_rows, p_cap);
 END
 """,
-    volatility="IMMUTABLE",
-)
-ADMIT_COPY_ALL = Function(
-    "skiplock_admit_copy_all_v1",
-    "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
-    "boolean",
-    "plpgsql",
-    f"""
+        volatility="IMMUTABLE",
+    )
+
+
+def _admit_copy_all(version: int) -> Function:
+    return Function(
+        f"skiplock_admit_copy_all_v{version}",
+        "p_tenant bigint, p_scopes text[], p_counts bigint[], p_caps bigint[], p_max_topics integer, p_topics text[]",
+        "boolean",
+        "plpgsql",
+        f"""
 BEGIN
-    RETURN {ADMIT.name}(p_tenant, p_scopes, p_counts, p_caps, p_max_topics, p_topics);
+    RETURN {_admit(version).name}(p_tenant, p_scopes, p_counts, p_caps, p_max_topics, p_topics);
 END
 """,
-    volatility="IMMUTABLE",
-)
+        volatility="IMMUTABLE",
+    )
+
+
+# Version 2 of the admission's functions: the topic checks in plpgsql (Citus), and the functions that call them.
+TOPIC_EXISTS, TOPIC_COUNT, ADMIT = _topic_exists(2), _topic_count(2), _admit(2)
+ADMIT_ONE, ADMIT_COPY, ADMIT_COPY_ALL = _admit_one(2), _admit_copy(2), _admit_copy_all(2)
+
 
 # --- Consumer groups (`mq.queue.sql`, "Consumer groups") ------------------------------------------------------------
 # Version 1 looked deliveries up by (group, message) and messages by id; version 2 names the tenant first in each
@@ -224,7 +249,8 @@ END
 
 @dataclass(frozen=True, slots=True)
 class _Scope:
-    """What a version names first in each lookup: nothing (version 1), or the tenant (`tenant`, version 2)."""
+    """What a version names first in each lookup: nothing (version 1), or the tenant (`tenant`, version 2 on); and
+    how a nack asks which outcome it had (`outcome_is`)."""
 
     version: int
 
@@ -247,6 +273,15 @@ class _Scope:
 
     def name(self, base: str) -> str:
         return f"{base}_v{self.version}"
+
+    def done(self) -> _Scope:
+        """The version of `skiplock_group_done` this version calls (there is none past 2)."""
+        return _Scope(min(self.version, 2))
+
+    def outcome_is(self, value: str) -> str:
+        """`CASE <outc is value> THEN`: version 3 on asks `CASE WHEN outc = value` (a simple `CASE outc WHEN`, in the
+        dead letter's INSERT ... SELECT, was sent to a Citus worker as `text = boolean` and refused)."""
+        return f"CASE WHEN outc = '{value}' THEN" if self.version >= 3 else f"CASE outc WHEN '{value}' THEN"
 
 
 # A group's deliveries finished (`owed_by`: their messages): count the messages down, and delete those no group owes
@@ -371,17 +406,17 @@ BEGIN
     ELSE
         INSERT INTO messages (id, tenant_id, topic, key, payload, metadata, priority, max_retries, status,
                               retry_count, last_error, original_topic, dlq_moved_at, consumer_group, attempts)
-        SELECT copy_id, m.tenant_id, CASE outc WHEN 'dlq' THEN m.topic || '.dlq' ELSE m.topic END, m.key,
+        SELECT copy_id, m.tenant_id, {v.outcome_is("dlq")} m.topic || '.dlq' ELSE m.topic END, m.key,
                m.payload, CASE WHEN saved IS NULL THEN m.metadata ELSE coalesce(m.metadata, '{{}}') || saved END,
-               m.priority, CASE outc WHEN 'dlq' THEN 0 ELSE m.max_retries END,
-               CASE outc WHEN 'dlq' THEN 'pending' ELSE 'failed' END, CASE outc WHEN 'dlq' THEN 0 ELSE tries END,
-               err, CASE outc WHEN 'dlq' THEN m.topic END, CASE outc WHEN 'dlq' THEN now() END, group_name,
+               m.priority, {v.outcome_is("dlq")} 0 ELSE m.max_retries END,
+               {v.outcome_is("dlq")} 'pending' ELSE 'failed' END, {v.outcome_is("dlq")} 0 ELSE tries END,
+               err, {v.outcome_is("dlq")} m.topic END, {v.outcome_is("dlq")} now() END, group_name,
                coalesce(d.attempts, '[]')
                    || jsonb_build_array(ended || jsonb_build_object('outcome', 'dead_lettered'))
         FROM messages AS m JOIN deliveries AS d ON {v.of("d")}d.group_id = gid AND d.message_id = m.id
         WHERE {v.of("m")}m.id = mid;
         DELETE FROM deliveries WHERE {v.of("")}group_id = gid AND message_id = mid;
-        PERFORM {_group_done(v).name}({v.tenant_arg()}ARRAY[mid], false);
+        PERFORM {_group_done(v.done()).name}({v.tenant_arg()}ARRAY[mid], false);
     END IF;
     RETURN QUERY SELECT outc, gtopic;
 END
@@ -417,7 +452,9 @@ END
     )
 
 
-# A deleted group's tombstone (trigger `consumer_groups_tombstone`), until its deliveries are released.
+# A deleted group's tombstone (trigger `consumer_groups_tombstone`), until its deliveries are released: written by the
+# statements that delete groups since, the trigger and its function dropped by migration
+# `2026_11_30_tenant_keys_contract`.
 def _group_tombstone(v: _Scope) -> Function:
     columns, values = ("tenant_id, id", "OLD.tenant_id, OLD.id") if v.tenant_first else ("id", "OLD.id")
     return Function(
@@ -434,12 +471,11 @@ END
     )
 
 
-_V1, _V2 = _Scope(1), _Scope(2)
+_V1, _V2, _V3 = _Scope(1), _Scope(2), _Scope(3)
 GROUP_DONE = _group_done(_V2)
 GROUP_ACK = _group_ack(_V2)
-GROUP_NACK = _group_nack(_V2)
+GROUP_NACK = _group_nack(_V3)
 GROUP_RELEASE = _group_release(_V2)
-GROUP_TOMBSTONE = _group_tombstone(_V2)
 #: The release before the one before minted deliveries without a tenant (`deliveries.tenant_id` came after it):
 #: a trigger (`deliveries_tenant`) gave its rows their group's tenant, from migration `2026_11_28_deliveries_tenant`
 #: until `2026_11_28_tenant_keys`.
@@ -468,14 +504,15 @@ CURRENT = (
     GROUP_ACK,
     GROUP_NACK,
     GROUP_RELEASE,
-    GROUP_TOMBSTONE,
 )
 #: The versions the release before called: created by the migration that introduced them, kept by the one that
 #: replaced them (its old instances still call them during a rolling upgrade), dropped by the migration after.
-#: None now: the release before calls the current versions.
-SUPERSEDED: tuple[Function, ...] = ()
-#: Versions no release calls any more, dropped by migration `2026_11_28_tenant_keys` (their source stays: the
-#: migrations that created them create them from here).
+SUPERSEDED: tuple[Function, ...] = (
+    *(build(1) for build in (_topic_exists, _topic_count, _admit, _admit_one, _admit_copy, _admit_copy_all)),
+    _group_nack(_V2),
+)
+#: Versions no release calls any more, dropped by migration `2026_11_28_tenant_keys` (the tombstone's version 2 by
+#: `2026_11_30_tenant_keys_contract`); their source stays: the migrations that created them create them from here.
 DROPPED = (
     _group_done(_V1),
     _group_ack(_V1),
@@ -483,6 +520,7 @@ DROPPED = (
     _group_release(_V1),
     _group_tombstone(_V1),
     DELIVERIES_TENANT,
+    _group_tombstone(_V2),
 )
 #: Every version a migration created, by name (a migration looks its functions up here).
 RELEASED = {function.name: function for function in (*DROPPED, *SUPERSEDED, *CURRENT)}

@@ -77,7 +77,7 @@ def expired_twins(pairs: str) -> list[Fragment]:
             f"""
     UPDATE messages AS m SET {EXPIRE_SET}
     FROM (
-        SELECT m.id, {expires_to_dlq("$expire_default", "$dlq_default")} AS to_dlq
+        SELECT m.id, {expires_to_dlq("$expire_default", "$dlq_default")} AS to_dlq, now() AS now
         FROM {pairs}
         CROSS JOIN LATERAL (
             SELECT x.id, x.topic, x.original_topic, x.expires_at FROM messages AS x
@@ -185,10 +185,11 @@ MESSAGE_COPY_COLUMNS = ["id", "tenant_id", "topic", "payload", "metadata", "prio
 # The arbiter of the key upsert: one pending message per (tenant, topic, key) outside dead-letter topics. The caller
 # folds items that share a (topic, key) into one row first (ON CONFLICT cannot touch a row twice in one statement).
 # An expired twin's index entry is its own statement's dead version (`dead_twins`), which the conflict check does
-# not see: the new content is stored as a new message.
+# not see: the new content is stored as a new message. `updated_at` is the proposed row's, its default now(): Citus
+# takes nothing but IMMUTABLE functions in DO UPDATE SET.
 _KEY_CONFLICT = """ON CONFLICT (tenant_id, topic, key) WHERE key IS NOT NULL AND status = 'pending'
     AND original_topic IS NULL
-DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_at = now()"""
+DO UPDATE SET payload = EXCLUDED.payload, metadata = EXCLUDED.metadata, updated_at = EXCLUDED.updated_at"""
 
 # Consumer groups (`mq.queue.sql`, "Consumer groups"): `owed` is the count of the topic's groups, read by the
 # statement itself (so a group created a moment ago by another instance counts), NULL when it has none (a stale

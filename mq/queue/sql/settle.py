@@ -30,7 +30,7 @@ from mq.queue.types import DeliveryPlan
 
 
 # --- Counting out the leases of limited topics ------------------------------------------------------------------
-def counted_out(rows: str, group: str) -> list[Fragment]:
+def counted_out(rows: str, group: str, *, citus: bool = False) -> list[Fragment]:
     """The steps that count out leases of limited topics that ended (acked, nacked): `rows` has `topic`,
     `deadline` and `receipt` (and `group_id` when `group` reads it; a topic's own leases are group 0). Their records
     are deleted (by the key: each is one probe; found first by a LATERAL ... LIMIT 1 per row, then deleted by their
@@ -38,11 +38,16 @@ def counted_out(rows: str, group: str) -> list[Fragment]:
     every lease of the tenant once per ended row: 1.7 ms for 100 acks among 100 leases, growing with the leases in
     flight) and how many noted in `inflight_ended`, which the topic's next dequeue counts out under its counter's
     lock. An ack never waits for the counter. A lease already past its deadline was freed by a dequeue: it is no
-    longer recorded, and counts nothing."""
-    return [
-        Fragment(
-            "freed",
-            f"""
+    longer recorded, and counts nothing. On Citus (`citus`) the records are deleted by a join on the whole key:
+    Citus refuses a ctid in a modification it plans in steps, as it plans these statements (`+citus`)."""
+    if citus:
+        freed = f"""
+    DELETE FROM inflight_leases AS l USING {rows} AS r
+    WHERE l.tenant_id = $tenant AND l.topic = r.topic AND l.group_id = {group}
+      AND l.deadline = r.deadline AND l.receipt = r.receipt::uuid
+    RETURNING l.topic, l.group_id"""
+    else:
+        freed = f"""
     DELETE FROM inflight_leases AS l
     WHERE l.ctid = ANY (ARRAY(
         SELECT x.ctid FROM {rows} AS r CROSS JOIN LATERAL (
@@ -50,8 +55,9 @@ def counted_out(rows: str, group: str) -> list[Fragment]:
             WHERE i.tenant_id = $tenant AND i.topic = r.topic AND i.group_id = {group} AND i.deadline = r.deadline
               AND i.receipt = r.receipt::uuid
             LIMIT 1) AS x))
-    RETURNING l.topic, l.group_id""",
-        ),
+    RETURNING l.topic, l.group_id"""
+    return [
+        Fragment("freed", freed),
         Fragment(
             "ended",
             """
@@ -119,41 +125,50 @@ _GROUP_ACK_GONE = Fragment(
 )
 
 
-def _ack(plan: DeliveryPlan) -> Statement:
+def _citus(name: str, citus: bool) -> str:
+    """A statement's name, `+citus` inside its brackets for its Citus form."""
+    return name.replace("]", "+citus]") if citus else name
+
+
+def _ack(plan: DeliveryPlan, citus: bool = False) -> Statement:
+    name = _citus(f"ack[{plan.name}]", citus)
     if plan.grouped:
         if not plan.limited:
-            return compose(f"ack[{plan.name}]", [], f"SELECT id, receipt, topic FROM {_GROUP_ACK_CALL}")
-        steps = [_GROUP_ACK_LEASES, _GROUP_ACKED, _GROUP_ACK_GONE, *counted_out("gone", "r.group_id")]
-        return compose(f"ack[{plan.name}]", steps, "SELECT id, receipt, topic FROM acked")
+            return compose(name, [], f"SELECT id, receipt, topic FROM {_GROUP_ACK_CALL}")
+        steps = [_GROUP_ACK_LEASES, _GROUP_ACKED, _GROUP_ACK_GONE, *counted_out("gone", "r.group_id", citus=citus)]
+        return compose(name, steps, "SELECT id, receipt, topic FROM acked")
     steps = [_ACK_FOUND, _ack_gone(plan)]
     if plan.logged:
         steps.append(Fragment("logged", log_acked("gone", "$tenant")))
     if plan.limited:
-        steps += counted_out("gone", "0")
+        steps += counted_out("gone", "0", citus=citus)
     result = "SELECT * FROM gone" if len(steps) == 2 else "SELECT id, topic, receipt FROM gone"
-    return compose(f"ack[{plan.name}]", steps, result)
+    return compose(name, steps, result)
 
 
-# A group's last ack logs in its function: its plans do not vary by `logged`.
+# A group's last ack logs in its function: its plans do not vary by `logged`. A limited plan has a Citus form.
 _ACKS = {
-    plan: _ack(plan)
+    (plan, citus): _ack(plan, citus)
     for plan in DeliveryPlan.every(grouped=True, limited=True, logged=True)
-    if not (plan.grouped and plan.logged)
+    for citus in (False, True)
+    if not (plan.grouped and plan.logged) and (plan.limited or not citus)
 }
 
 
-def ack_statement(plan: DeliveryPlan) -> Statement:
-    return _ACKS[plan._replace(logged=plan.logged and not plan.grouped)]
+def ack_statement(plan: DeliveryPlan, *, citus: bool = False) -> Statement:
+    plan = plan._replace(logged=plan.logged and not plan.grouped)
+    return _ACKS[plan, citus and plan.limited]
 
 
 # --- Nack -------------------------------------------------------------------------------------------------------
 # A topic's nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending,
 # retry_count 0, max_retries 0, no TTL), or failed when the DLQ is off or the message is already dead-lettered.
-# The topic's config is joined here rather than looked up first: one round trip. Plan: Update <- Nested Loop <-
-# LockRows <- Nested Loop Left Join (Index Scan using messages_pkey, Index Scan using topic_configs_pkey). Merged
+# The topic's config is read here (a subquery per value, one probe of topic_configs_pkey each, only for the arm that
+# needs it) rather than looked up first: one round trip. (A join, locked `FOR UPDATE OF m`, made Citus plan the step
+# apart from the UPDATE.) Plan: Update <- Nested Loop <- LockRows <- Index Scan using messages_pkey. Merged
 # (a nack carrying metadata): $metadata is merged into the message's (saved state on a deferral).
 _NACK_ATTEMPT = attempt_ended(
-    "CASE cur.outcome WHEN 'dlq' THEN 'dead_lettered' ELSE 'nacked' END", "$error::text", "now()"
+    "CASE WHEN c.outcome = 'dlq' THEN 'dead_lettered' ELSE 'nacked' END", "$error::text", "now()", row="c"
 )
 
 
@@ -162,18 +177,36 @@ def _nack_current(plan: DeliveryPlan) -> Fragment:
     return Fragment(
         "cur",
         f"""
-    SELECT m.id, {lease}m.retry_count + 1 AS attempts,
-           CASE WHEN m.retry_count + 1 < m.max_retries THEN 'retry'
-                WHEN coalesce(tc.dlq_enabled, $dlq_default) AND m.original_topic IS NULL
-                     AND right(m.topic, 4) <> '.dlq' THEN 'dlq'
-                ELSE 'failed' END AS outcome,
-           coalesce(tc.retry_backoff_seconds, $backoff_default::int4[]) AS backoff
+    SELECT m.id, {lease}m.topic, m.retry_count + 1 AS tries, m.max_retries, m.original_topic, m.attempts,
+           m.leased_at, m.leased_by
     FROM messages AS m
-    LEFT JOIN topic_configs AS tc ON tc.tenant_id = $tenant AND tc.topic = m.topic
     WHERE m.tenant_id = $tenant AND m.id = $message AND {leased("m.")}
       AND ($receipt::uuid IS NULL OR m.receipt = $receipt) AND m.owed IS NULL
-    FOR UPDATE OF m""",
+    FOR UPDATE""",
     )
+
+
+# What becomes of the message (`outcome`), by its topic's config, and what the nack writes that needs the clock or a
+# STABLE function (`mq.queue.sql.common`, on Citus): the time, when the message is available again (after its
+# backoff, on a retry), and its attempts with this one ended.
+_NACK_DECIDED = Fragment(
+    "decided",
+    f"""
+    SELECT c.*, now() AS now,
+           now() + CASE WHEN c.outcome = 'retry' THEN make_interval(secs => coalesce(
+               $delay, c.backoff[least(c.tries, cardinality(c.backoff))], 0)) ELSE interval '0' END AS available_at,
+           {_NACK_ATTEMPT} AS history
+    FROM (
+        SELECT c.*,
+               CASE WHEN c.tries < c.max_retries THEN 'retry'
+                    WHEN coalesce(tc.dlq_enabled, $dlq_default) AND c.original_topic IS NULL
+                         AND right(c.topic, 4) <> '.dlq' THEN 'dlq'
+                    ELSE 'failed' END AS outcome,
+               coalesce(tc.retry_backoff_seconds, $backoff_default::int4[]) AS backoff
+        FROM cur AS c LEFT JOIN topic_configs AS tc ON tc.tenant_id = $tenant AND tc.topic = c.topic
+    ) AS c""",
+    materialized=True,  # (inlined into the UPDATE, Citus would plan it apart: a round trip more)
+)
 
 
 def _nacked(plan: DeliveryPlan, merged: bool) -> Fragment:
@@ -183,18 +216,17 @@ def _nacked(plan: DeliveryPlan, merged: bool) -> Fragment:
         "nacked",
         f"""
 UPDATE messages AS m SET
-    status = CASE cur.outcome WHEN 'failed' THEN 'failed' ELSE 'pending' END,
-    retry_count = CASE cur.outcome WHEN 'dlq' THEN 0 ELSE cur.attempts END,
-    max_retries = CASE cur.outcome WHEN 'dlq' THEN 0 ELSE m.max_retries END,
-    topic = CASE cur.outcome WHEN 'dlq' THEN m.topic || '.dlq' ELSE m.topic END,
-    original_topic = CASE cur.outcome WHEN 'dlq' THEN m.topic ELSE m.original_topic END,
-    dlq_moved_at = CASE cur.outcome WHEN 'dlq' THEN now() ELSE m.dlq_moved_at END,
-    expires_at = CASE cur.outcome WHEN 'dlq' THEN NULL ELSE m.expires_at END,
-    available_at = now() + CASE cur.outcome WHEN 'retry' THEN make_interval(secs => coalesce(
-        $delay, cur.backoff[least(cur.attempts, cardinality(cur.backoff))], 0)) ELSE interval '0' END,{metadata}
-    last_error = $error, receipt = NULL, updated_at = now(),
-    attempts = {_NACK_ATTEMPT}
-FROM cur WHERE m.tenant_id = $tenant AND m.id = cur.id
+    status = CASE WHEN cur.outcome = 'failed' THEN 'failed' ELSE 'pending' END,
+    retry_count = CASE WHEN cur.outcome = 'dlq' THEN 0 ELSE cur.tries END,
+    max_retries = CASE WHEN cur.outcome = 'dlq' THEN 0 ELSE m.max_retries END,
+    topic = CASE WHEN cur.outcome = 'dlq' THEN m.topic || '.dlq' ELSE m.topic END,
+    original_topic = CASE WHEN cur.outcome = 'dlq' THEN m.topic ELSE m.original_topic END,
+    dlq_moved_at = CASE WHEN cur.outcome = 'dlq' THEN cur.now ELSE m.dlq_moved_at END,
+    expires_at = CASE WHEN cur.outcome = 'dlq' THEN NULL ELSE m.expires_at END,
+    available_at = cur.available_at,{metadata}
+    last_error = $error, receipt = NULL, updated_at = cur.now,
+    attempts = cur.history
+FROM decided AS cur WHERE m.tenant_id = $tenant AND m.id = cur.id
 RETURNING cur.outcome, m.topic{lease}""",
     )
 
@@ -215,8 +247,8 @@ _GROUP_NACK_LEASES = Fragment(
 )
 
 
-def _nack(plan: DeliveryPlan, merged: bool) -> Statement:
-    name = f"nack[{plan.name}{'+merged' if merged else ''}]"
+def _nack(plan: DeliveryPlan, merged: bool, citus: bool = False) -> Statement:
+    name = _citus(f"nack[{plan.name}{'+merged' if merged else ''}]", citus)
     if plan.grouped:
         if not plan.limited:
             return compose(name, [], f"SELECT outcome, topic FROM {_GROUP_NACK_CALL}")
@@ -224,28 +256,33 @@ def _nack(plan: DeliveryPlan, merged: bool) -> Statement:
             _GROUP_NACK_LEASES,
             Fragment("nacked", f"SELECT outcome, topic FROM {_GROUP_NACK_CALL}", materialized=True),
             Fragment("gone", "SELECT * FROM leases WHERE EXISTS (SELECT FROM nacked WHERE outcome IS NOT NULL)"),
-            *counted_out("gone", "r.group_id"),
+            *counted_out("gone", "r.group_id", citus=citus),
         ]
         return compose(name, steps, "SELECT outcome, topic FROM nacked")
-    steps = [_nack_current(plan), _nacked(plan, merged)]
+    steps = [_nack_current(plan), _NACK_DECIDED, _nacked(plan, merged)]
     if not plan.limited:
         return compose(name, steps, "SELECT * FROM nacked")
     leases = Fragment("leases", "SELECT was AS topic, receipt, deadline FROM nacked")
-    return compose(name, [*steps, leases, *counted_out("leases", "0")], "SELECT outcome, topic FROM nacked")
+    return compose(
+        name, [*steps, leases, *counted_out("leases", "0", citus=citus)], "SELECT outcome, topic FROM nacked"
+    )
 
 
 # A group's nack always carries its $metadata argument (NULL: none), so its plans do not vary by `merged`.
 _NACKS = {
-    (plan, merged): _nack(plan, merged)
+    (plan, merged, citus): _nack(plan, merged, citus)
     for plan in DeliveryPlan.every(grouped=True, limited=True)
     for merged in (False, True)
-    if not (plan.grouped and merged)
+    for citus in (False, True)
+    if not (plan.grouped and merged) and (plan.limited or not citus)
 }
 
 
-def nack_statement(plan: DeliveryPlan, *, merged: bool) -> Statement:
-    """The nack of a plan (`logged` does not matter); `merged`: a topic's nack carries metadata to merge."""
-    return _NACKS[DeliveryPlan(grouped=plan.grouped, limited=plan.limited), merged and not plan.grouped]
+def nack_statement(plan: DeliveryPlan, *, merged: bool, citus: bool = False) -> Statement:
+    """The nack of a plan (`logged` does not matter); `merged`: a topic's nack carries metadata to merge; `citus`:
+    its Citus form (a limited plan's)."""
+    key = DeliveryPlan(grouped=plan.grouped, limited=plan.limited)
+    return _NACKS[key, merged and not plan.grouped, citus and plan.limited]
 
 
 # A group's delivery whose lease lapsed once too often (found by a group's dequeue, `spent`): nacked with the lapse
@@ -273,6 +310,13 @@ SUPERSEDED = {
     False: compose("superseded[plain]", [_SUPERSEDED_GONE], "SELECT * FROM gone"),
     True: compose("superseded[limited]", [_SUPERSEDED_GONE, *counted_out("gone", "0")], "SELECT topic FROM gone"),
 }
+SUPERSEDED_CITUS = compose(
+    "superseded[limited+citus]", [_SUPERSEDED_GONE, *counted_out("gone", "0", citus=True)], "SELECT topic FROM gone"
+)
+
+
+def superseded_statement(plan: DeliveryPlan, *, citus: bool = False) -> Statement:
+    return SUPERSEDED_CITUS if citus and plan.limited else SUPERSEDED[plan.limited]
 
 
 # --- Extend -----------------------------------------------------------------------------------------------------

@@ -1,13 +1,10 @@
-"""What the audit trail answers with, and how a page of it is filtered."""
+"""The audit trail's entries, a page at a time."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import msgspec
 
-#: Largest page of entries.
-MAX_AUDIT_PAGE = 200
+from mq.pages import RowPage
 
 
 class AuditEntryView(msgspec.Struct, omit_defaults=False):
@@ -32,12 +29,20 @@ class AuditPageView(msgspec.Struct, omit_defaults=False):
     items: list[AuditEntryView]
     next_cursor: str | None
 
-
-class AuditFilter(msgspec.Struct, omit_defaults=True):
-    """`action`: exact (`topic.purge`) or a prefix ending in `.` (`topic.`); `topic`: entries about that topic."""
-
-    action: str | None = None
-    actor: str | None = None
-    topic: str | None = None
-    from_time: datetime | None = None
-    to_time: datetime | None = None
+    @classmethod
+    def of(cls, page: RowPage) -> AuditPageView:
+        """From a page of the trail (`mq.audit.sql.audit_page`'s rows)."""
+        items = [
+            AuditEntryView(
+                r["id"],
+                r["at"],
+                r["actor"],
+                r["tenant"],
+                r["action"],
+                r["target"],
+                None if r["details"] is None else msgspec.Raw(r["details"].encode()),
+                r["request_id"],
+            )
+            for r in page.rows
+        ]
+        return cls(items=items, next_cursor=page.next_cursor)
