@@ -35,6 +35,10 @@ SCHEDULE_CHANNEL = redis_keys.SCHEDULE_CHANNEL
 #: How far before a group's creation, and after its staleness, its settle looks for strays (clocks of the instances
 #: that made the messages' ids, an insert that began before the group).
 SETTLE_MARGIN_SECONDS = 5.0
+#: How long a deleted group's tombstone outlives its last delivery: longer than any transaction that may have read
+#: the group before its deletion (an insert that then mints the group a delivery; the data plane's statements time
+#: out at `db_statement_timeout_seconds`, 15 s), so that the settler still releases what such a transaction minted.
+TOMBSTONE_SECONDS = 600.0
 DELETE_SCHEDULE_SETTING = "delete_reaper_schedule"
 
 
@@ -183,10 +187,12 @@ class GroupSettler:
         repository: OperationsRepository,
         stale_seconds: float = STALE_SECONDS,
         margin_seconds: float = SETTLE_MARGIN_SECONDS,
+        tombstone_seconds: float = TOMBSTONE_SECONDS,
     ) -> None:
         self.repository = repository
         self.stale_seconds = stale_seconds
         self.margin_seconds = margin_seconds
+        self.tombstone_seconds = tombstone_seconds
 
     async def run_once(self, *, wait: bool = False) -> JobResult:
         started = time.perf_counter()
@@ -199,10 +205,13 @@ class GroupSettler:
                 for tenant_id, group_id, topic, low, high in unsettled:
                     settle = (tenant_id, group_id, topic, low, high)
                     by_topic.update(as_rows(await conn.batch(sql.GROUP_SETTLE, *settle)))
-            for tenant_id, group_id in await conn.records(topics_sql.DELETED_GROUPS):  # what a deletion left
-                while await conn.column(topics_sql.GROUP_RELEASE, tenant_id, group_id, RELEASE_BATCH) != [0]:
-                    pass
-                await conn.column(topics_sql.GROUP_FORGET, tenant_id, group_id)
+            after = (0, 0)
+            while tombstones := await conn.records(topics_sql.DELETED_GROUPS, *after):  # what deletions left
+                for tenant_id, group_id in tombstones:
+                    while await conn.column(topics_sql.GROUP_RELEASE, tenant_id, group_id, RELEASE_BATCH) != [0]:
+                        pass
+                    await conn.column(topics_sql.GROUP_FORGET, tenant_id, group_id, self.tombstone_seconds)
+                after = tuple(tombstones[-1])
             total = sum(by_topic.values())
             await conn.record_run(self.name, time.perf_counter() - started, total)
         if total:
@@ -346,7 +355,9 @@ class Jobs:
         self.delete = DeleteReaper(repository, batch, settings.failed_retention_seconds)
         self.audit = AuditTrimmer(repository, batch, settings.audit_retention_days)
         self.gauges = GaugeRefresher(repository)
-        self.groups = GroupSettler(repository)
+        # a tombstone outlives the longest transaction by far, whatever the statement timeout
+        tombstone = max(TOMBSTONE_SECONDS, 10 * settings.db_statement_timeout_seconds)
+        self.groups = GroupSettler(repository, tombstone_seconds=tombstone)
         self.archive = ArchiveReaper(repository, LogPartitions(settings.history_partition_seconds), metrics)
         self.inflight = InflightKeeper(repository)
         self.schedule = DeleteSchedule(repository, settings.delete_reaper_schedule, publish)

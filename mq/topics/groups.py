@@ -72,8 +72,8 @@ class ConsumerGroups:
                     if deadline is not None and loop.time() > deadline:
                         return False
                     continue
-                if await self.repository.forget_group(tenant_id, group_id):
-                    return True
+                if not await self.repository.group_owes(tenant_id, group_id):
+                    return True  # its tombstone stays for the group settler (`sql.GROUP_FORGET`)
                 tries += 1  # only locked deliveries left (a group ack or nack in flight): a moment later
                 if tries > 3 or deadline is not None:
                     return False

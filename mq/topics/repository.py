@@ -209,9 +209,10 @@ class TopicRepository:
         released: int = await self.pool.fetchval(sql.GROUP_RELEASE, tenant_id, group_id, batch)
         return released
 
-    async def forget_group(self, tenant_id: int, group_id: int) -> bool:
-        """Drop a deleted group's tombstone if no delivery of it is left; whether it went."""
-        return await self.pool.fetchval(sql.GROUP_FORGET, tenant_id, group_id) is not None
+    async def group_owes(self, tenant_id: int, group_id: int) -> bool:
+        """Whether a deleted group still has deliveries (leased ones its release skipped)."""
+        owes: bool = await self.pool.fetchval(sql.GROUP_OWES, tenant_id, group_id)
+        return owes
 
 
 def _extra(first: int, *values: str | None) -> tuple[Sequence[Any], list[int]]:

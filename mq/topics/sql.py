@@ -409,10 +409,19 @@ FROM topic_configs WHERE tenant_id = $1 ORDER BY topic"""
 # --- A deleted consumer group's release (its deletion's request, then `mq.jobs.GroupSettler` for what it left) ----
 # What a deleted group owed, released a batch at a time (`skiplock_group_release`): its deliveries go, and the
 # messages no other group owes with them; leased deliveries locked at that moment are skipped, for a later batch.
-# Then its tombstone, once no delivery is left. $2 group id, $3 batch
+# $2 group id, $3 batch
 GROUP_RELEASE = f"SELECT {functions.GROUP_RELEASE.name}($1, $2, $3)"
+# Whether a deleted group still owes anything (its deletion's request stops releasing when it does not).
+GROUP_OWES = "SELECT EXISTS (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND group_id = $2)"
+# The tombstone goes once nothing is left and it is older than any transaction that may have read its group before
+# the deletion ($3 seconds, `mq.jobs.TOMBSTONE_SECONDS`): an insert that read the topic's groups then mints the
+# group a delivery that commits after the deletion's release, and the settler's next release takes it. An absent
+# delivery alone proves nothing: one may still be on its way.
 GROUP_FORGET = """
 DELETE FROM deleted_groups
-WHERE tenant_id = $1 AND id = $2 AND NOT EXISTS (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND group_id = $2)
+WHERE tenant_id = $1 AND id = $2 AND deleted_at < now() - make_interval(secs => $3)
+  AND NOT EXISTS (SELECT 1 FROM deliveries WHERE tenant_id = $1 AND group_id = $2)
 RETURNING id"""
-DELETED_GROUPS = "SELECT tenant_id, id FROM deleted_groups ORDER BY tenant_id, id LIMIT 100"
+# The tombstones in key order, a page after ($1, $2) (no row lock: on Citus a read of every worker).
+DELETED_GROUPS = """
+SELECT tenant_id, id FROM deleted_groups WHERE (tenant_id, id) > ($1, $2) ORDER BY tenant_id, id LIMIT 100"""
