@@ -244,7 +244,8 @@ async def test_one_batch_stores_many_tenants_ticks_each_in_its_own_tenant_and_to
     await firers[0].run_once()  # (other tests' schedules may be due too: only these tenants' outcomes are checked)
     rows = await db.fetch(
         "SELECT t.slug, m.topic, m.key, m.metadata->>'skiplock_schedule' AS schedule FROM messages AS m "
-        "JOIN tenants AS t ON t.id = m.tenant_id WHERE m.topic LIKE 'mixed-%'"
+        "JOIN tenants AS t ON t.id = m.tenant_id WHERE m.topic LIKE 'mixed-%' AND t.slug = ANY($1::text[])",
+        [tenant.slug, other_slug],
     )
     stored = {(r["slug"], r["topic"], r["key"], r["schedule"]) for r in rows}
     capped = {s for s in stored if s[1] == "mixed-capped"}

@@ -1,6 +1,6 @@
 // A server-side bulk job's progress, polled until it ends; and the topic's recent jobs.
 import { useMutation, useQuery } from "@tanstack/react-query";
-import { useEffect } from "react";
+import { useEffect, useRef } from "react";
 import { bulkJobQuery, bulkJobsQuery, cancelBulkJob } from "../api/topics";
 import { formatTime } from "../lib/format";
 import { ErrorNote } from "./ui";
@@ -14,9 +14,16 @@ export function BulkJobProgress({ id, onFinished }: { id: string; onFinished: ()
     mutationFn: () => cancelBulkJob(id),
   });
   const state = job.data?.state;
+  // The end is told once per state: a caller that refreshes its queries in `onFinished` renders again with a new
+  // callback, and an effect on the callback refreshed again, about 100 requests a second for as long as the page
+  // stayed open.
+  const finished = useRef(onFinished);
   useEffect(() => {
-    if (state && state !== "running") onFinished();
-  }, [state, onFinished]);
+    finished.current = onFinished;
+  });
+  useEffect(() => {
+    if (state && state !== "running") finished.current();
+  }, [state]);
   if (job.error) return <ErrorNote error={job.error} />;
   const j = job.data;
   if (!j) return null;
