@@ -52,8 +52,15 @@ ui-screenshots: $(STAMP) ## Refresh docs/images/console-*.png: the browser tests
 worker: $(STAMP) ## Run the scheduled jobs alone (needs SKIPLOCK_DATABASE_URL; `make run` runs them itself)
 	$(BIN)/python -m skiplock worker
 
+# The suite runs as TEST_WORKERS sessions side by side (pytest-xdist), each with servers of its own, a test file
+# whole in one session (one Spark session, one browser); most of a test's time is waiting on its servers, so two
+# sessions on 2 cores take 14 minutes where one took 21. The k6 tests hold latency thresholds: they run alone after.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+
 test: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Run the whole test suite against real Postgres and Redis
-	$(BIN)/python -m pytest --durations=0 --durations-min=3
+	$(BIN)/python -m pytest $(XDIST) --durations=0 --durations-min=3 --ignore=tests/loadtests
+	$(BIN)/python -m pytest --durations=0 --durations-min=3 tests/loadtests
 
 # A 3-node Citus cluster (a coordinator on 9700, workers on 9701 and 9702) from ../shared/citus, for `test-citus`.
 CITUS_DIR := $(abspath ../shared/citus)
@@ -68,7 +75,7 @@ CITUS_TESTS ?= tests/integration/test_citus.py tests/integration/test_enqueue.py
 test-citus: $(STAMP) ## The tests that run on a real Citus cluster (started from ../shared/citus; needs root once, to install it)
 	bash $(CITUS_DIR)/install.sh
 	bash $(CITUS_DIR)/cluster.sh start
-	SKIPLOCK_TEST_DATABASE_URL=$(CITUS_URL) $(BIN)/python -m pytest -p no:cacheprovider $(CITUS_TESTS)
+	SKIPLOCK_TEST_DATABASE_URL=$(CITUS_URL) $(BIN)/python -m pytest $(XDIST) -p no:cacheprovider $(CITUS_TESTS)
 
 test-fast: $(STAMP) ## Unit tests only (no servers)
 	$(BIN)/python -m pytest tests/unit

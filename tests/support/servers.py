@@ -246,8 +246,11 @@ def measure_coverage() -> Path | None:
     SKIPLOCK_TEST_COVERAGE=0; the folder their data goes to."""
     global _coverage_dir  # noqa: PLW0603 - one switch for the test session, set once at its start
     if os.environ.get("SKIPLOCK_TEST_COVERAGE", "1") != "0":
-        _coverage_dir = ROOT / ".coverage-servers" / str(os.getpid())
-        shutil.rmtree(_coverage_dir, ignore_errors=True)
+        # pytest-xdist's sessions (`make test`) write into their controller's folder, which reports them all
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        _coverage_dir = ROOT / ".coverage-servers" / str(os.getppid() if worker else os.getpid())
+        if not worker:
+            shutil.rmtree(_coverage_dir, ignore_errors=True)
     return _coverage_dir
 
 
