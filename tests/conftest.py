@@ -19,6 +19,7 @@ import grpc
 import httpx
 import pytest
 
+from mq.db import introspection
 from mq.db.engine import asyncpg_dsn
 from mq.tenancy.passwords import hash_password
 from tests.support.grpc_calls import login_token
@@ -104,7 +105,9 @@ async def database_url(pg_server_url: str) -> AsyncIterator[str]:
 @pytest.fixture(scope="session")
 async def db(database_url: str) -> AsyncIterator[asyncpg.Pool[Any]]:
     """A pool for tests that look at or arrange rows directly."""
-    pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=4)
+    pool = await asyncpg.create_pool(
+        asyncpg_dsn(database_url), min_size=1, max_size=4, connection_class=introspection.Connection
+    )
     assert pool is not None
     yield pool
     await pool.close()

@@ -14,7 +14,7 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from mq.db import citus
+from mq.db import citus, introspection
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ async def create_pool(url: str, min_size: int, max_size: int, statement_timeout_
         command_timeout=statement_timeout_seconds + 5,
         timeout=10,  # connecting
         server_settings={"statement_timeout": str(int(statement_timeout_seconds * 1000))},
+        connection_class=introspection.Connection,  # a new connection learns its types in ms, not seconds
     )
     assert pool is not None
     return pool
@@ -81,7 +82,11 @@ def create_engine(url: str, pool_size: int = 3) -> Engine:
         max_overflow=2,
         pool_pre_ping=True,
         pool_timeout=10,
-        connect_args={"server_settings": {"timezone": "UTC", "statement_timeout": "15000"}, "timeout": 10},
+        connect_args={
+            "server_settings": {"timezone": "UTC", "statement_timeout": "15000"},
+            "timeout": 10,
+            "connection_class": introspection.Connection,
+        },
     )
 
 
