@@ -48,6 +48,10 @@ RELEASED_DIGESTS = {
     "skiplock_admit_copy_v2": "bb72a60f05168bcf",
     "skiplock_admit_copy_all_v2": "9e586690adceb569",
     "skiplock_group_nack_v3": "f509a0a46eebb8a9",
+    "skiplock_group_done_v3": "af7b68902321367a",
+    "skiplock_group_ack_v3": "b4e850d51556629a",
+    "skiplock_group_nack_v4": "d1f7dc14add9fe49",
+    "skiplock_group_release_v3": "a3b95d1b96a54659",
 }
 
 
