@@ -14,7 +14,7 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from mq.db import citus, introspection
+from mq.db import citus, introspection, routed
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +154,7 @@ async def distribute(url: str) -> list[str]:
     try:
         if not await conn.fetchval(_CITUS):
             return []
+        made = await _create_routed(conn)
         q = _CITUS_STATE
         state = citus.State(
             distributed={r[0]: r[1] for r in await conn.fetch(q["distributed"])},
@@ -165,9 +166,37 @@ async def distribute(url: str) -> list[str]:
         for statement in statements:  # each its own transaction: a table is distributed whole, or not yet
             log.info("citus: %s", statement)
             await conn.execute(statement)
-        return statements
+        return made + statements
     finally:
         await conn.close()
+
+
+async def _create_routed(conn: asyncpg.Connection[Any]) -> list[str]:
+    """The routed functions (`mq.db.routed`) the database lacks, created (`citus.plan` distributes them then):
+    the types of their arguments and answer read by preparing their statement, those of each INSERT's rows from
+    its table."""
+    from mq.queue.sql import dequeue, settle  # noqa: F401, PLC0415  (their statements make their routed forms)
+
+    held = {r[0] for r in await conn.fetch(_ROUTED_HELD, routed.PREFIX.replace("_", r"\_") + "%")}
+    made = []
+    for form in routed.ROUTED.values():
+        if form.function in held:
+            continue
+        prepared = await conn.prepare(form.statement.text)
+        arguments = [await conn.fetchval(_TYPE_NAME, t.oid) for t in prepared.get_parameters()]
+        answer = [(a.name, await conn.fetchval(_TYPE_NAME, a.type.oid)) for a in prepared.get_attributes()]
+        sinks = [[await conn.fetchval(_COLUMN_TYPE, sink.table, c) for c in sink.columns] for sink in form.sinks]
+        ddl = form.ddl(arguments, answer, sinks)
+        log.info("citus: %s for %s", form.function, form.statement.name)
+        await conn.execute(ddl)
+        made.append(ddl)
+    return made
+
+
+_ROUTED_HELD = "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace AND proname LIKE $1"
+_TYPE_NAME = "SELECT format_type($1::oid, NULL)"
+_COLUMN_TYPE = """
+SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::regclass AND attname = $2"""
 
 
 def _folded(scripts: ScriptDirectory) -> tuple[str, ...]:

@@ -70,6 +70,8 @@ class Statement:
 
 #: Every statement made by `statement` or `compose`, by name.
 REGISTRY: dict[str, Statement] = {}
+#: A composed statement's steps and result, by name (`mq.db.routed` recomposes them for Citus).
+COMPOSED: dict[str, tuple[tuple[Fragment, ...], str]] = {}
 
 
 def statement(name: str, text: str) -> Statement:
@@ -79,22 +81,31 @@ def statement(name: str, text: str) -> Statement:
     if TENANT in used:
         used.remove(TENANT)
         used.insert(0, TENANT)
-    numbers = {parameter: n for n, parameter in enumerate(used, start=1)}
-    numbered = _PARAMETER.sub(lambda m: f"${numbers[m.group(1)]}", text)
-    made = Statement(name, numbered, tuple(used))
+    made = Statement(name, numbered(text, used), tuple(used))
     if REGISTRY.setdefault(name, made) != made:
         raise ValueError(f"two statements are named {name!r}")
     return made
 
 
+def numbered(text: str, parameters: Sequence[str]) -> str:
+    """`text` with its named parameters replaced by their positions in `parameters`."""
+    numbers = {parameter: n for n, parameter in enumerate(parameters, start=1)}
+    return _PARAMETER.sub(lambda m: f"${numbers[m.group(1)]}", text)
+
+
+def chain(fragments: Sequence[Fragment], result: str) -> str:
+    """`WITH <fragments> <result>` (`result` alone without fragments)."""
+    return f"WITH {', '.join(f.cte() for f in fragments)}\n{result.strip()}" if fragments else result.strip()
+
+
 def compose(name: str, fragments: Sequence[Fragment], result: str) -> Statement:
     """`WITH <fragments> <result>`, registered as `name`. A result of `SELECT * FROM <the last fragment>` makes that
     fragment the statement itself."""
+    COMPOSED[name] = (tuple(fragments), result)
     steps = list(fragments)
     if steps and result.strip() == f"SELECT * FROM {steps[-1].name}":
         result = steps.pop().body.strip()
     names = [f.name for f in steps]
     if len(set(names)) != len(names):
         raise ValueError(f"{name}: a fragment is used twice in {names}")
-    text = f"WITH {', '.join(f.cte() for f in steps)}\n{result.strip()}" if steps else result.strip()
-    return statement(name, text)
+    return statement(name, chain(steps, result))

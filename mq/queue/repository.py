@@ -249,7 +249,8 @@ class MessageRepository:
         topic's or the group's counter made first if it does not exist), then `statement` leases what they allow,
         claiming the reservation (see `mq.queue.sql.dequeue`). A lease statement that fails gives its reservation
         back."""
-        reserve = dequeue_sql.INFLIGHT_RESERVE
+        reserve = dequeue_sql.reserve_statement(citus=self.citus)
+        values = {**values, "reservation": secrets.randbits(63)}  # the reservation's id, never one in use
         reserved = await self.pool.fetchrow(reserve.text, *reserve.args(**values))
         if reserved is None:  # the counter did not exist yet: made now (or by a racing dequeue)
             await self.start_counting(values["tenant"], values["topic"], values["group"])
@@ -261,7 +262,7 @@ class MessageRepository:
         try:
             return await self.pool.fetch(statement.text, *statement.args(**claimed))
         except BaseException:
-            release = dequeue_sql.INFLIGHT_RELEASE
+            release = dequeue_sql.release_statement(citus=self.citus)
             with contextlib.suppress(*DATABASE_ERRORS, asyncio.CancelledError):
                 await self.pool.execute(release.text, *release.args(**claimed))
             raise

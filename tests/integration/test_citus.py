@@ -17,6 +17,7 @@ from bench import explain as sample
 from mq.audit import sql as audit_sql
 from mq.db import citus
 from mq.db.engine import distribute
+from mq.db.routed import ROUTED, routed
 from mq.db.statements import REGISTRY
 from mq.ids import uuid7
 from mq.queue import sql as queue_sql
@@ -30,22 +31,7 @@ MODES = ("force_custom_plan", "force_generic_plan")
 DATA_PLANE = ("dequeue[", "ack[", "nack[", "extend[", "superseded[", "inflight_")
 #: Registered statements that do not run as one task yet, and why (issue 42: each fixed comes off this list; the
 #: test fails until it does).
-NOT_ONE_TASK = {
-    "ack[grouped]": "a function in FROM runs on the coordinator, not delegated to the tenant's worker",
-    "nack[grouped]": "the same",
-    "ack[logged]": "the message log's INSERT ... SELECT inside a CTE is planned apart",
-    "ack[limited+citus]": "counting out the leases (a DELETE joined to a step, an INSERT ... SELECT) is planned apart",
-    "ack[limited+logged+citus]": "the same",
-    "ack[grouped+limited+citus]": "the same",
-    "nack[limited+citus]": "the same",
-    "nack[limited+merged+citus]": "the same",
-    "nack[grouped+limited+citus]": "the same",
-    "superseded[limited+citus]": "the same",
-    "dequeue[limited+citus]": "the reservation's and the leases' INSERTs inside CTEs are planned apart",
-    "dequeue[grouped+limited]": "the same",
-    "inflight_reserve": "the same",
-    "inflight_release": "an INSERT ... SELECT from a CTE, with parameters",
-}
+NOT_ONE_TASK: dict[str, str] = {}
 
 
 async def _is_citus(db: asyncpg.Pool[Any]) -> bool:
@@ -114,6 +100,20 @@ async def test_tenants_are_spread_over_the_workers(db: asyncpg.Pool[Any]) -> Non
 
 
 @pytest.mark.usefixtures("on_citus")
+async def test_each_routed_function_is_there_distributed_by_its_tenant(db: asyncpg.Pool[Any]) -> None:
+    """`skiplock migrate` made a function for each statement Citus runs routed (`mq.db.routed`), and Citus runs
+    each on the worker of its first argument, the tenant."""
+    held = dict(
+        await db.fetch(
+            """SELECT p.proname, o.distribution_argument_index FROM pg_proc AS p
+               LEFT JOIN pg_dist_object AS o ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid
+               WHERE p.proname LIKE 'skiplock\\_routed\\_%'"""
+        )
+    )
+    assert ROUTED and {form.function: 0 for form in ROUTED.values()}.items() <= held.items()
+
+
+@pytest.mark.usefixtures("on_citus")
 @pytest.mark.parametrize("mode", MODES)
 async def test_data_plane_statements_run_as_one_task(db: asyncpg.Pool[Any], mode: str) -> None:
     """Each registered statement (`mq.db.statements.REGISTRY`: the dequeue, ack, nack, extend and their variants;
@@ -122,30 +122,38 @@ async def test_data_plane_statements_run_as_one_task(db: asyncpg.Pool[Any], mode
     async with db.acquire() as conn:
         values = await _sample(conn)
         found: dict[str, str] = {}
+        # (a session setting, not SET LOCAL: Citus delegates no function call inside a transaction block)
+        await conn.execute(f"SET plan_cache_mode = {mode}")
         for name, statement in sorted(REGISTRY.items()):
-            if not name.startswith(DATA_PLANE):
+            if not name.startswith(DATA_PLANE) or "routed]" in name:
                 continue  # (the inserts, rows from parameters, go through the coordinator; what other modules
-                # register depends on what the session imported)
+                # register depends on what the session imported; a routed call is checked with its statement)
             if "]" in name and name.replace("]", "+citus]") in REGISTRY:
                 continue  # its Citus form (`dequeue_statement(..., citus=True)`) is what runs there
             given = {**values}
             if name.startswith("dequeue[") and "grouped" in name:
                 given.update(group=values["group_id"], topic="topic-4")
-            async with conn.transaction():
-                await conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
-                if "reservation" in statement.parameters:
-                    given["reservation"] = await conn.fetchval(
-                        sample.RESERVE, given["tenant"], given["topic"], given["group"], given["count"]
-                    )
+            await sample.with_reservation(conn, statement, given)
+            runs = routed(statement)  # what Citus runs: the statement, or its routed function's call
+            explained = [runs.text]
+            if runs is not statement:  # and the routed function's main statement, as the worker runs it
+                prepared = await conn.prepare(statement.text)
+                types = [
+                    await conn.fetchval("SELECT format_type($1::oid, NULL)", t.oid) for t in prepared.get_parameters()
+                ]
+                explained.append(ROUTED[name].main(len(prepared.get_attributes()), types))
+            for text in explained:
                 try:
-                    rows = await conn.fetch("EXPLAIN (COSTS OFF) " + statement.text, *statement.args(**given))
+                    rows = await conn.fetch("EXPLAIN (COSTS OFF) " + text, *statement.args(**given))
                 except asyncpg.PostgresError as exc:
                     found[name] = f"refused: {exc}"
-                    continue
-            plan = "\n".join(r[0] for r in rows)
-            tasks = re.findall(r"Task Count: (\d+)", plan)
-            if tasks != ["1"] or "Subplan" in plan:
-                found[name] = f"tasks {tasks}, subplans {plan.count('Subplan')}"
+                    break
+                plan = "\n".join(r[0] for r in rows)
+                tasks = re.findall(r"Task Count: (\d+)", plan)
+                if tasks != ["1"] or "Subplan" in plan:
+                    found[name] = f"tasks {tasks}, subplans {plan.count('Subplan')}"
+                    break
+        await conn.execute("RESET plan_cache_mode")
     failing = {name: why for name, why in found.items() if name not in NOT_ONE_TASK}
     assert not failing, failing
     assert not set(NOT_ONE_TASK) - set(found), (

@@ -234,9 +234,9 @@ async def test_the_keeper_counts_reservations_under_way_and_drops_lost_ones(
     await _limit(client, "reserved-limit", 3)
     await _fill(client, "reserved-limit", 6)
     assert len(await dequeue(client, "reserved-limit", 1)) == 1  # the counter exists, 1 leased
-    reserve = INFLIGHT_RESERVE.args(tenant=tenant.id, topic="reserved-limit", group=0, count=1)
-    [(fresh, fresh_id)] = await db.fetch(INFLIGHT_RESERVE.text, *reserve)
-    [(lost, _)] = await db.fetch(INFLIGHT_RESERVE.text, *reserve)
+    reserve = {"tenant": tenant.id, "topic": "reserved-limit", "group": 0, "count": 1}  # (its id: the caller's)
+    [(fresh, fresh_id)] = await db.fetch(INFLIGHT_RESERVE.text, *INFLIGHT_RESERVE.args(**reserve, reservation=1))
+    [(lost, _)] = await db.fetch(INFLIGHT_RESERVE.text, *INFLIGHT_RESERVE.args(**reserve, reservation=2))
     assert (fresh, lost) == (1, 1)
     await db.execute("UPDATE inflight_reservations SET at = now() - interval '2 minutes' WHERE id <> $1", fresh_id)
     assert await dequeue(client, "reserved-limit", 3) == []  # 1 leased + 2 reserved

@@ -166,7 +166,13 @@ async def new_database(server_url: str, prefix: str) -> AsyncIterator[str]:
         await admin.execute(f'CREATE DATABASE "{name}"')
         url = database_url_on(server_url, name)
         if workers is not None:
-            await _citus_cluster(url, name, workers)
+            # one cluster made at a time (pytest-xdist's sessions at once): registering a worker alters its roles,
+            # which every database of the node shares ("tuple concurrently updated")
+            await admin.execute("SELECT pg_advisory_lock($1)", _CLUSTER_LOCK)
+            try:
+                await _citus_cluster(url, name, workers)
+            finally:
+                await admin.execute("SELECT pg_advisory_unlock($1)", _CLUSTER_LOCK)
         try:
             yield url
         finally:
@@ -179,6 +185,10 @@ async def new_database(server_url: str, prefix: str) -> AsyncIterator[str]:
                     await worker.close()
     finally:
         await admin.close()
+
+
+#: The advisory lock that keeps test sessions from registering their clusters' workers at once.
+_CLUSTER_LOCK = 7_420_042
 
 
 async def _citus_workers(admin: asyncpg.Connection[Any]) -> list[tuple[str, int]] | None:

@@ -50,10 +50,11 @@ def test_every_registered_statement_takes_the_tenant_first() -> None:
         if name.startswith("test: "):
             continue
         assert made.parameters[0] == "tenant", name
-        # a tenant_id compared with it, the tenant passed first to a database function, or the rows an insert
-        # stores given $1 as their tenant_id (the column after id)
+        # a tenant_id compared with it, the tenant passed first to a database function (a routed one's too:
+        # `mq.db.routed`, its statement checked as itself), or the rows an insert stores given $1 as their
+        # tenant_id (the column after id)
         scoped = re.search(
-            r"tenant_id(\s*\+\s*0)? = \$1\b|\w+_v\d+\(\s*\$1\b"
+            r"tenant_id(\s*\+\s*0)? = \$1\b|\w+_v\d+\(\s*\$1\b|skiplock_routed_\w+\(\$1\b"
             r"|INSERT INTO \w+ AS \w+ \(id, tenant_id\b[^)]*\)\s*SELECT [\w.]+, \$1,",
             made.text,
         )
@@ -75,9 +76,12 @@ def test_each_dequeue_plan_composes_its_own_steps(plan: DeliveryPlan) -> None:
 def test_each_ack_plan_composes_its_own_steps(plan: DeliveryPlan) -> None:
     made = settle.ack_statement(plan)
     steps = set(re.findall(r"(\w+) AS (?:MATERIALIZED )?\(\n", made.text))
-    assert ({"freed", "ended"} <= steps) == plan.limited
-    assert ("logged" in steps) == (plan.logged and not plan.grouped)  # a group's last ack logs in its function
+    # a group's ack counts out (a limited group's leases) and logs (its last ack) in its function
+    assert ({"freed", "ended"} <= steps) == (plan.limited and not plan.grouped)
+    assert ("logged" in steps) == (plan.logged and not plan.grouped)
     assert ("skiplock_group_ack_v" in made.text) == plan.grouped
+    if plan.grouped:
+        assert made.text.rstrip().endswith(f"{str(plan.limited).lower()})")
 
 
 @pytest.mark.parametrize("plan", insert.InsertPlan.every(), ids=lambda p: p.name)

@@ -102,3 +102,26 @@ def expires_to_dlq(expire_default: str, dlq_default: str) -> str:
         f"m.original_topic IS NULL AND coalesce(tc.expire_to_dlq, {expire_default}::bool) "
         f"AND coalesce(tc.dlq_enabled, {dlq_default}::bool)"
     )
+
+
+# Ended leases of a limited topic (or group) whose records go (`mq.queue.sql.settle.counted_out`, and a group's
+# ack and nack): `rows` has `topic`, `deadline` and `receipt` (and `group_id` when `group` reads it), `tenant` is
+# the tenant's parameter or variable. One probe of the key per row (a LATERAL ... LIMIT 1), then a delete by the
+# ctids found (a join let the planner scan every lease of the tenant per ended row). `citus`: by a join on the whole
+# key (Citus refuses a ctid in a change it plans in steps).
+def freed_leases(rows: str, group: str, tenant: str, *, citus: bool = False) -> str:
+    if citus:
+        return f"""
+    DELETE FROM inflight_leases AS l USING {rows} AS r
+    WHERE l.tenant_id = {tenant} AND l.topic = r.topic AND l.group_id = {group}
+      AND l.deadline = r.deadline AND l.receipt = r.receipt::uuid
+    RETURNING l.topic, l.group_id"""
+    return f"""
+    DELETE FROM inflight_leases AS l
+    WHERE l.ctid = ANY (ARRAY(
+        SELECT x.ctid FROM {rows} AS r CROSS JOIN LATERAL (
+            SELECT i.ctid FROM inflight_leases AS i
+            WHERE i.tenant_id = {tenant} AND i.topic = r.topic AND i.group_id = {group} AND i.deadline = r.deadline
+              AND i.receipt = r.receipt::uuid
+            LIMIT 1) AS x))
+    RETURNING l.topic, l.group_id"""

@@ -16,6 +16,7 @@ dlq_enabled), $consumer (the leasing user's name, the lease's holder), $reservat
 
 from __future__ import annotations
 
+from mq.db.routed import routed
 from mq.db.statements import Fragment, Statement, compose
 from mq.queue.sql.common import LEASE_EXPIRED_ERROR, attempt_ended, message_columns, rfc3339
 from mq.queue.types import DeliveryPlan
@@ -293,12 +294,11 @@ INFLIGHT_RESERVE = compose(
         Fragment(
             "reserved",
             """
-    INSERT INTO inflight_reservations (tenant_id, topic, group_id, n)
-    SELECT $tenant, $topic, $group, n FROM granted WHERE n > 0
-    RETURNING id""",
+    INSERT INTO inflight_reservations (id, tenant_id, topic, group_id, n) OVERRIDING SYSTEM VALUE
+    SELECT $reservation, $tenant, $topic, $group, n FROM granted WHERE n > 0""",
         ),
     ],
-    "SELECT g.n, (SELECT id FROM reserved) AS reservation FROM granted AS g",
+    "SELECT g.n, CASE WHEN g.n > 0 THEN $reservation::int8 END AS reservation FROM granted AS g",
 )
 # A reservation given back by a dequeue whose lease statement failed (best effort: else the keeper drops it).
 INFLIGHT_RELEASE = compose(
@@ -309,9 +309,14 @@ INFLIGHT_RELEASE = compose(
             """
     DELETE FROM inflight_reservations WHERE tenant_id = $tenant AND id = $reservation
     RETURNING tenant_id, topic, group_id, n""",
-        )
+        ),
+        Fragment(
+            "given_back",
+            """
+    INSERT INTO inflight_ended (tenant_id, topic, group_id, n) SELECT tenant_id, topic, group_id, n FROM gone""",
+        ),
     ],
-    "INSERT INTO inflight_ended (tenant_id, topic, group_id, n) SELECT tenant_id, topic, group_id, n FROM gone",
+    "SELECT count(*) AS released FROM gone",
 )
 
 
@@ -332,11 +337,24 @@ def _dequeue(plan: DeliveryPlan, citus: bool) -> Statement:
 
 _PLANS = DeliveryPlan.every(grouped=True, limited=True)
 _DEQUEUES = {plan: _dequeue(plan, citus=False) for plan in _PLANS}
-#: On Citus, a topic's own dequeue formats its answer in a step of its own (a group's always does).
-_CITUS_DEQUEUES = {plan: _dequeue(plan, citus=True) if not plan.grouped else _DEQUEUES[plan] for plan in _PLANS}
+#: On Citus, a topic's own dequeue formats its answer in a step of its own (a group's always does), and a limited
+#: one records its leases and gives back its slots in a routed function (`mq.db.routed`), as the reservation does.
+_CITUS_DEQUEUES = {plan: routed(_dequeue(plan, citus=True) if not plan.grouped else _DEQUEUES[plan]) for plan in _PLANS}
+_CITUS_RESERVE = routed(INFLIGHT_RESERVE)
+_CITUS_RELEASE = routed(INFLIGHT_RELEASE)
 
 
 def dequeue_statement(plan: DeliveryPlan, *, citus: bool = False) -> Statement:
     """The dequeue of a plan (only its `grouped` and `limited` choose), on one Postgres or on Citus."""
     key = DeliveryPlan(grouped=plan.grouped, limited=plan.limited)
     return (_CITUS_DEQUEUES if citus else _DEQUEUES)[key]
+
+
+def reserve_statement(*, citus: bool = False) -> Statement:
+    """A limited dequeue's reservation (`INFLIGHT_RESERVE`), on one Postgres or on Citus."""
+    return _CITUS_RESERVE if citus else INFLIGHT_RESERVE
+
+
+def release_statement(*, citus: bool = False) -> Statement:
+    """A reservation given back (`INFLIGHT_RELEASE`), on one Postgres or on Citus."""
+    return _CITUS_RELEASE if citus else INFLIGHT_RELEASE

@@ -15,6 +15,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
+from mq.queue.sql.common import freed_leases
 from mq.queue.sql.log import log_acked, log_acked_of
 
 
@@ -388,6 +389,8 @@ _DONE_ROWS = """unnest(d_topics, d_ids, d_keys, d_payloads, d_metadata, d_priori
 # topic. An ack names the group, not its topic: the tenant's groups of that name (one per topic that has one) are
 # looked up here, and each listed message's delivery by its key (tenant, group, message).
 def _group_ack(v: _Scope) -> Function:
+    if v.version >= 3:
+        return _group_ack_counting(v)
     return Function(
         v.name("skiplock_group_ack"),
         "tenant bigint, group_name text, ids uuid[], receipts uuid[]",
@@ -415,6 +418,71 @@ END
     )
 
 
+# Version 3 counts out the ended leases of a limited topic's group itself (`limited`): the records of the leases it
+# ended go (`common.freed_leases`), and how many ended is noted for the group's next dequeue. Before, the statement
+# that called it did, in steps around the call (which Citus cannot run in a statement routed to a worker).
+def _group_ack_counting(v: _Scope) -> Function:
+    return Function(
+        v.name("skiplock_group_ack"),
+        "tenant bigint, group_name text, ids uuid[], receipts uuid[], limited boolean",
+        "TABLE(id uuid, receipt uuid, topic text)",
+        "plpgsql",
+        f"""
+DECLARE acked uuid[]; ended uuid[]; topics text[]; groups int8[]; deadlines timestamptz[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM deliveries AS d
+        USING unnest(ids, receipts) AS w(id, receipt), consumer_groups AS g
+        WHERE g.tenant_id = tenant AND g.name = group_name AND d.tenant_id = tenant AND d.group_id = g.id
+          AND d.message_id = w.id AND d.status = 'processing' AND (w.receipt IS NULL OR w.receipt = d.receipt)
+        RETURNING d.message_id, d.receipt, g.topic, d.group_id, d.available_at
+    )
+    SELECT array_agg(gone.message_id), array_agg(gone.receipt), array_agg(gone.topic), array_agg(gone.group_id),
+           array_agg(gone.available_at)
+    INTO acked, ended, topics, groups, deadlines FROM gone;
+    IF acked IS NULL THEN
+        RETURN;
+    END IF;
+    IF limited THEN
+        PERFORM {_COUNT_OUT.name}(tenant, topics, groups, deadlines, ended);
+    END IF;
+    PERFORM {_group_done(v.done()).name}(tenant, acked, true);
+    RETURN QUERY SELECT * FROM unnest(acked, ended, topics);
+END
+""",
+    )
+
+
+# Ended leases of limited groups counted out (a group's ack and nack, version 3 and 4 on): their records go, and
+# how many ended per (topic, group) is noted for the group's next dequeue, in statements of their own (an INSERT
+# fed by the DELETE of its statement is planned in steps on Citus). The records are deleted by a join on their key
+# (Citus plans a delete by ctids found in a subquery in steps, and refuses it).
+def _count_out(version: int) -> Function:
+    rows = "(SELECT * FROM unnest(topics, groups, deadlines, receipts) AS x(topic, group_id, deadline, receipt))"
+    return Function(
+        f"skiplock_count_out_v{version}",
+        "tenant bigint, topics text[], groups bigint[], deadlines timestamp with time zone[], receipts uuid[]",
+        "void",
+        "plpgsql",
+        f"""
+DECLARE freed_topics text[]; freed_groups int8[];
+BEGIN
+    WITH freed AS ({_indent(freed_leases(rows, "r.group_id", "tenant", citus=True), 4).strip()}
+    )
+    SELECT array_agg(f.topic), array_agg(f.group_id) INTO freed_topics, freed_groups FROM freed AS f;
+    IF freed_topics IS NOT NULL THEN
+        INSERT INTO inflight_ended (tenant_id, topic, group_id, n)
+        SELECT tenant, x.topic, x.group_id, count(*) FROM unnest(freed_topics, freed_groups) AS x(topic, group_id)
+        GROUP BY x.topic, x.group_id;
+    END IF;
+END
+""",
+    )
+
+
+_COUNT_OUT = _count_out(1)
+
+
 # A group's nack: below max_retries its delivery is pending again after the delay (or the topic's backoff), with
 # `meta` merged into the group's saved state; reached, the group's delivery is dead-lettered: a copy of the message
 # goes to `<topic>.dlq` (pending, retry_count 0, max_retries 0, `original_topic` and `consumer_group` set), or stays
@@ -422,24 +490,37 @@ END
 # `copy_id` is the copy's id (a UUIDv7 from the caller). Answers the outcome and the group's topic; no row: nothing
 # matched.
 def _group_nack(v: _Scope) -> Function:
+    counting = v.version >= 4  # (version 4 counts out a limited group's lease itself, as the ack's version 3)
+    limited = ", limited boolean" if counting else ""
+    lease = "; lease_receipt uuid; lease_deadline timestamptz" if counting else ""
+    read_lease = ", d.receipt, d.available_at" if counting else ""
+    into_lease = ", lease_receipt, lease_deadline" if counting else ""
+    count_out = (
+        f"""
+    IF limited THEN
+        PERFORM {_COUNT_OUT.name}(tenant, ARRAY[gtopic], ARRAY[gid], ARRAY[lease_deadline], ARRAY[lease_receipt]);
+    END IF;"""
+        if counting
+        else ""
+    )
     return Function(
         v.name("skiplock_group_nack"),
         "tenant bigint, group_name text, mid uuid, rcpt uuid, err text, delay double precision, "
-        "backoff_default integer[], dlq_default boolean, copy_id uuid, meta jsonb",
+        f"backoff_default integer[], dlq_default boolean, copy_id uuid, meta jsonb{limited}",
         "TABLE(outcome text, topic text)",
         "plpgsql",
         f"""
 DECLARE
     gid bigint; gtopic text; tries int; maxr int; dlq_on bool; backoff int4[]; outc text; ended jsonb;
-    saved jsonb;
+    saved jsonb{lease};
 BEGIN
-    SELECT d.group_id, g.topic, d.retry_count + 1, jsonb_build_object(
+    SELECT d.group_id, g.topic, d.retry_count + 1{read_lease}, jsonb_build_object(
                'attempt', coalesce((d.attempts -> -1 ->> 'attempt')::int, 0) + 1,
                'leased_at', to_char(d.leased_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                'leased_by', d.leased_by, 'error', err,
                'ended_at', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
            CASE WHEN meta IS NULL THEN d.metadata ELSE coalesce(d.metadata, '{{}}') || meta END
-    INTO gid, gtopic, tries, ended, saved
+    INTO gid, gtopic, tries{into_lease}, ended, saved
     FROM consumer_groups AS g JOIN deliveries AS d ON {v.of("d")}d.group_id = g.id
     WHERE g.tenant_id = tenant AND g.name = group_name AND d.message_id = mid AND d.status = 'processing'
       AND (rcpt IS NULL OR d.receipt = rcpt)
@@ -475,7 +556,7 @@ BEGIN
         WHERE {v.of("m")}m.id = mid;
         DELETE FROM deliveries WHERE {v.of("")}group_id = gid AND message_id = mid;
         PERFORM {_group_done(v.done()).name}({v.tenant_arg()}ARRAY[mid], false);
-    END IF;
+    END IF;{count_out}
     RETURN QUERY SELECT outc, gtopic;
 END
 """,
@@ -555,6 +636,7 @@ END
 
 #: The versions the code calls, in the order a migration creates them (each after those it calls).
 CURRENT = (
+    _COUNT_OUT,
     TOPIC_EXISTS,
     TOPIC_COUNT,
     ADMIT,

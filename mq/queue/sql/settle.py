@@ -22,9 +22,10 @@ $metadata (merged: JSON to merge into the metadata, or the group's saved state);
 
 from __future__ import annotations
 
+from mq.db.routed import routed
 from mq.db.statements import Fragment, Statement, compose
 from mq.queue.sql import functions
-from mq.queue.sql.common import LEASE_EXPIRED_ERROR, attempt_ended, leased, uuid_list
+from mq.queue.sql.common import LEASE_EXPIRED_ERROR, attempt_ended, freed_leases, leased, uuid_list
 from mq.queue.sql.log import log_acked
 from mq.queue.types import DeliveryPlan
 
@@ -40,22 +41,7 @@ def counted_out(rows: str, group: str, *, citus: bool = False) -> list[Fragment]
     lock. An ack never waits for the counter. A lease already past its deadline was freed by a dequeue: it is no
     longer recorded, and counts nothing. On Citus (`citus`) the records are deleted by a join on the whole key:
     Citus refuses a ctid in a modification it plans in steps, as it plans these statements (`+citus`)."""
-    if citus:
-        freed = f"""
-    DELETE FROM inflight_leases AS l USING {rows} AS r
-    WHERE l.tenant_id = $tenant AND l.topic = r.topic AND l.group_id = {group}
-      AND l.deadline = r.deadline AND l.receipt = r.receipt::uuid
-    RETURNING l.topic, l.group_id"""
-    else:
-        freed = f"""
-    DELETE FROM inflight_leases AS l
-    WHERE l.ctid = ANY (ARRAY(
-        SELECT x.ctid FROM {rows} AS r CROSS JOIN LATERAL (
-            SELECT i.ctid FROM inflight_leases AS i
-            WHERE i.tenant_id = $tenant AND i.topic = r.topic AND i.group_id = {group} AND i.deadline = r.deadline
-              AND i.receipt = r.receipt::uuid
-            LIMIT 1) AS x))
-    RETURNING l.topic, l.group_id"""
+    freed = freed_leases(rows, group, "$tenant", citus=citus)
     return [
         Fragment("freed", freed),
         Fragment(
@@ -103,26 +89,11 @@ def _ack_gone(plan: DeliveryPlan) -> Fragment:
 
 
 # A group's ack (single or batch): `skiplock_group_ack` deletes the named group's processing deliveries whose
-# receipt matches, counts their messages down and deletes (and logs) those no group owes any more. A limited
-# tenant's: `leases` reads the deliveries as the statement began, before the function deletes them; only those it
-# deleted by the same receipt are counted out of their groups' counters.
-_GROUP_ACK_CALL = f"{functions.GROUP_ACK.name}($tenant, $group_name, {uuid_list('$ids')}, {uuid_list('$receipts')})"
-_GROUP_ACK_LEASES = Fragment(
-    "leases",
-    f"""
-    SELECT d.message_id, d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $tenant AND d.group_id = g.id
-    WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = ANY({uuid_list("$ids")})
-      AND d.status = 'processing'""",
-    materialized=True,
-)
-_GROUP_ACKED = Fragment("acked", f"SELECT * FROM {_GROUP_ACK_CALL}", materialized=True)
-_GROUP_ACK_GONE = Fragment(
-    "gone",
-    """
-    SELECT l.topic, l.group_id, l.receipt, l.deadline
-    FROM leases AS l JOIN acked AS a ON a.id = l.message_id AND a.receipt = l.receipt""",
-)
+# receipt matches, counts their messages down and deletes (and logs) those no group owes any more; a limited
+# tenant's call also counts the ended leases out of their groups' counters (its `limited` argument).
+def _group_ack_call(limited: bool) -> str:
+    ids, receipts = uuid_list("$ids"), uuid_list("$receipts")
+    return f"{functions.GROUP_ACK.name}($tenant, $group_name, {ids}, {receipts}, {str(limited).lower()})"
 
 
 def _citus(name: str, citus: bool) -> str:
@@ -133,10 +104,7 @@ def _citus(name: str, citus: bool) -> str:
 def _ack(plan: DeliveryPlan, citus: bool = False) -> Statement:
     name = _citus(f"ack[{plan.name}]", citus)
     if plan.grouped:
-        if not plan.limited:
-            return compose(name, [], f"SELECT id, receipt, topic FROM {_GROUP_ACK_CALL}")
-        steps = [_GROUP_ACK_LEASES, _GROUP_ACKED, _GROUP_ACK_GONE, *counted_out("gone", "r.group_id", citus=citus)]
-        return compose(name, steps, "SELECT id, receipt, topic FROM acked")
+        return compose(name, [], f"SELECT id, receipt, topic FROM {_group_ack_call(plan.limited)}")
     steps = [_ACK_FOUND, _ack_gone(plan)]
     if plan.logged:
         steps.append(Fragment("logged", log_acked("gone", "$tenant")))
@@ -146,19 +114,23 @@ def _ack(plan: DeliveryPlan, citus: bool = False) -> Statement:
     return compose(name, steps, result)
 
 
-# A group's last ack logs in its function: its plans do not vary by `logged`. A limited plan has a Citus form.
+# A group's last ack logs in its function: its plans do not vary by `logged`. A topic's limited plan has a Citus
+# form (a group's counts out in its function).
 _ACKS = {
     (plan, citus): _ack(plan, citus)
     for plan in DeliveryPlan.every(grouped=True, limited=True, logged=True)
     for citus in (False, True)
-    if not (plan.grouped and plan.logged) and (plan.limited or not citus)
+    if not (plan.grouped and plan.logged) and (not citus or (plan.limited and not plan.grouped))
 }
 
 
 def ack_statement(plan: DeliveryPlan, *, citus: bool = False) -> Statement:
+    """The ack of a plan; `citus`: what Citus runs (its Citus form, routed when it inserts: `mq.db.routed`)."""
     plan = plan._replace(logged=plan.logged and not plan.grouped)
-    return _ACKS[plan, citus and plan.limited]
+    return _CITUS_ACKS[plan] if citus else _ACKS[plan, False]
 
+
+_CITUS_ACKS = {plan: routed(ack) for (plan, citus), ack in _ACKS.items() if citus or not plan.limited or plan.grouped}
 
 # --- Nack -------------------------------------------------------------------------------------------------------
 # A topic's nack: below max_retries -> pending again after a delay; reached -> dead-letter topic (pending,
@@ -232,33 +204,17 @@ RETURNING cur.outcome, m.topic{lease}""",
 
 
 # A group's nack (`skiplock_group_nack`): retry, or the group's delivery dead-lettered as a copy ($copy_id), with
-# $metadata merged into the group's saved state. A limited tenant's: the nacked delivery's recorded lease is counted
-# out of its group's counter (read as the statement began, before the function changes it).
-_GROUP_NACK_CALL = f"""{functions.GROUP_NACK.name}($tenant, $group_name, $message, $receipt, $error, $delay,
-    $backoff_default, $dlq_default, $copy_id, $metadata::jsonb)"""
-_GROUP_NACK_LEASES = Fragment(
-    "leases",
-    """
-    SELECT d.receipt, d.available_at AS deadline, g.id AS group_id, g.topic
-    FROM consumer_groups AS g JOIN deliveries AS d ON d.tenant_id = $tenant AND d.group_id = g.id
-    WHERE g.tenant_id = $tenant AND g.name = $group_name AND d.message_id = $message AND d.status = 'processing'
-      AND ($receipt::uuid IS NULL OR d.receipt = $receipt)""",
-    materialized=True,
-)
+# $metadata merged into the group's saved state; a limited tenant's call also counts the nacked delivery's lease out
+# of its group's counter (its `limited` argument).
+def _group_nack_call(limited: bool) -> str:
+    return f"""{functions.GROUP_NACK.name}($tenant, $group_name, $message, $receipt, $error, $delay,
+    $backoff_default, $dlq_default, $copy_id, $metadata::jsonb, {str(limited).lower()})"""
 
 
 def _nack(plan: DeliveryPlan, merged: bool, citus: bool = False) -> Statement:
     name = _citus(f"nack[{plan.name}{'+merged' if merged else ''}]", citus)
     if plan.grouped:
-        if not plan.limited:
-            return compose(name, [], f"SELECT outcome, topic FROM {_GROUP_NACK_CALL}")
-        steps = [
-            _GROUP_NACK_LEASES,
-            Fragment("nacked", f"SELECT outcome, topic FROM {_GROUP_NACK_CALL}", materialized=True),
-            Fragment("gone", "SELECT * FROM leases WHERE EXISTS (SELECT FROM nacked WHERE outcome IS NOT NULL)"),
-            *counted_out("gone", "r.group_id", citus=citus),
-        ]
-        return compose(name, steps, "SELECT outcome, topic FROM nacked")
+        return compose(name, [], f"SELECT outcome, topic FROM {_group_nack_call(plan.limited)}")
     steps = [_nack_current(plan), _NACK_DECIDED, _nacked(plan, merged)]
     if not plan.limited:
         return compose(name, steps, "SELECT * FROM nacked")
@@ -274,7 +230,7 @@ _NACKS = {
     for plan in DeliveryPlan.every(grouped=True, limited=True)
     for merged in (False, True)
     for citus in (False, True)
-    if not (plan.grouped and merged) and (plan.limited or not citus)
+    if not (plan.grouped and merged) and (not citus or (plan.limited and not plan.grouped))
 }
 
 
@@ -282,7 +238,15 @@ def nack_statement(plan: DeliveryPlan, *, merged: bool, citus: bool = False) -> 
     """The nack of a plan (`logged` does not matter); `merged`: a topic's nack carries metadata to merge; `citus`:
     its Citus form (a limited plan's)."""
     key = DeliveryPlan(grouped=plan.grouped, limited=plan.limited)
-    return _NACKS[key, merged and not plan.grouped, citus and plan.limited]
+    merged = merged and not plan.grouped
+    return _CITUS_NACKS[key, merged] if citus else _NACKS[key, merged, False]
+
+
+_CITUS_NACKS = {
+    (plan, merged): routed(nack)
+    for (plan, merged, citus), nack in _NACKS.items()
+    if citus or not plan.limited or plan.grouped
+}
 
 
 # A group's delivery whose lease lapsed once too often (found by a group's dequeue, `spent`): nacked with the lapse
@@ -292,7 +256,7 @@ NACK_LAPSED = compose(
     [],
     f"""SELECT outcome, topic FROM {functions.GROUP_NACK.name}(
     $tenant, (SELECT name FROM consumer_groups WHERE id = $group AND tenant_id = $tenant), $message, NULL,
-    '{LEASE_EXPIRED_ERROR}', NULL, $backoff_default, $dlq_default, $copy_id, NULL::jsonb)""",
+    '{LEASE_EXPIRED_ERROR}', NULL, $backoff_default, $dlq_default, $copy_id, NULL::jsonb, false)""",
 )
 
 
@@ -315,8 +279,11 @@ SUPERSEDED_CITUS = compose(
 )
 
 
+_CITUS_SUPERSEDED = {False: SUPERSEDED[False], True: routed(SUPERSEDED_CITUS)}
+
+
 def superseded_statement(plan: DeliveryPlan, *, citus: bool = False) -> Statement:
-    return SUPERSEDED_CITUS if citus and plan.limited else SUPERSEDED[plan.limited]
+    return _CITUS_SUPERSEDED[plan.limited] if citus else SUPERSEDED[plan.limited]
 
 
 # --- Extend -----------------------------------------------------------------------------------------------------
