@@ -14,9 +14,14 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 # 58 system error, and 40001/40P01 (a serialization failure or deadlock victim: retrying is the cure).
 _TRANSIENT_CLASSES = ("08", "53", "57", "58")
 _TRANSIENT_STATES = ("40001", "40P01")
-# Citus: a statement planned before its shard moved or split (a tenant isolated, a rebalance) finds the shard gone;
-# the next one is planned anew (docs/scale-out.md, "Placing tenants").
-_RESHARDED = "could not find valid entry for shard"
+# Citus: a statement planned before its shard moved or split (a tenant isolated, a rebalance) finds the shard gone,
+# the next one is planned anew (docs/scale-out.md, "Placing tenants"); a worker unreachable or gone mid-statement is
+# told as an internal error (XX000) when the coordinator had already used its connection ("A worker's failure").
+_CITUS_TRANSIENT = (
+    "could not find valid entry for shard",
+    "failure on connection marked as essential",
+    "connection to the remote node",
+)
 
 
 def is_dependency_fault(exc: BaseException) -> bool:
@@ -38,8 +43,8 @@ def is_dependency_fault(exc: BaseException) -> bool:
             return True
         if isinstance(current, asyncpg.PostgresError):
             state = getattr(current, "sqlstate", "") or ""
-            resharded = str(getattr(current, "message", "")).startswith(_RESHARDED)
-            return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES or resharded
+            citus = str(getattr(current, "message", "")).startswith(_CITUS_TRANSIENT)
+            return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES or citus
         if isinstance(current, DBAPIError):
             current = current.orig
             continue

@@ -6,7 +6,11 @@ statement of the registry runs as one task on its tenant's shard. On plain Postg
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -16,14 +20,17 @@ import pytest
 from bench import explain as sample
 from mq.audit import sql as audit_sql
 from mq.db import citus
-from mq.db.engine import distribute
+from mq.db.engine import distribute, migrate
 from mq.db.routed import ROUTED, routed
 from mq.db.statements import REGISTRY
 from mq.ids import uuid7
 from mq.queue import sql as queue_sql
 from mq.schedules import sql as schedules_sql
-from tests.integration.helpers import b64, dequeue, enqueue
+from tests.integration.helpers import b64, dequeue, enqueue, unb64
+from tests.support import citus_node
+from tests.support.servers import ADMIN, Server, new_database, start_server, stop_server
 from tests.support.tenants import Tenant
+from tests.support.waiting import eventually
 
 MODES = ("force_custom_plan", "force_generic_plan")
 #: The registered statements walked: the data plane's leases and their ends. (A capped tenant's gates, `admit`, is
@@ -287,3 +294,169 @@ async def test_a_big_tenant_isolated_and_moved_while_traffic_runs_loses_nothing(
     while batch := await dequeue(client, "placed", count=100):
         got += [m["id"] for m in batch]
     assert sorted(got) == sorted((ids | produced) - {m["id"] for m in leased})
+
+
+@dataclass
+class _Traffic:
+    """One tenant's producer and consumer against a server: what each request was answered."""
+
+    client: httpx.AsyncClient
+    statuses: Counter[tuple[str, int]] = field(default_factory=Counter)
+    stored: set[str] = field(default_factory=set)  # payloads answered 201
+    maybe: set[str] = field(default_factory=set)  # payloads answered 503 (not stored, or stored as it failed)
+    received: dict[str, list[float]] = field(default_factory=dict)  # payload -> when each lease of it was taken
+    acked: set[str] = field(default_factory=set)
+    slowest: float = 0.0
+    running: bool = True
+
+    async def _call(self, what: str, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        started = time.monotonic()
+        r = await self.client.request(method, path, **kwargs)
+        self.slowest = max(self.slowest, time.monotonic() - started)
+        self.statuses[what, r.status_code] += 1
+        if r.status_code == 503:
+            assert r.headers.get("retry-after") and r.json()["code"] == "unavailable", r.text
+        return r
+
+    async def produce(self) -> None:
+        n = 0
+        while self.running:
+            payload = f"m-{n}"
+            n += 1
+            r = await self._call("enqueue", "POST", "/api/messages", json={"topic": "t", "payload": b64(payload)})
+            assert r.status_code in (201, 503), r.text
+            (self.stored if r.status_code == 201 else self.maybe).add(payload)
+            await asyncio.sleep(0.02 if r.status_code == 201 else 0.2)
+
+    async def consume(self, *, until_empty: bool = False) -> None:
+        while self.running or until_empty:
+            body = {"topic": "t", "count": 10, "visibility_timeout_seconds": _VISIBILITY}
+            r = await self._call("dequeue", "POST", "/api/messages/dequeue", json=body)
+            assert r.status_code in (200, 503), r.text
+            got = r.json()["messages"] if r.status_code == 200 else []
+            if not got:
+                if until_empty:
+                    return
+                await asyncio.sleep(0.05 if r.status_code == 200 else 0.2)
+                continue
+            for m in got:
+                self.received.setdefault(unb64(m["payload"]).decode(), []).append(time.monotonic())
+            acks = [{"id": m["id"], "receipt": m["receipt"]} for m in got]
+            r = await self._call("ack", "POST", "/api/messages/ack", json={"acks": acks})
+            assert r.status_code in (200, 503), r.text
+            if r.status_code == 200:
+                acked = {a["id"] for a in acks} - {f["id"] for f in r.json()["failed"]}
+                self.acked |= {unb64(m["payload"]).decode() for m in got if m["id"] in acked}
+
+
+#: The consumers' lease: a lease whose ack was answered 503 comes back after it, never before.
+_VISIBILITY = 3
+
+
+@pytest.mark.usefixtures("on_citus")
+async def test_a_stopped_worker_stops_its_own_tenants_alone_and_loses_nothing(
+    pg_server_url: str, server_env: dict[str, str]
+) -> None:
+    """docs/scale-out.md, "A worker's failure": tenants a and b, b's shards on a worker of their own; that worker
+    stops (as a crash: immediately) while both enqueue, dequeue and ack. a goes on with no error; b is answered
+    503 `unavailable` with Retry-After, never a 500, and no request hangs; after the worker is back, b goes on, and
+    each tenant's messages are delivered once each (none twice inside a lease), none lost."""
+    if not citus_node.available():
+        pytest.skip("needs Debian's Postgres 15 with Citus (../shared/citus/install.sh)")
+    with citus_node.citus_node() as node:
+        async with new_database(pg_server_url, "skiplock_drill") as url:
+            await asyncio.to_thread(migrate, url)  # (the tables' shards on the cluster's two workers)
+            name = url.rsplit("/", 1)[1].split("?")[0]
+            await _join(node, name, url)
+            server = start_server({**server_env, "SKIPLOCK_DATABASE_URL": url})
+            try:
+                await _fail_and_recover(server, node, url)
+            finally:
+                stop_server(server)
+
+
+async def _join(node: citus_node.Node, name: str, url: str) -> None:
+    """The node joins this database's cluster (and no other's): the database and the extension on it, registered."""
+    on_node = url.replace("127.0.0.1:9700", f"{node.host}:{node.port}").rsplit("/", 1)[0]
+    admin = await asyncpg.connect(f"{on_node}/postgres")
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    conn = await asyncpg.connect(f"{on_node}/{name}")
+    try:
+        await conn.execute("CREATE EXTENSION citus")
+    finally:
+        await conn.close()
+    coordinator = await asyncpg.connect(url)
+    try:
+        await coordinator.execute("SELECT citus_add_node($1, $2)", node.host, node.port)
+    finally:
+        await coordinator.close()
+
+
+async def _fail_and_recover(server: Server, node: citus_node.Node, url: str) -> None:
+    clients = {}
+    async with httpx.AsyncClient(base_url=server.base_url, auth=ADMIN, timeout=30) as admin:
+        for slug in ("drill-a", "drill-b"):
+            r = await admin.post("/api/tenants", json={"slug": slug, "name": slug})
+            assert r.status_code == 201, r.text
+            clients[slug] = httpx.AsyncClient(
+                base_url=server.base_url, auth=ADMIN, headers={"X-Tenant": slug}, timeout=30
+            )
+    db = await asyncpg.connect(url)
+    try:
+        b = await db.fetchval("SELECT id FROM tenants WHERE slug = 'drill-b'")
+        mode = "shard_transfer_mode => 'block_writes'"
+        shard = await db.fetchval(f"SELECT isolate_tenant_to_new_shard('messages', $1::bigint, 'CASCADE', {mode})", b)
+        [placement] = await db.fetch(_PLACEMENT, b)
+        await db.execute(
+            f"SELECT citus_move_shard_placement($1::bigint, $2::text, $3::int, $4::text, $5::int, {mode})",
+            shard,
+            placement["nodename"],
+            placement["nodeport"],
+            node.host,
+            node.port,
+        )
+        placed = {
+            slug: (await db.fetch(_PLACEMENT, await db.fetchval("SELECT id FROM tenants WHERE slug = $1", slug)))[0][
+                "nodeport"
+            ]
+            for slug in clients
+        }
+    finally:
+        await db.close()
+    assert placed["drill-b"] == node.port and placed["drill-a"] != node.port
+    a, b_ = _Traffic(clients["drill-a"]), _Traffic(clients["drill-b"])
+    try:
+        tasks = [asyncio.create_task(job()) for t in (a, b_) for job in (t.produce, t.consume)]
+        await asyncio.sleep(1.5)
+        before = dict(a.statuses)
+        node.stop()
+        down = time.monotonic()
+        await asyncio.sleep(4)
+        b_down = Counter(b_.statuses)
+        a_during = Counter(a.statuses) - Counter(before)
+        node.start()
+        await eventually(lambda: b_.statuses["enqueue", 201] > b_down["enqueue", 201] + 5, timeout=30)
+        recovered = time.monotonic() - down
+        for t in (a, b_):
+            t.running = False
+        await asyncio.gather(*tasks)
+        await asyncio.sleep(_VISIBILITY + 0.5)  # leases whose acks were answered 503 come back
+        for t in (a, b_):
+            await t.consume(until_empty=True)
+    finally:
+        for c in clients.values():
+            await c.aclose()
+    print(
+        f"drill: a {dict(a.statuses)}, b {dict(b_.statuses)}, b back after {recovered:.1f} s, "
+        f"slowest request a {a.slowest:.2f} s, b {b_.slowest:.2f} s"
+    )
+    assert all(status < 300 for (_, status) in a_during), a_during  # a saw nothing of it
+    assert {status for (_, status) in b_.statuses} <= {200, 201, 503} and b_.statuses["enqueue", 503] > 0
+    assert max(a.slowest, b_.slowest) < 20  # no hang: the statement timeout (15 s) at most
+    for t in (a, b_):
+        assert t.stored <= t.acked <= t.stored | t.maybe  # every message stored is delivered and acked
+        for payload, leases in t.received.items():  # none twice inside a lease
+            assert all(later - earlier >= _VISIBILITY for earlier, later in itertools.pairwise(leases)), payload

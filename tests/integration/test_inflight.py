@@ -238,8 +238,15 @@ async def test_the_keeper_counts_reservations_under_way_and_drops_lost_ones(
     [(fresh, fresh_id)] = await db.fetch(INFLIGHT_RESERVE.text, *INFLIGHT_RESERVE.args(**reserve, reservation=1))
     [(lost, _)] = await db.fetch(INFLIGHT_RESERVE.text, *INFLIGHT_RESERVE.args(**reserve, reservation=2))
     assert (fresh, lost) == (1, 1)
-    await db.execute("UPDATE inflight_reservations SET at = now() - interval '2 minutes' WHERE id <> $1", fresh_id)
+    await db.execute(
+        "UPDATE inflight_reservations SET at = now() - interval '2 minutes' WHERE tenant_id = $1 AND id <> $2",
+        tenant.id,
+        fresh_id,
+    )
     assert await dequeue(client, "reserved-limit", 3) == []  # 1 leased + 2 reserved
     await InflightKeeper(OperationsRepository(db)).run_once(wait=True)
     assert len(await dequeue(client, "reserved-limit", 3)) == 1  # the lost one's slot is free; the fresh one holds
-    assert await db.fetchval("SELECT count(*) FROM inflight_reservations WHERE id = $1", fresh_id) == 1
+    left = await db.fetchval(
+        "SELECT count(*) FROM inflight_reservations WHERE tenant_id = $1 AND id = $2", tenant.id, fresh_id
+    )
+    assert left == 1

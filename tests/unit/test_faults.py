@@ -19,6 +19,8 @@ def test_a_restart_a_timeout_and_a_moved_shard_are_the_databases_fault_a_bad_sta
     assert is_dependency_fault(_postgres_error("40P01", "deadlock detected"))
     # Citus: a statement planned before its shard moved or split (a tenant isolated, a rebalance)
     assert is_dependency_fault(_postgres_error("XX000", "could not find valid entry for shard 102014"))
+    # Citus: a worker stopped under a statement that had already used its connection (test_citus.py's drill)
+    assert is_dependency_fault(_postgres_error("XX000", "failure on connection marked as essential: 10.0.0.2:5432"))
     assert not is_dependency_fault(_postgres_error("XX000", "cache lookup failed for relation 1"))
     assert not is_dependency_fault(_postgres_error("42601", "syntax error at or near"))
     assert not is_dependency_fault(ValueError("a bug"))
