@@ -14,12 +14,13 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from mq import redis_client
 from mq.db.engine import DATABASE_ERRORS
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
+from mq.redis_client import RedisClient
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def _pg_channel(channel: str) -> str:
 class Broadcast:
     def __init__(
         self,
-        redis: aioredis.Redis | None,
+        redis: RedisClient | None,
         redis_url: str | None,
         listener: PostgresListener,
         operations: OperationsRepository,
@@ -49,7 +50,7 @@ class Broadcast:
         self._operations = operations
         self._handlers: dict[str, list[Handler]] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._subscriber: aioredis.Redis | None = None
+        self._subscriber: RedisClient | None = None
         self._subscribed = asyncio.Event()  # the Redis subscriber is subscribed (set at once without Redis)
         self._warned = False
 
@@ -59,7 +60,7 @@ class Broadcast:
 
     async def start(self) -> None:
         if self._redis_url:
-            self._subscriber = aioredis.from_url(
+            self._subscriber = redis_client.connect(
                 self._redis_url, socket_timeout=None, socket_connect_timeout=2, health_check_interval=30
             )
             self._tasks.append(asyncio.create_task(self._listen_redis(self._subscriber), name="broadcast-redis"))
@@ -109,11 +110,13 @@ class Broadcast:
         for channel in self._handlers:
             self._dispatch(channel, None)
 
-    async def _listen_redis(self, redis: aioredis.Redis) -> None:
+    async def _listen_redis(self, redis: RedisClient) -> None:
         first = True
         while True:
-            pubsub = redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = None
             try:
+                await redis_client.ready(redis)
+                pubsub = redis.pubsub(ignore_subscribe_messages=True)
                 await pubsub.subscribe(*self._handlers)
                 self._subscribed.set()
                 if not first:
@@ -127,8 +130,9 @@ class Broadcast:
                 log.debug("broadcast: Redis subscriber %s; resubscribing", exc)
                 await asyncio.sleep(_RETRY_SECONDS)
             finally:
-                with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                if pubsub is not None:
+                    with contextlib.suppress(RedisError, OSError):
+                        await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     def _received_from_postgres(self, channel: str) -> Callable[[str], None]:
         return lambda payload: self._dispatch(channel, payload.encode())

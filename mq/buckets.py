@@ -16,8 +16,9 @@ import math
 import time
 from importlib import resources
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+
+from mq.redis_client import RedisClient
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class _LocalBucket:
 
 
 class TokenBuckets:
-    def __init__(self, redis: aioredis.Redis | None, instances: int = 1) -> None:
+    def __init__(self, redis: RedisClient | None, instances: int = 1) -> None:
         self._script = redis.register_script(_TAKE) if redis is not None else None
         self._instances = max(1, instances)
         self._local: dict[str, _LocalBucket] = {}

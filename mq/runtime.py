@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis.asyncio as aioredis
-
+from mq import redis_client
 from mq.audit.repository import AuditRepository
 from mq.audit.service import AuditTrail
 from mq.broadcast import Broadcast
@@ -30,6 +29,7 @@ from mq.queue.service import QueueService
 from mq.queue.types import QueueDefaults
 from mq.queue.wakeups import WakeupHub
 from mq.quotas import QuotaCache
+from mq.redis_client import RedisClient
 from mq.schedules.firer import ScheduleFirer
 from mq.schedules.repository import ScheduleRepository
 from mq.schedules.service import Schedules
@@ -54,7 +54,7 @@ class Runtime:
     pool: Pool
     operations: OperationsRepository
     engine: Engine
-    redis: aioredis.Redis | None
+    redis: RedisClient | None
     listener: PostgresListener
     wakeups: WakeupHub
     broadcast: Broadcast
@@ -90,7 +90,7 @@ class Runtime:
         )
         engine = create_engine(settings.database_url)
         redis = (
-            aioredis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
+            redis_client.connect(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
             if settings.redis_url
             else None
         )

@@ -53,7 +53,8 @@ class Settings(BaseSettings):
     database_url: str | None = None
     """Postgres URL (`postgresql://user:pass@host:5432/db`). Unset: an embedded Postgres under `data_dir`."""
     redis_url: str | None = None
-    """Redis URL (`redis://host:6379/0`). Unset: an embedded Redis under `data_dir`."""
+    """Redis URL (`redis://host:6379/0`; a Sentinel's primary `redis+sentinel://host:26379,host2:26379/<service>/0`;
+    a cluster `redis+cluster://host:7000,host2:7001`). Unset: an embedded Redis under `data_dir`."""
     data_dir: Path = Path(".skiplock")
     """Folder for the embedded servers' data; it survives restarts."""
     db_pool_min_size: int = Field(default=2, ge=1)

@@ -20,13 +20,13 @@ import logging
 import time
 
 import msgspec
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from mq import redis_keys
 from mq.broadcast import Broadcast
 from mq.queue.repository import MessageRepository
 from mq.queue.types import DeliveryPlan, EffectiveConfig, SchemaRef, TopicConfig
+from mq.redis_client import RedisClient
 from mq.settings import Settings
 from mq.ttl_cache import TtlCache
 
@@ -61,7 +61,7 @@ class TopicConfigs:
         self,
         repository: MessageRepository,
         settings: Settings,
-        redis: aioredis.Redis | None = None,
+        redis: RedisClient | None = None,
         broadcast: Broadcast | None = None,
         ttl_seconds: float = TTL_SECONDS,
         redis_ttl_seconds: int = REDIS_TTL_SECONDS,

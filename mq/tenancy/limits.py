@@ -21,10 +21,10 @@ import hashlib
 import logging
 from importlib import resources
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from mq import errors, redis_keys
+from mq.redis_client import RedisClient
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ _SCRIPT = resources.files(__package__).joinpath("login_failures.lua").read_text(
 class LoginLimiter:
     def __init__(
         self,
-        redis: aioredis.Redis | None,
+        redis: RedisClient | None,
         per_pair: int,
         per_address: int,
         window_seconds: int,
@@ -65,7 +65,10 @@ class LoginLimiter:
             return
         keys = self._keys(address, username)
         try:
-            counts = await self._redis.mget([key for key, _ in keys])
+            async with self._redis.pipeline(transaction=False) as reads:  # (a cluster's keys: their own slots)
+                for key, _ in keys:
+                    reads.get(key)
+                counts = await reads.execute()
             self._warned = False  # answering again: the next outage is worth a line of its own
             over = [key for (key, limit), count in zip(keys, counts, strict=True) if int(count or 0) >= limit]
             if over:
@@ -78,7 +81,8 @@ class LoginLimiter:
         if self._script is None:
             return
         try:
-            await self._script(keys=[key for key, _ in self._keys(address, username)], args=[self._window])
+            for key, _ in self._keys(address, username):  # one key a call: on a cluster they are in other slots
+                await self._script(keys=[key], args=[self._window])
         except (RedisError, OSError) as exc:
             self._unavailable(exc)
 
