@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-citus test-fast drills fuzz lint format proto bench bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout loadtest-grpc
+.PHONY: help install run worker test test-citus test-fast drills fuzz lint format proto bench bench-citus bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout loadtest-grpc
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -147,6 +147,12 @@ bench: $(STAMP) ## Throughput and latency, HTTP API against raw SQL on the same 
 
 bench-console: $(STAMP) $(UI_BUILD) ## The admin console at scale: 500-topic overview in Chromium, pages of a 1,000,000-message topic
 	$(BIN)/python -m bench.console
+
+bench-citus: $(STAMP) ## Skiplock on the Citus cluster beside one Postgres of the same settings: msg/s, CPU and transactions per node
+	bash $(CITUS_DIR)/install.sh
+	bash $(CITUS_DIR)/cluster.sh start
+	bash $(CITUS_DIR)/cluster.sh plain-start
+	$(BIN)/python -m bench.citus
 
 bench-versus: $(STAMP) ## Single enqueues against the server at REV=<commit>, head to head on one database
 	$(BIN)/python -m bench.versus
