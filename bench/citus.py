@@ -38,6 +38,7 @@ from bench.harness import (
     connected,
     cpu_seconds,
     git_commit,
+    postmaster_cpu,
     run_clients,
     start_api,
     workloads,
@@ -81,19 +82,6 @@ def _postmaster(port: int) -> psutil.Process:
     raise RuntimeError(f"no Postgres listens on {port}: ../shared/citus/cluster.sh start, then plain-start")
 
 
-def _tree_cpu(postmaster: psutil.Process) -> Callable[[], float]:
-    def read() -> float:
-        own = postmaster.cpu_times()
-        total = own.user + own.system + own.children_user + own.children_system
-        for child in postmaster.children():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                times = child.cpu_times()
-                total += times.user + times.system
-        return float(total)
-
-    return read
-
-
 async def _nodes(database_url: str) -> list[Node]:
     conn = await asyncpg.connect(asyncpg_dsn(database_url))
     try:
@@ -107,10 +95,10 @@ async def _nodes(database_url: str) -> list[Node]:
     finally:
         await conn.close()
     name = asyncpg_dsn(database_url).rsplit("/", 1)[1]
-    nodes = [Node("coordinator" if citus else "postgres", port, _tree_cpu(_postmaster(port)), database_url)]
+    nodes = [Node("coordinator" if citus else "postgres", port, postmaster_cpu(_postmaster(port)), database_url)]
     for n, worker in enumerate(workers, start=1):
         url = database_url_on(f"postgresql://postgres@127.0.0.1:{worker}/postgres", name)
-        nodes.append(Node(f"worker {n}", worker, _tree_cpu(_postmaster(worker)), url))
+        nodes.append(Node(f"worker {n}", worker, postmaster_cpu(_postmaster(worker)), url))
     return nodes
 
 

@@ -142,6 +142,11 @@ def postgres_cpu(backend_pid: int) -> Callable[[], float]:
     """CPU seconds of the Postgres server so far: the postmaster, its live children and the children it reaped."""
     postmaster = psutil.Process(backend_pid).parent()
     assert postmaster is not None
+    return postmaster_cpu(postmaster)
+
+
+def postmaster_cpu(postmaster: psutil.Process) -> Callable[[], float]:
+    """CPU seconds so far of a Postgres server, by its postmaster: it, its live children and those it reaped."""
 
     def read() -> float:
         own = postmaster.cpu_times()

@@ -9,13 +9,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from redis.asyncio.cluster import RedisCluster
 
 from mq import redis_client
 from tests.integration.helpers import b64, dequeue, long_polls_waiting
-from tests.integration.test_topic_configs import put_config, tenant_client
+from tests.integration.test_topic_configs import put_config, shared_throughput, tenant_client
 from tests.support.redis_cluster import redis_cluster
 from tests.support.servers import Server, start_server, stop_server
 from tests.support.tenants import Tenant
@@ -46,22 +45,7 @@ async def test_a_throughput_limit_is_shared_by_two_instances_on_a_cluster(
 ) -> None:
     rate = 40
     async with tenant_client(on_cluster[0].base_url, tenant) as a, tenant_client(on_cluster[1].base_url, tenant) as b:
-        await put_config(a, "metered", throughput_limit=rate)
-        items = [{"payload": b64(str(n))} for n in range(1000)]
-        assert (await a.post("/api/messages/batch", json={"topic": "metered", "messages": items})).status_code == 201
-        stop = time.monotonic() + 7
-        counted_from = time.monotonic() + 1  # the first second drains the bucket's burst
-        counted = 0
-
-        async def consumer(c: httpx.AsyncClient) -> None:
-            nonlocal counted
-            while time.monotonic() < stop:
-                got = await dequeue(c, "metered", count=10, wait_seconds=1)
-                if time.monotonic() >= counted_from:
-                    counted += len(got)
-
-        await asyncio.gather(*(consumer(c) for c in (a, b, a, b)))
-    measured = counted / (stop - counted_from)
+        measured = await shared_throughput(a, b, rate, seconds=6)
     assert rate * 0.85 <= measured <= rate * 1.15, measured
     # the tenant's keys (its bucket, its cached configs): one slot, so one node of the cluster
     cluster = redis_client.connect(cluster_url)

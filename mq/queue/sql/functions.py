@@ -297,18 +297,11 @@ class _Scope:
 # topics among theirs (one probe of topic_configs_pkey per topic), then the log's INSERT from the arrays, only
 # when some topic is replayable. Before, one INSERT fed by the DELETE and joined to the topics' configs: on Citus
 # it was repartitioned over every shard of topic_configs (120 ms for a group's ack of one message).
-def _group_done(v: _Scope) -> Function:
-    if v.version >= 3:
-        return _group_done_logged_apart(v)
-    return Function(
-        v.name("skiplock_group_done"),
-        f"{v.tenant_param()}owed_by uuid[], acked boolean",
-        "void",
-        "plpgsql",
-        f"""
-DECLARE gone uuid[];
-BEGIN
-    -- in id order, so that two count-downs over the same messages wait for each other instead of deadlocking
+def _count_down(v: _Scope) -> str:
+    """The messages counted down, and those no group owes any more deleted when the finish was no ack: the count-
+    down of every version (an ack's delete and log follow it)."""
+    lock = "-- in id order, so that two count-downs over the same messages wait for each other instead of deadlocking"
+    return f"""    {lock}
     PERFORM 1 FROM messages WHERE {v.of("")}id = ANY(owed_by) ORDER BY id FOR UPDATE;
     WITH counted AS (
         UPDATE messages AS m SET owed = m.owed - n.k
@@ -324,7 +317,21 @@ BEGIN
         DELETE FROM messages WHERE {v.of("")}id = ANY(gone) AND owed <= 0;
         RETURN;
     END IF;
-    WITH done AS (
+"""
+
+
+def _group_done(v: _Scope) -> Function:
+    if v.version >= 3:
+        return _group_done_logged_apart(v)
+    return Function(
+        v.name("skiplock_group_done"),
+        f"{v.tenant_param()}owed_by uuid[], acked boolean",
+        "void",
+        "plpgsql",
+        f"""
+DECLARE gone uuid[];
+BEGIN
+{_count_down(v)}    WITH done AS (
         DELETE FROM messages WHERE {v.of("")}id = ANY(gone) AND owed <= 0
         RETURNING tenant_id, topic, id, key, payload, metadata, priority, retry_count, created_at
     )
@@ -345,23 +352,7 @@ DECLARE
     gone uuid[]; d_topics text[]; d_ids uuid[]; d_keys text[]; d_payloads bytea[]; d_metadata jsonb[];
     d_priorities int2[]; d_retries int4[]; d_created timestamptz[]; logged_topics text[];
 BEGIN
-    -- in id order, so that two count-downs over the same messages wait for each other instead of deadlocking
-    PERFORM 1 FROM messages WHERE tenant_id = tenant AND id = ANY(owed_by) ORDER BY id FOR UPDATE;
-    WITH counted AS (
-        UPDATE messages AS m SET owed = m.owed - n.k
-        FROM (SELECT id, count(*)::int2 AS k FROM unnest(owed_by) AS x(id) GROUP BY id) AS n
-        WHERE m.tenant_id = tenant AND m.id = n.id AND m.owed IS NOT NULL
-        RETURNING m.id, m.owed
-    )
-    SELECT array_agg(id) INTO gone FROM counted WHERE owed <= 0;
-    IF gone IS NULL THEN
-        RETURN;
-    END IF;
-    IF NOT acked THEN
-        DELETE FROM messages WHERE tenant_id = tenant AND id = ANY(gone) AND owed <= 0;
-        RETURN;
-    END IF;
-    WITH done AS (
+{_count_down(v)}    WITH done AS (
         DELETE FROM messages AS m WHERE m.tenant_id = tenant AND m.id = ANY(gone) AND m.owed <= 0
         RETURNING m.topic, m.id, m.key, m.payload, m.metadata, m.priority, m.retry_count, m.created_at
     )
