@@ -22,8 +22,9 @@ import sys
 import uvloop
 
 from api.server import serve, serve_processes
-from mq.db.engine import DATABASE_ERRORS, SchemaTooOld, migrate, schema_problem, schema_revision
+from mq.db.engine import DATABASE_ERRORS, SchemaTooOld, schema_problem, schema_revision
 from mq.logs import configure_logging
+from mq.migration import migrate
 from mq.settings import DEFAULT_ADMIN_PASSWORD, Settings, get_settings
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, EmbeddedServerError
 from skiplock.process import server_app, worker_app

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.resources
 import logging
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import asyncpg
@@ -108,7 +109,7 @@ class SchemaTooOld(Exception):
     """The database is at a revision of the migrations folded into the baseline: an older release migrates it first."""
 
 
-def migrate(url: str, revision: str = "head") -> None:
+def migrate(url: str, revision: str = "head", routed_forms: Sequence[routed.Routed] = ()) -> None:
     """Run Alembic up to `revision`, then, on a Citus coordinator, distribute what is not yet (`distribute`) once the
     schema is the current one (an older one may not distribute: a trigger, a key without the tenant) (blocking: call
     before the event loop serves, or in a thread). `SchemaTooOld` when the database is at a folded revision."""
@@ -122,7 +123,7 @@ def migrate(url: str, revision: str = "head") -> None:
             raise
         raise SchemaTooOld(_too_old(old)) from None
     if revision in ("head", scripts.get_current_head()):
-        asyncio.run(distribute(url))
+        asyncio.run(distribute(url, routed_forms))
 
 
 _CITUS_STATE = {
@@ -147,14 +148,14 @@ async def on_citus(pool: Pool) -> bool:
 _CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
 
 
-async def distribute(url: str) -> list[str]:
+async def distribute(url: str, routed_forms: Sequence[routed.Routed] = ()) -> list[str]:
     """On a Citus coordinator, finish the database's distribution (`mq.db.citus`); returns the statements run
     (none on plain Postgres, or once all is distributed)."""
     conn = await asyncpg.connect(asyncpg_dsn(url), timeout=10)
     try:
         if not await conn.fetchval(_CITUS):
             return []
-        made = await _create_routed(conn)
+        made = await _create_routed(conn, routed_forms)
         q = _CITUS_STATE
         state = citus.State(
             distributed={r[0]: r[1] for r in await conn.fetch(q["distributed"])},
@@ -171,15 +172,13 @@ async def distribute(url: str) -> list[str]:
         await conn.close()
 
 
-async def _create_routed(conn: asyncpg.Connection[Any]) -> list[str]:
-    """The routed functions (`mq.db.routed`) the database lacks, created (`citus.plan` distributes them then):
-    the types of their arguments and answer read by preparing their statement, those of each INSERT's rows from
-    its table."""
-    from mq.queue.sql import dequeue, settle  # noqa: F401, PLC0415  (their statements make their routed forms)
-
+async def _create_routed(conn: asyncpg.Connection[Any], forms: Sequence[routed.Routed]) -> list[str]:
+    """The routed functions (`mq.db.routed`) among `forms` the database lacks, created (`citus.plan` distributes
+    them then): the types of their arguments and answer read by preparing their statement, those of each INSERT's
+    rows from its table."""
     held = {r[0] for r in await conn.fetch(_ROUTED_HELD, routed.PREFIX.replace("_", r"\_") + "%")}
     made = []
-    for form in routed.ROUTED.values():
+    for form in forms:
         if form.function in held:
             continue
         prepared = await conn.prepare(form.statement.text)

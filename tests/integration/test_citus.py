@@ -20,10 +20,10 @@ import pytest
 from bench import explain as sample
 from mq.audit import sql as audit_sql
 from mq.db import citus
-from mq.db.engine import distribute, migrate
 from mq.db.routed import ROUTED, routed
 from mq.db.statements import REGISTRY
 from mq.ids import uuid7
+from mq.migration import distribute, migrate
 from mq.queue import sql as queue_sql
 from mq.schedules import sql as schedules_sql
 from tests.integration.helpers import b64, dequeue, enqueue, unb64

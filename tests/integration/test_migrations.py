@@ -20,11 +20,11 @@ from mq.db.engine import (
     alembic_config,
     asyncpg_dsn,
     create_engine,
-    migrate,
     on_citus,
     schema_problem,
 )
 from mq.db.models import Base, include_name
+from mq.migration import migrate
 
 
 async def test_models_match_migrations(database_url: str) -> None:

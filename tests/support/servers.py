@@ -26,7 +26,8 @@ from typing import Any
 import asyncpg
 import httpx
 
-from mq.db.engine import asyncpg_dsn, migrate
+from mq.db.engine import asyncpg_dsn
+from mq.migration import migrate
 from skiplock.local import EmbeddedPostgres, EmbeddedRedis, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
