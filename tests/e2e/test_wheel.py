@@ -18,6 +18,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
+import redis.asyncio as aioredis
 
 from skiplock.local import free_port
 from tests.support.servers import ADMIN, ROOT, scratch_dir
@@ -41,6 +42,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = work / "venv"
     install_into(venv, wheel)
     return venv / "bin"
+
+
+async def _own_redis(redis_url: str) -> str:
+    """A Redis database of this test's own, emptied: the session's database holds the failed logins other tests
+    made from 127.0.0.1, and the installed server runs with the default login limits."""
+    own = f"{redis_url.rpartition('/')[0]}/7"
+    redis = aioredis.from_url(own)
+    try:
+        await redis.flushdb()
+    finally:
+        await redis.aclose()
+    return own
 
 
 def _env(**settings: str) -> dict[str, str]:
@@ -75,6 +88,7 @@ async def test_wheel_migrates_serves_and_runs_workers(installed: Path, empty_dat
     finally:
         await conn.close()
 
+    redis_url = await _own_redis(redis_url)
     port = free_port()
     serve_log = outside / "serve.log"
     with serve_log.open("wb") as log:
