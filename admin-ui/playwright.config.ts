@@ -8,7 +8,7 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1, // one browser for the whole run
   retries: 0,
-  timeout: 30_000,
+  timeout: 90_000, // a guard against a hang: the longest test runs 25-35 s on a loaded 2-core machine
   expect: { timeout: 10_000 },
   reporter: [["list"]],
   outputDir: process.env.SKIPLOCK_E2E_OUTPUT ?? "test-results",
