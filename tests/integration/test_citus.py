@@ -229,6 +229,40 @@ async def test_the_jobs_work_tenant_by_tenant_one_task_each(db: asyncpg.Pool[Any
     assert found == dict.fromkeys(JOB_STATEMENTS, (["1"], 0))
 
 
+#: What the console and the API's operators' routes run on one message or one topic (`mq.queue.repository`), with
+#: their arguments after the tenant; outside the registry, so walked here.
+OPERATOR_STATEMENTS = {
+    "retry": (queue_sql.MESSAGE_RETRY, (uuid7(),)),
+    "requeue": (queue_sql.MESSAGE_REQUEUE, (uuid7(), 3, 3600)),
+    "requeue_topic": (queue_sql.MESSAGE_REQUEUE_TOPIC, ("topic-3.dlq", 3, 3600, None)),
+    "delete": (queue_sql.MESSAGE_DELETE, (uuid7(),)),
+    "delete_many": (queue_sql.MESSAGE_DELETE_MANY, ("topic-3", [uuid7()])),
+    "detail": (queue_sql.MESSAGE_GET_DETAIL, (uuid7(),)),
+    "dlq_pending": (queue_sql.MESSAGE_DLQ_PENDING, ("topic-3.dlq",)),
+}
+#: Those with an INSERT step (a requeued dead letter's deliveries to the topic's groups): Citus plans them in
+#: steps, each on the tenant's shard (docs/scale-out.md, "What is left").
+IN_STEPS = {"requeue", "requeue_topic"}
+
+
+@pytest.mark.usefixtures("on_citus")
+async def test_the_operators_actions_run_on_their_tenants_shard(db: asyncpg.Pool[Any]) -> None:
+    """A retry, a requeue, a delete, a message's detail: never refused on the cluster (a clock in a change's CASE
+    is, "non-IMMUTABLE functions are not allowed in CASE"), one task each but those planned in steps."""
+    async with db.acquire() as conn:
+        tenant = (await _sample(conn))["tenant"]
+        found = {}
+        for name, (statement, arguments) in OPERATOR_STATEMENTS.items():
+            try:
+                rows = await conn.fetch("EXPLAIN (COSTS OFF) " + statement, tenant, *arguments)
+            except asyncpg.PostgresError as exc:
+                found[name] = f"refused: {exc}"
+                continue
+            plan = "\n".join(r[0] for r in rows)
+            found[name] = "in steps" if plan.count("Task Count") > 1 else str(re.findall(r"Task Count: (\d+)", plan))
+    assert found == {name: "in steps" if name in IN_STEPS else "['1']" for name in OPERATOR_STATEMENTS}
+
+
 _PLACEMENT = """
 SELECT s.shardid, s.shardminvalue = s.shardmaxvalue AS alone, n.nodename, n.nodeport
 FROM pg_dist_shard AS s JOIN pg_dist_placement AS p ON p.shardid = s.shardid

@@ -388,12 +388,20 @@ SELECT topic FROM moved"""
 
 # Retry a finished message (failed, or expired by a reaper or by its TTL) or release a delayed one: pending and
 # available now, attempts counted from 0; an expired one gets its TTL again from now. $2 id
+# The clock is read by the step that picks the row (Citus refuses a STABLE function in a change's CASE).
 MESSAGE_RETRY = f"""
-UPDATE messages AS m SET status = 'pending', available_at = now(), retry_count = 0, receipt = NULL,
-    expires_at = CASE WHEN {ALIVE} THEN m.expires_at ELSE now() + (m.expires_at - m.created_at) END,
-    updated_at = now()
-WHERE m.tenant_id = $1 AND m.id = $2
-  AND (m.status IN ('failed', 'expired') OR (m.status = 'pending' AND (m.available_at > now() OR NOT {ALIVE})))
+WITH chosen AS (
+    SELECT m.id, now() AS now,
+           CASE WHEN {ALIVE} THEN m.expires_at ELSE now() + (m.expires_at - m.created_at) END AS expires_at
+    FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.id = $2
+      AND (m.status IN ('failed', 'expired') OR (m.status = 'pending' AND (m.available_at > now() OR NOT {ALIVE})))
+    FOR UPDATE
+)
+UPDATE messages AS m SET status = 'pending', available_at = c.now, retry_count = 0, receipt = NULL,
+    expires_at = c.expires_at, updated_at = c.now
+FROM chosen AS c
+WHERE m.tenant_id = $1 AND m.id = c.id
 RETURNING m.topic"""
 MESSAGE_TOPIC = "SELECT topic FROM messages WHERE tenant_id = $1 AND id = $2"
 
