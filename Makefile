@@ -65,12 +65,17 @@ test: $(STAMP) $(DEPLOY_TOOLS)/.installed ## Run the whole test suite against re
 # A 3-node Citus cluster (a coordinator on 9700, workers on 9701 and 9702) from ../shared/citus, for `test-citus`.
 CITUS_DIR := $(abspath ../shared/citus)
 CITUS_URL := postgresql://postgres@127.0.0.1:9700/postgres
-# What runs on Citus so far (docs/scale-out.md, "Status"): the distribution and routing checks, and the suites
-# that pass there whole: the data plane, consumer groups and their healing jobs, concurrency limits, the workers.
+# What runs on Citus in CI (docs/scale-out.md, "Testing on a cluster"): the distribution and routing checks, and the
+# suites whose statements differ there or race on them: the data plane, consumer groups and their healing jobs,
+# concurrency limits, the workers, the operators' actions, both Hypothesis models and the racing producers and
+# consumers. The rest passes there too, run by hand: `make test-citus CITUS_TESTS="tests/integration tests/client \
+# tests/compat tests/fuzz tests/spark"`.
 CITUS_TESTS ?= tests/integration/test_citus.py tests/integration/test_enqueue.py tests/integration/test_consume.py \
 	tests/integration/test_migrations.py tests/integration/test_schedules.py tests/integration/test_functions.py \
 	tests/integration/test_consumer_groups.py tests/integration/test_healing_jobs.py \
-	tests/integration/test_inflight.py tests/integration/test_workers.py tests/integration/test_audit.py
+	tests/integration/test_inflight.py tests/integration/test_workers.py tests/integration/test_audit.py \
+	tests/integration/test_console.py tests/integration/test_concurrency.py \
+	tests/integration/test_lifecycle_model.py tests/integration/test_group_lifecycle_model.py
 
 test-citus: $(STAMP) ## The tests that run on a real Citus cluster (started from ../shared/citus; needs root once, to install it)
 	bash $(CITUS_DIR)/install.sh

@@ -15,7 +15,7 @@ from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from mq.db import citus, introspection, routed
+from mq.db import citus, introspection, routed, sql
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +142,7 @@ WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'skiplock\_%' AND p
 
 async def on_citus(pool: Pool) -> bool:
     """Whether the database is a Citus coordinator (its `citus` extension is there)."""
-    return bool(await pool.fetchval(_CITUS))
-
-
-_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
+    return bool(await pool.fetchval(sql.ON_CITUS))
 
 
 async def distribute(url: str, routed_forms: Sequence[routed.Routed] = ()) -> list[str]:
@@ -153,7 +150,7 @@ async def distribute(url: str, routed_forms: Sequence[routed.Routed] = ()) -> li
     (none on plain Postgres, or once all is distributed)."""
     conn = await asyncpg.connect(asyncpg_dsn(url), timeout=10)
     try:
-        if not await conn.fetchval(_CITUS):
+        if not await conn.fetchval(sql.ON_CITUS):
             return []
         made = await _create_routed(conn, routed_forms)
         q = _CITUS_STATE

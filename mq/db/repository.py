@@ -150,6 +150,7 @@ class JobConnection:
 class OperationsRepository:
     def __init__(self, pool: asyncpg.Pool[Any]) -> None:
         self.pool = pool
+        self._citus: bool | None = None  # learnt by the first job's run
 
     @asynccontextmanager
     async def job_lock(self, job: str, *, wait: bool) -> AsyncIterator[JobConnection | None]:
@@ -160,8 +161,14 @@ class OperationsRepository:
         The hot-path pool does not reset connections it takes back, so a session lock must never go back to it:
         if anything (a cancellation, a lost connection) stops the unlock from completing, or strikes while the lock
         may have been granted, the connection is terminated instead, and its backend's locks die with it. A lock
-        left in the pool would stop this job on every replica for as long as that connection lived."""
+        left in the pool would stop this job on every replica for as long as that connection lived.
+
+        On Citus a run's connection never goes back either: after some of the jobs' statements across tenants (the
+        console's rollups), Citus stops delegating function calls on that connection to the tenant's worker (a
+        Citus bug), and every routed statement it then ran would be planned in steps from the coordinator."""
         async with self.pool.acquire() as conn:
+            if self._citus is None:
+                self._citus = bool(await conn.fetchval(sql.ON_CITUS))
             key = lock_key(job)
             released = False
             try:
@@ -175,7 +182,7 @@ class OperationsRepository:
                     yield JobConnection(conn)
                 finally:
                     await conn.execute(sql.LOCK_RELEASE, key)
-                    released = True
+                    released = not self._citus
             finally:
                 if not released:
                     conn.terminate()

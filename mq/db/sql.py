@@ -7,6 +7,7 @@ from __future__ import annotations
 LOCK_WAIT = "SELECT pg_advisory_lock($1)"
 LOCK_TRY = "SELECT pg_try_advisory_lock($1)"
 LOCK_RELEASE = "SELECT pg_advisory_unlock($1)"
+ON_CITUS = "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
 
 RECORD_RUN = """
 INSERT INTO job_runs (job, finished_at, duration_seconds, rows) VALUES ($1, now(), $2, $3)

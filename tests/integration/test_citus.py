@@ -229,6 +229,28 @@ async def test_the_jobs_work_tenant_by_tenant_one_task_each(db: asyncpg.Pool[Any
     assert found == dict.fromkeys(JOB_STATEMENTS, (["1"], 0))
 
 
+@pytest.mark.usefixtures("on_citus")
+async def test_a_jobs_run_leaves_the_pool_delegating_function_calls(database_url: str) -> None:
+    """After the gauges' run (its rollup across tenants stops Citus delegating function calls on its connection),
+    the pool's connection still sends a routed statement to the tenant's worker: the run's connection is gone."""
+    from mq.db.repository import OperationsRepository
+    from mq.jobs import GaugeRefresher
+    from tests.support.servers import asyncpg_dsn
+
+    async with asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=1) as pool:
+        async with pool.acquire() as conn:
+            values = await _sample(conn)
+        statement = REGISTRY["ack[grouped]"]
+
+        async def tasks() -> list[str]:
+            rows = await pool.fetch("EXPLAIN (COSTS OFF) " + routed(statement).text, *statement.args(**values))
+            return re.findall(r"Task Count: (\d+)", "\n".join(r[0] for r in rows))
+
+        assert await tasks() == ["1"]
+        assert (await GaugeRefresher(OperationsRepository(pool)).run_once(wait=True)).ran
+        assert await tasks() == ["1"]
+
+
 #: What the console and the API's operators' routes run on one message or one topic (`mq.queue.repository`), with
 #: their arguments after the tenant; outside the registry, so walked here.
 OPERATOR_STATEMENTS = {
