@@ -165,7 +165,7 @@ class OperationsRepository:
 
         On Citus a run's connection never goes back either: after some of the jobs' statements across tenants (the
         console's rollups), Citus stops delegating function calls on that connection to the tenant's worker (a
-        Citus bug), and every routed statement it then ran would be planned in steps from the coordinator."""
+        Citus bug), and every routed statement it then ran would run from the coordinator, not on the worker."""
         async with self.pool.acquire() as conn:
             if self._citus is None:
                 self._citus = bool(await conn.fetchval(sql.ON_CITUS))

@@ -9,7 +9,8 @@ up to `max_batch_size` rows, all or nothing. The steps, each chosen by a field o
 - `stored`: the insert itself, of rows that each carry their own topic, key, priority, delay, max_retries and TTL
   (`uniform` False, nine arrays), or of keyless rows sharing all of them (`uniform`, three arrays: for 8-row
   statements 13-23% more rows/s); keyed rows upsert into their pending twin (`_KEY_CONFLICT`);
-- `minted` (`grouped`): a delivery row per new message and consumer group of its topic, and `owed` counts them;
+- `topic_groups`, `minted` (`grouped`): the topics' groups, read once; a delivery row per new message and group of
+  its topic, and `owed` counts them;
   `to_groups`: rows may each name the one group they are for (a replay's), owed to it alone.
 `insert_statement(plan)` answers a plan's statement; the registry (`mq.db.statements.REGISTRY`) lists all fourteen
 (`make explain` prints their plans).
