@@ -10,7 +10,9 @@ the coordinator's size, and the API on cores of its own, the cluster carries abo
 coordinator µs) messages per µs of CPU (docs/scale-out.md, "Scale, measured").
 
 Environment: SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3), SKIPLOCK_BENCH_CLIENTS (8),
-SKIPLOCK_BENCH_CITUS_WORKLOADS (single_enqueue,batch_enqueue_100,dequeue_100_ack,dequeue_1_ack).
+SKIPLOCK_BENCH_CITUS_WORKLOADS (single_enqueue,grouped_enqueue,batch_enqueue_100,dequeue_100_ack,dequeue_1_ack):
+`grouped_enqueue` is single enqueues to a topic of two consumer groups (each message stored and two deliveries
+minted), the insert with the most steps.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+import msgspec
 import psutil
 
 from bench.harness import (
     CLIENTS,
+    PAYLOAD_B64,
     RAW_SCHEMA,
     ROOT,
     ROUNDS,
@@ -51,8 +55,34 @@ SERVERS = {
     "citus": "postgresql://postgres@127.0.0.1:9700/postgres",
 }
 WORKLOADS = os.environ.get(
-    "SKIPLOCK_BENCH_CITUS_WORKLOADS", "single_enqueue,batch_enqueue_100,dequeue_100_ack,dequeue_1_ack"
+    "SKIPLOCK_BENCH_CITUS_WORKLOADS", "single_enqueue,grouped_enqueue,batch_enqueue_100,dequeue_100_ack,dequeue_1_ack"
 ).split(",")
+GROUPED_TOPIC = "bench-grouped"
+
+
+def grouped_enqueue(pool: asyncpg.Pool[Any], http: list[Any]) -> Workload:
+    """Single enqueues to a topic with two consumer groups (made through the API once, so every instance's cache
+    knows the topic is grouped); each round starts from empty tables."""
+    body = msgspec.json.encode({"topic": GROUPED_TOPIC, "payload": PAYLOAD_B64})
+
+    async def setup() -> None:
+        await pool.execute("TRUNCATE bench_raw, messages, deliveries")
+        if not await pool.fetchval("SELECT count(*) FROM consumer_groups WHERE topic = $1", GROUPED_TOPIC):
+            for name in ("one", "two"):
+                status, _ = await http[0].request(
+                    "POST", f"/api/topics/{GROUPED_TOPIC}/consumer-groups", {"consumer_group": name}
+                )
+                assert status == 201, status
+
+    async def enqueue(c: Any) -> int:
+        status, _ = await c.request("POST", "/api/messages", body)
+        assert status == 201, status
+        return 1
+
+    async def nothing(_: Any) -> int:
+        return 0
+
+    return Workload("grouped_enqueue", 0.0, setup, nothing, setup, enqueue)
 
 
 @dataclass
@@ -159,7 +189,8 @@ async def main() -> None:
                 await pool.execute(RAW_SCHEMA)  # (the workloads' setups empty the raw loop's table too)
                 tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", TENANT)
                 http = await connected(api.base_url)
-                work = {w.key: w for w in workloads(pool, tenant_id) if w.key in WORKLOADS}
+                every = [*workloads(pool, tenant_id), grouped_enqueue(pool, http)]
+                work = {w.key: w for w in every if w.key in WORKLOADS}
                 backends.append(Backend(name, await _nodes(database_url), cpu_seconds(api.process.pid), http, work))
             for key in WORKLOADS:
                 for round_number in range(ROUNDS):

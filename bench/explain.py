@@ -68,6 +68,9 @@ SAMPLE = {
     "secret": "0" * 32,
     "dlq_default": True,
     "consumer": "bench",
+    "default_max_retries": 3,
+    "default_ttl": 0,
+    "groups": None,
 }
 GROUP_SETUP = """
 WITH g AS (
@@ -82,7 +85,7 @@ SELECT id FROM g"""
 RESERVE = "INSERT INTO inflight_reservations (tenant_id, topic, group_id, n) VALUES ($1, $2, $3, $4) RETURNING id"
 
 
-def _insert_sample(name: str) -> dict[str, Any]:
+def insert_sample(name: str) -> dict[str, Any]:
     """An insert's 100 rows (keyed ones new keys) into topic-3, or topic-4 (its consumer group's) when grouped;
     capped ones through a tenant gate of room enough."""
     rows, grouped = 100, "grouped" in name
@@ -158,7 +161,7 @@ async def explain_registry(conn: asyncpg.Connection[Any], leased: asyncpg.Record
         if name.startswith("dequeue[") and "grouped" in name:
             values.update(group=group, topic="topic-4")
         if name.startswith("insert["):
-            values.update(_insert_sample(name))
+            values.update(insert_sample(name))
         tr = conn.transaction()
         await tr.start()
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 from typing import Any
 
 import msgspec
@@ -25,6 +26,14 @@ class HttpConnection:
     async def connect(self) -> None:
         self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
 
+    async def _drain_refusal(self, status_line: bytes) -> None:
+        """Read the rest of an idle connection's 408 (its headers and body) so that nothing of it is left."""
+        if not status_line:
+            return
+        assert self._reader is not None
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            await asyncio.wait_for(self._reader.read(), 2)  # (the server closes it at once)
+
     async def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
@@ -39,7 +48,10 @@ class HttpConnection:
         )
         self._writer.write(head.encode() + payload)
         status_line = await self._reader.readline()
-        if not status_line:  # the server closed an idle keep-alive connection: reconnect and send again
+        # the server closed an idle keep-alive connection (after 10 s idle it answers 408 first, then closes: the
+        # answer is the connection's, not this request's): reconnect and send again
+        if not status_line or status_line.split(b" ", 2)[1:2] == [b"408"]:
+            await self._drain_refusal(status_line)
             await self.close()
             await self.connect()
             assert self._reader is not None and self._writer is not None

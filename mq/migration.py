@@ -6,7 +6,7 @@ statements are known, above the queue (the engine, below it, knows none of them)
 from __future__ import annotations
 
 from mq.db import engine, routed
-from mq.queue.sql import dequeue, settle  # noqa: F401  (their statements make their routed forms when imported)
+from mq.queue.sql import dequeue, insert, settle  # noqa: F401  (their statements make their routed forms when imported)
 
 
 def migrate(url: str, revision: str = "head") -> None:

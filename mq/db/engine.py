@@ -109,7 +109,7 @@ class SchemaTooOld(Exception):
     """The database is at a revision of the migrations folded into the baseline: an older release migrates it first."""
 
 
-def migrate(url: str, revision: str = "head", routed_forms: Sequence[routed.Routed] = ()) -> None:
+def migrate(url: str, revision: str = "head", routed_forms: Sequence[routed.Routed | routed.Stepwise] = ()) -> None:
     """Run Alembic up to `revision`, then, on a Citus coordinator, distribute what is not yet (`distribute`) once the
     schema is the current one (an older one may not distribute: a trigger, a key without the tenant) (blocking: call
     before the event loop serves, or in a thread). `SchemaTooOld` when the database is at a folded revision."""
@@ -145,7 +145,7 @@ async def on_citus(pool: Pool) -> bool:
     return bool(await pool.fetchval(sql.ON_CITUS))
 
 
-async def distribute(url: str, routed_forms: Sequence[routed.Routed] = ()) -> list[str]:
+async def distribute(url: str, routed_forms: Sequence[routed.Routed | routed.Stepwise] = ()) -> list[str]:
     """On a Citus coordinator, finish the database's distribution (`mq.db.citus`); returns the statements run
     (none on plain Postgres, or once all is distributed)."""
     conn = await asyncpg.connect(asyncpg_dsn(url), timeout=10)
@@ -169,10 +169,10 @@ async def distribute(url: str, routed_forms: Sequence[routed.Routed] = ()) -> li
         await conn.close()
 
 
-async def _create_routed(conn: asyncpg.Connection[Any], forms: Sequence[routed.Routed]) -> list[str]:
+async def _create_routed(conn: asyncpg.Connection[Any], forms: Sequence[routed.Routed | routed.Stepwise]) -> list[str]:
     """The routed functions (`mq.db.routed`) among `forms` the database lacks, created (`citus.plan` distributes
     them then): the types of their arguments and answer read by preparing their statement, those of each INSERT's
-    rows from its table."""
+    rows from its table, those of the steps a stepwise function passes between its parts by preparing a probe."""
     held = {r[0] for r in await conn.fetch(_ROUTED_HELD, routed.PREFIX.replace("_", r"\_") + "%")}
     made = []
     for form in forms:
@@ -181,8 +181,15 @@ async def _create_routed(conn: asyncpg.Connection[Any], forms: Sequence[routed.R
         prepared = await conn.prepare(form.statement.text)
         arguments = [await conn.fetchval(_TYPE_NAME, t.oid) for t in prepared.get_parameters()]
         answer = [(a.name, await conn.fetchval(_TYPE_NAME, a.type.oid)) for a in prepared.get_attributes()]
-        sinks = [[await conn.fetchval(_COLUMN_TYPE, sink.table, c) for c in sink.columns] for sink in form.sinks]
-        ddl = form.ddl(arguments, answer, sinks)
+        if isinstance(form, routed.Stepwise):
+            columns = {}
+            for step in form.captured:
+                probed = await conn.prepare(form.probe(step, arguments))
+                columns[step] = [(a.name, await conn.fetchval(_TYPE_NAME, a.type.oid)) for a in probed.get_attributes()]
+            ddl = form.ddl(arguments, answer, columns)
+        else:
+            sinks = [[await conn.fetchval(_COLUMN_TYPE, sink.table, c) for c in sink.columns] for sink in form.sinks]
+            ddl = form.ddl(arguments, answer, sinks)
         log.info("citus: %s for %s", form.function, form.statement.name)
         await conn.execute(ddl)
         made.append(ddl)

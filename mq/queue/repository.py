@@ -30,12 +30,24 @@ Record = asyncpg.Record
 
 
 # The insert of each plan, by what the rows ask (looked up per statement: a plan's hash costs more than a tuple's)
+#: The inserts by what their rows need, on one Postgres (False) and on Citus (True, none admitted: see
+#: `_admitted_apart`).
 _INSERT_ROWS = {
-    (plan.keyed, plan.grouped, plan.admitted, plan.to_groups): insert_statement(plan)
-    for plan in InsertPlan.every()
-    if not plan.uniform
+    citus: {
+        (plan.keyed, plan.grouped, plan.admitted, plan.to_groups): insert_statement(plan, citus=citus)
+        for plan in InsertPlan.every()
+        if not plan.uniform and not (citus and plan.admitted)
+    }
+    for citus in (False, True)
 }
-_INSERT_UNIFORM = {(p.grouped, p.admitted): insert_statement(p) for p in InsertPlan.every() if p.uniform}
+_INSERT_UNIFORM = {
+    citus: {
+        (p.grouped, p.admitted): insert_statement(p, citus=citus)
+        for p in InsertPlan.every()
+        if p.uniform and not (citus and p.admitted)
+    }
+    for citus in (False, True)
+}
 
 
 class MessageRepository:
@@ -64,7 +76,7 @@ class MessageRepository:
         if admit is not None and self.citus:  # the gates in a statement of their own (see `_admitted_apart`)
             async with self._admitted_apart(tenant_id, admit, conn) as c:
                 return await self.insert_batch(tenant_id, ids, rows, None, c)
-        statement = _INSERT_ROWS[keyed, grouped, admit is not None, to_groups]
+        statement = _INSERT_ROWS[self.citus][keyed, grouped, admit is not None, to_groups]
         values = self._admit_values(admit) if admit is not None else {}
         values.update(
             tenant=tenant_id,
@@ -111,7 +123,7 @@ class MessageRepository:
         admit: AdmitArguments | None,
     ) -> None:
         first = rows[0]
-        statement = _INSERT_UNIFORM[first.grouped, admit is not None]
+        statement = _INSERT_UNIFORM[self.citus][first.grouped, admit is not None]
         values = self._admit_values(admit) if admit is not None else {}
         values.update(
             tenant=tenant_id,
@@ -417,13 +429,15 @@ class MessageRepository:
             if original is not None:
                 await _admit_moved(conn, tenant_id, original, 1, depth_cap)
                 await self._expire_twins(conn, "dlq", tenant_id, message=message_id)
-            topic: str | None = await conn.fetchval(sql.MESSAGE_REQUEUE, tenant_id, message_id, *self._restore)
+            requeue = sql.REQUEUE_FORMS[self.citus]
+            values = {"tenant": tenant_id, "message": message_id, **self._restore}
+            topic: str | None = await conn.fetchval(requeue.text, *requeue.bind(values))
             return topic
 
     @property
-    def _restore(self) -> tuple[int, int]:
+    def _restore(self) -> dict[str, int]:
         """What a dead letter back in its topic takes when the topic has no config: max_retries and TTL."""
-        return self.defaults.max_retries, self.defaults.message_ttl_seconds
+        return {"default_max_retries": self.defaults.max_retries, "default_ttl": self.defaults.message_ttl_seconds}
 
     async def requeue_topic(
         self, tenant_id: int, dlq_topic: str, topic: str, depth_cap: DepthCap, groups: Sequence[str] | None = None
@@ -442,8 +456,9 @@ class MessageRepository:
                 if waiting:
                     await _admit_moved(conn, tenant_id, topic, waiting, depth_cap)
             await self._expire_twins(conn, "topic", tenant_id, topic=dlq_topic)
-            restore = self._restore
-            requeued = await conn.fetch(sql.MESSAGE_REQUEUE_TOPIC, tenant_id, dlq_topic, *restore, groups)
+            requeue = sql.REQUEUE_TOPIC_FORMS[self.citus]
+            values = {"tenant": tenant_id, "topic": dlq_topic, "groups": groups, **self._restore}
+            requeued = await conn.fetch(requeue.text, *requeue.bind(values))
             return len(requeued)
 
     async def retry(self, tenant_id: int, message_id: uuid.UUID, depth_cap: DepthCap) -> str | None:

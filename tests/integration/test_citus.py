@@ -25,6 +25,7 @@ from mq.db.statements import REGISTRY
 from mq.ids import uuid7
 from mq.migration import distribute, migrate
 from mq.queue import sql as queue_sql
+from mq.queue.sql.insert import InsertPlan, insert_statement
 from mq.schedules import sql as schedules_sql
 from tests.integration.helpers import b64, dequeue, enqueue, unb64
 from tests.support import citus_node
@@ -33,9 +34,10 @@ from tests.support.tenants import Tenant
 from tests.support.waiting import eventually
 
 MODES = ("force_custom_plan", "force_generic_plan")
-#: The registered statements walked: the data plane's leases and their ends. (A capped tenant's gates, `admit`, is
-#: a function call, delegated to the worker: EXPLAIN shows no task; test_schedules' caps run it there.)
-DATA_PLANE = ("dequeue[", "ack[", "nack[", "extend[", "superseded[", "inflight_")
+#: The registered statements walked: the data plane's leases and their ends, and the requeues of dead letters. (A
+#: capped tenant's gates, `admit`, is a function call, delegated to the worker: EXPLAIN shows no task;
+#: test_schedules' caps run it there. The inserts: `test_inserts_run_as_one_call_on_the_tenants_worker`.)
+DATA_PLANE = ("dequeue[", "ack[", "nack[", "extend[", "superseded[", "inflight_", "requeue[")
 #: Registered statements that do not run as one task yet, and why (issue 42: each fixed comes off this list; the
 #: test fails until it does).
 NOT_ONE_TASK: dict[str, str] = {}
@@ -200,6 +202,39 @@ async def _sample(conn: asyncpg.Connection[Any]) -> dict[str, Any]:
     return {**sample.SAMPLE, "tenant": tenant, "group_id": group, **sample.by_id_values(leases, leases[0])}
 
 
+@pytest.mark.usefixtures("on_citus")
+@pytest.mark.parametrize("mode", MODES)
+async def test_inserts_run_as_one_call_on_the_tenants_worker(db: asyncpg.Pool[Any], mode: str) -> None:
+    """Each insert's Citus form (`insert_statement(plan, citus=True)`, a stepwise function: `mq.db.routed`) is one
+    task, its call delegated to the tenant's worker, in both plan modes; run, every plan stores its rows, and each
+    new message of a grouped topic is owed to the topic's group and has its delivery."""
+    async with db.acquire() as conn:
+        values = await _sample(conn)
+        found = {}
+        for plan in InsertPlan.every():
+            if plan.admitted:
+                continue  # (on Citus a capped insert passes its gates apart, then inserts uncapped)
+            call = insert_statement(plan, citus=True)
+            given = {**values, **sample.insert_sample(f"insert[{plan.name}]")}
+            await conn.execute(f"SET plan_cache_mode = {mode}")
+            rows = await conn.fetch("EXPLAIN (COSTS OFF) " + call.text, *call.bind(given))
+            text = "\n".join(r[0] for r in rows)
+            found[plan.name] = (re.findall(r"Task Count: (\d+)", text), text.count("Subplan"))
+            # run as the server runs it: a generic plan of the function's INSERT ... SELECT Citus cannot make (it
+            # makes each custom, as for the insert statements themselves)
+            await conn.execute("RESET plan_cache_mode")
+            await conn.fetch(call.text, *call.bind(given))
+        owed = await conn.fetchrow(
+            """SELECT count(*) AS owed, count(*) FILTER (WHERE m.owed <> (SELECT count(*) FROM deliveries AS d
+                   WHERE d.tenant_id = $1 AND d.message_id = m.id)) AS wrong
+               FROM messages AS m WHERE m.tenant_id = $1 AND m.owed IS NOT NULL""",
+            values["tenant"],
+        )
+    assert found == dict.fromkeys(found, (["1"], 0))
+    # 100 rows each: rows+grouped, uniform+grouped and rows+keyed+grouped new; +to_groups upserts those keys
+    assert dict(owed) == {"owed": 300, "wrong": 0}
+
+
 #: The jobs' statements that change rows, each run for one tenant (`mq.jobs`, `mq.schedules.firer`), with their
 #: arguments after the tenant.
 JOB_STATEMENTS = {
@@ -252,25 +287,21 @@ async def test_a_jobs_run_leaves_the_pool_delegating_function_calls(database_url
 
 
 #: What the console and the API's operators' routes run on one message or one topic (`mq.queue.repository`), with
-#: their arguments after the tenant; outside the registry, so walked here.
+#: their arguments after the tenant; outside the registry, so walked here (the requeues are in it).
 OPERATOR_STATEMENTS = {
     "retry": (queue_sql.MESSAGE_RETRY, (uuid7(),)),
-    "requeue": (queue_sql.MESSAGE_REQUEUE, (uuid7(), 3, 3600)),
-    "requeue_topic": (queue_sql.MESSAGE_REQUEUE_TOPIC, ("topic-3.dlq", 3, 3600, None)),
     "delete": (queue_sql.MESSAGE_DELETE, (uuid7(),)),
     "delete_many": (queue_sql.MESSAGE_DELETE_MANY, ("topic-3", [uuid7()])),
     "detail": (queue_sql.MESSAGE_GET_DETAIL, (uuid7(),)),
     "dlq_pending": (queue_sql.MESSAGE_DLQ_PENDING, ("topic-3.dlq",)),
 }
-#: Those with an INSERT step (a requeued dead letter's deliveries to the topic's groups): Citus plans them in
-#: steps, each on the tenant's shard (docs/scale-out.md, "What is left").
-IN_STEPS = {"requeue", "requeue_topic"}
 
 
 @pytest.mark.usefixtures("on_citus")
 async def test_the_operators_actions_run_on_their_tenants_shard(db: asyncpg.Pool[Any]) -> None:
-    """A retry, a requeue, a delete, a message's detail: never refused on the cluster (a clock in a change's CASE
-    is, "non-IMMUTABLE functions are not allowed in CASE"), one task each but those planned in steps."""
+    """A retry, a delete, a message's detail: never refused on the cluster (a clock in a change's CASE is,
+    "non-IMMUTABLE functions are not allowed in CASE"), one task each. (The requeues are registered statements,
+    routed functions there: `test_data_plane_statements_run_as_one_task` walks them.)"""
     async with db.acquire() as conn:
         tenant = (await _sample(conn))["tenant"]
         found = {}
@@ -282,7 +313,7 @@ async def test_the_operators_actions_run_on_their_tenants_shard(db: asyncpg.Pool
                 continue
             plan = "\n".join(r[0] for r in rows)
             found[name] = "in steps" if plan.count("Task Count") > 1 else str(re.findall(r"Task Count: (\d+)", plan))
-    assert found == {name: "in steps" if name in IN_STEPS else "['1']" for name in OPERATOR_STATEMENTS}
+    assert found == dict.fromkeys(OPERATOR_STATEMENTS, "['1']")
 
 
 _PLACEMENT = """

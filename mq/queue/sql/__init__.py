@@ -9,6 +9,8 @@ EXPLAIN (ANALYZE, BUFFERS) on a table of 1,000,000 messages over 20 topics of tw
 them again).
 """
 
+from mq.db.routed import routed
+from mq.db.statements import Fragment, compose
 from mq.queue.sql.common import (
     ALIVE,
     EXPIRE_SET,
@@ -345,14 +347,14 @@ GROUP_EXISTS = "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE tenant_id = $
 # Expired twins of a key, before a nack's retry or a requeue collides with one: `mq.queue.sql.insert.EXPIRE_TWINS`.
 
 # A dead letter back in its original topic starts afresh, as if enqueued now: retry_count 0, max_retries and the
-# TTL from the topic's config or the global defaults $3 and $4.
+# TTL from the topic's config or the global defaults $default_max_retries and $default_ttl.
 _RESTORE_FROM_DLQ = """
     topic = m.original_topic, original_topic = NULL, dlq_moved_at = NULL, retry_count = 0,
     max_retries = coalesce((SELECT tc.max_retries FROM topic_configs AS tc
-                            WHERE tc.tenant_id = $1 AND tc.topic = m.original_topic), $3),
+                            WHERE tc.tenant_id = $tenant AND tc.topic = m.original_topic), $default_max_retries),
     expires_at = now() + make_interval(secs => nullif(coalesce(
         (SELECT tc.message_ttl_seconds FROM topic_configs AS tc
-         WHERE tc.tenant_id = $1 AND tc.topic = m.original_topic), $4), 0)),
+         WHERE tc.tenant_id = $tenant AND tc.topic = m.original_topic), $default_ttl), 0)),
     status = 'pending', available_at = now(), receipt = NULL, last_error = NULL, updated_at = now()"""
 
 # Which dead letters a requeue takes: pending ones, failed ones (one by one only) and lapsed leases, which are
@@ -360,31 +362,43 @@ _RESTORE_FROM_DLQ = """
 _LAPSED = "(m.status = 'processing' AND m.available_at <= now())"
 _TAKEABLE = f"((m.status = 'pending' OR {_LAPSED}) AND {ALIVE})"
 
-# Requeue one dead-lettered message to its original topic; max_retries comes back from the topic's config or the
-# global default $3. A failed message in a DLQ may be requeued too. $2 id, $3 default max_retries, $4 default TTL
+# Requeue one dead-lettered message to its original topic (`requeue[message]`, $message; a failed message in a
+# DLQ may be requeued too), or every pending message of a DLQ (`requeue[topic]`, below).
 # A dead letter back in a topic that has consumer groups is owed again: a group's copy (`consumer_group`) to that
 # group only, while it exists; any other, as an enqueue would be, to every group the topic has now. `owed` NULL and
-# no deliveries for a topic without groups: the plain requeue.
+# no deliveries for a topic without groups: the plain requeue. The count (`owed`) and the deliveries (`minted`)
+# read the groups in one statement, one snapshot; on Citus the deliveries' INSERT makes it a routed function
+# (`mq.db.routed`), whose main statement is that one snapshot still (planned in steps there, each with a snapshot of
+# its own, a group made or deleted between the two reads had left the count off by one).
 _REQUEUED_OWED = """owed = nullif((
         SELECT CASE WHEN bool_or(g.name = m.consumer_group) THEN 1 ELSE count(*) END
-        FROM consumer_groups AS g WHERE g.tenant_id = $1 AND g.topic = m.original_topic), 0)"""
-_REQUEUED_MINTED = """minted AS (
+        FROM consumer_groups AS g WHERE g.tenant_id = $tenant AND g.topic = m.original_topic), 0)"""
+_REQUEUED_MINTED = Fragment(
+    "minted",
+    """
     INSERT INTO deliveries (tenant_id, group_id, message_id, priority, available_at, expires_at)
-    SELECT $1, g.id, mv.id, mv.priority, mv.available_at, mv.expires_at
-    FROM moved AS mv JOIN consumer_groups AS g ON g.tenant_id = $1 AND g.topic = mv.topic
+    SELECT $tenant, g.id, mv.id, mv.priority, mv.available_at, mv.expires_at
+    FROM moved AS mv JOIN consumer_groups AS g ON g.tenant_id = $tenant AND g.topic = mv.topic
     WHERE mv.owed IS NOT NULL AND (g.name = mv.consumer_group OR NOT EXISTS (
         SELECT 1 FROM consumer_groups AS x
-        WHERE x.tenant_id = $1 AND x.topic = mv.topic AND x.name = mv.consumer_group))
-)"""
+        WHERE x.tenant_id = $tenant AND x.topic = mv.topic AND x.name = mv.consumer_group))""",
+)
 _REQUEUED_RETURNING = "RETURNING m.id, m.topic, m.priority, m.available_at, m.expires_at, m.consumer_group, m.owed"
-MESSAGE_REQUEUE = f"""
-WITH moved AS (
+MESSAGE_REQUEUE = compose(
+    "requeue[message]",
+    [
+        Fragment(
+            "moved",
+            f"""
     UPDATE messages AS m SET {_RESTORE_FROM_DLQ}, {_REQUEUED_OWED}
-    WHERE m.tenant_id = $1 AND m.id = $2 AND m.original_topic IS NOT NULL
+    WHERE m.tenant_id = $tenant AND m.id = $message AND m.original_topic IS NOT NULL
       AND (m.status = 'failed' OR {_TAKEABLE})
-    {_REQUEUED_RETURNING}
-), {_REQUEUED_MINTED}
-SELECT topic FROM moved"""
+    {_REQUEUED_RETURNING}""",
+        ),
+        _REQUEUED_MINTED,
+    ],
+    "SELECT topic FROM moved",
+)
 
 # Retry a finished message (failed, or expired by a reaper or by its TTL) or release a delayed one: pending and
 # available now, attempts counted from 0; an expired one gets its TTL again from now. $2 id
@@ -422,29 +436,44 @@ SELECT EXISTS (SELECT FROM messages AS m
 
 # Requeue every pending message of a DLQ. Messages whose key has a pending twin in the original topic stay in the
 # DLQ (requeueing would break the one-pending-per-key rule); among DLQ messages sharing a key the newest goes.
-# $2 dlq topic, $3 default max_retries, $4 default TTL
-# $5: the consumer groups whose dead letters go (a member pinned to them), NULL: every one.
-MESSAGE_REQUEUE_TOPIC = f"""
-WITH locked AS (
+# $topic: the DLQ; $groups: the consumer groups whose dead letters go (a member pinned to them), NULL: every one.
+MESSAGE_REQUEUE_TOPIC = compose(
+    "requeue[topic]",
+    [
+        Fragment(
+            "locked",
+            f"""
     SELECT m.id, m.key, m.original_topic FROM messages AS m
-    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.original_topic IS NOT NULL AND {_TAKEABLE}
-      AND ($5::text[] IS NULL OR m.consumer_group = ANY($5::text[]))
-    FOR UPDATE OF m SKIP LOCKED
-), candidates AS (
+    WHERE m.tenant_id = $tenant AND m.topic = $topic AND m.original_topic IS NOT NULL AND {_TAKEABLE}
+      AND ($groups::text[] IS NULL OR m.consumer_group = ANY($groups::text[]))
+    FOR UPDATE OF m SKIP LOCKED""",
+        ),
+        Fragment(
+            "candidates",
+            """
     SELECT DISTINCT ON (coalesce(l.key, l.id::text)) l.id
     FROM locked AS l
     WHERE l.key IS NULL OR NOT EXISTS (
         SELECT 1 FROM messages AS t
-        WHERE t.tenant_id = $1 AND t.topic = l.original_topic AND t.key = l.key AND t.status = 'pending'
+        WHERE t.tenant_id = $tenant AND t.topic = l.original_topic AND t.key = l.key AND t.status = 'pending'
           AND t.original_topic IS NULL)
-    ORDER BY coalesce(l.key, l.id::text), l.id DESC
-), moved AS (
+    ORDER BY coalesce(l.key, l.id::text), l.id DESC""",
+        ),
+        Fragment(
+            "moved",
+            f"""
     UPDATE messages AS m SET {_RESTORE_FROM_DLQ}, {_REQUEUED_OWED}
     FROM candidates AS c
-    WHERE m.tenant_id = $1 AND m.id = c.id
-    {_REQUEUED_RETURNING}
-), {_REQUEUED_MINTED}
-SELECT id FROM moved"""
+    WHERE m.tenant_id = $tenant AND m.id = c.id
+    {_REQUEUED_RETURNING}""",
+        ),
+        _REQUEUED_MINTED,
+    ],
+    "SELECT id FROM moved",
+)
+#: The requeues by whether the database is Citus: there, routed functions (the deliveries' INSERT a sink).
+REQUEUE_FORMS = {False: MESSAGE_REQUEUE, True: routed(MESSAGE_REQUEUE)}
+REQUEUE_TOPIC_FORMS = {False: MESSAGE_REQUEUE_TOPIC, True: routed(MESSAGE_REQUEUE_TOPIC)}
 
 # The topics of some messages, for checking a member's grants before acting on them by id. $2 ids
 MESSAGE_TOPICS = f"""

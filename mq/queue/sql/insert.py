@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from itertools import product
 
+from mq.db.routed import routed
 from mq.db.statements import Fragment, Statement, compose, statement
 from mq.queue.sql import functions
 from mq.queue.sql.common import EXPIRE_SET, expires_to_dlq, status_by_key, uuid_list
@@ -298,8 +299,12 @@ def _insert(plan: InsertPlan) -> Statement:
 
 
 _INSERTS = {plan: _insert(plan) for plan in InsertPlan.every()}
+# On Citus an insert is a function delegated to the tenant's worker, a statement per step (`mq.db.routed.Stepwise`):
+# Citus plans an INSERT in a WITH only in steps, and an INSERT ... SELECT from parameters through the coordinator.
+# A capped insert passes its gates apart there first (`MessageRepository._admitted_apart`): no admitted plan has one.
+_CITUS_INSERTS = {plan: routed(statement) for plan, statement in _INSERTS.items() if not plan.admitted}
 
 
-def insert_statement(plan: InsertPlan) -> Statement:
-    """The insert of a plan."""
-    return _INSERTS[plan]
+def insert_statement(plan: InsertPlan, *, citus: bool = False) -> Statement:
+    """The insert of a plan; `citus`: the call of its function there."""
+    return _CITUS_INSERTS[plan] if citus else _INSERTS[plan]
