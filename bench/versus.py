@@ -3,8 +3,9 @@
 Both servers run on one database (migrated by this checkout: the other commit must share its schema), each with
 CLIENTS connections; rounds of single enqueues (or batches of SKIPLOCK_VERSUS_BATCH messages; or, with
 SKIPLOCK_VERSUS_OP=consume, the bench's consumer loop of dequeue 100 + batch ack on a prefilled topic) alternate which
-server goes first; the report gives the per-round throughput ratio (this / other) and each server's and Postgres'
-CPU per message (psutil), the steadier measures on a noisy machine.
+server goes first; SKIPLOCK_VERSUS_GROUPS=<n> gives the enqueues' topic n consumer groups (each message stored with
+its n deliveries: the grouped insert); the report gives the per-round throughput ratio (this / other) and each
+server's and Postgres' CPU per message (psutil), the steadier measures on a noisy machine.
 The other commit is checked out in a temporary git worktree and removed afterwards.
 """
 
@@ -33,6 +34,7 @@ BATCH = int(os.environ.get("SKIPLOCK_VERSUS_BATCH", "1"))
 OP = os.environ.get("SKIPLOCK_VERSUS_OP", "enqueue")
 #: messages prefilled before each consume round (more than a round drains)
 PREFILL = int(os.environ.get("SKIPLOCK_VERSUS_PREFILL", "150000"))
+GROUPS = int(os.environ.get("SKIPLOCK_VERSUS_GROUPS", "0"))
 
 
 def _start_from(checkout: Path, database_url: str, redis_url: str, data: Path) -> servers.Server:
@@ -80,6 +82,14 @@ async def versus(other: Path) -> None:
                 for c in conns:
                     await c.connect()
                 sides.append((conns, psutil.Process(server.process.pid)))
+            for n in range(GROUPS):  # through one server; the other's cache hears of them (its invalidations)
+                status, _ = await sides[0][0][0].request(
+                    "POST", "/api/topics/versus/consumer-groups", {"consumer_group": f"group-{n}"}
+                )
+                assert status == 201, status
+            if GROUPS:
+                await asyncio.sleep(2)
+                workload += f" to a topic of {GROUPS} consumer groups"
             cpu, database, messages, ratios = [0.0, 0.0], [0.0, 0.0], [0, 0], []
             try:
                 for round_number in range(ROUNDS):
@@ -88,7 +98,7 @@ async def versus(other: Path) -> None:
                         if OP == "consume":
                             await harness.prefill(pool, tenant_id, "bench-drain", PREFILL)
                         else:
-                            await pool.execute("TRUNCATE messages")
+                            await pool.execute("TRUNCATE messages, deliveries")
                         conns, process = sides[n]
                         before, database_before = sum(process.cpu_times()[:2]), postgres()
                         result = await harness.run_clients("versus", conns, work, SECONDS)
