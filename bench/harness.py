@@ -44,7 +44,7 @@ ADMIN = ("bench-admin", "bench-admin-password")
 PARTS = set(
     os.environ.get(
         "SKIPLOCK_BENCH_PARTS",
-        "sql,hot,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules",
+        "sql,pgmq,hot,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules",
     ).split(",")
 )
 TENANT = "bench"

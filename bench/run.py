@@ -6,8 +6,9 @@ the report gives messages/s, p50/p99 per request and the ratio API / raw SQL. Re
 
 Environment: SKIPLOCK_BENCH_DATABASE_URL (a server's maintenance DB; default: an embedded Postgres, fsync on),
 SKIPLOCK_BENCH_CLIENTS (8), SKIPLOCK_BENCH_SECONDS (3), SKIPLOCK_BENCH_ROUNDS (3), SKIPLOCK_BENCH_PAYLOAD_BYTES
-(100), SKIPLOCK_BENCH_PARTS (sql,hot,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,schedules;
-schedules runs last, about 10 minutes, on an API of its own without hosted workers: see bench/schedules.py).
+(100), SKIPLOCK_BENCH_PARTS (sql,pgmq,hot,auth,configs,groups,schemas,inflight,history,client,spark,longpoll,grpc,
+schedules; pgmq: PGMQ's client against the same raw loop, `bench.peers`; schedules runs last, about 10 minutes, on
+an API of its own without hosted workers: see bench/schedules.py).
 Raw and API rounds alternate, so both see the same machine weather; the ratio is the median of the per-round ratios.
 
 The auth part compares the API with HTTP Basic credentials against the same API whose authentication check is
@@ -62,6 +63,7 @@ from bench.hotroutes import measure_hot_routes
 from bench.httpclient import HttpConnection
 from bench.inflight import measure_inflight
 from bench.longpoll import measure_longpoll
+from bench.peers import measure_pgmq
 from bench.schedules import measure_schedules
 from bench.schemas import measure_schemas
 from bench.spark import measure_spark
@@ -255,6 +257,8 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
         tenant_id = await pool.fetchval("SELECT id FROM tenants WHERE slug = $1", TENANT)
         POSTGRES_CPU[:] = [postgres_cpu(await pool.fetchval("SELECT pg_backend_pid()"))]
         rows = await measure(pool, api.base_url, tenant_id, api.process.pid) if "sql" in PARTS else []
+        if "pgmq" in PARTS:
+            rows += await measure_pgmq(pool, database_url, tenant_id)
         if "auth" in PARTS:
             rows += await measure_auth(pool, api.base_url, noauth.base_url, (api.process.pid, noauth.process.pid))
         if "configs" in PARTS:
@@ -323,11 +327,12 @@ def report(rows: list[dict[str, Any]]) -> None:
         )
     print(
         "\nratio: median over the rounds of API msg/s / raw msg/s; for auth_*, Basic auth / the same API without "
-        "the auth check (raw columns: without); for capped_* and limited_*, configured / unconfigured topic (raw "
-        "columns: unconfigured); for consumer_runtime, the client's consumer / the bench's dequeue 100 + ack loop "
-        "(raw columns: the loop); for spark_job, rows/s of the Spark job / msg/s of the batch-enqueue loop (raw "
-        "columns: the loop); for longpoll_*, raw p50 / API p50 of end-to-end latency at a fixed rate (msg/s: "
-        "delivered; latencies: end to end). msg/s and latencies pool all rounds"
+        "the auth check (raw columns: without); for pgmq_*, PGMQ's asyncio client / raw SQL (api columns: PGMQ; "
+        "set beside the same workload's Skiplock / raw above); for capped_* and limited_*, configured / "
+        "unconfigured topic (raw columns: unconfigured); for consumer_runtime, the client's consumer / the "
+        "bench's dequeue 100 + ack loop (raw columns: the loop); for spark_job, rows/s of the Spark job / msg/s "
+        "of the batch-enqueue loop (raw columns: the loop); for longpoll_*, raw p50 / API p50 of end-to-end "
+        "latency at a fixed rate (msg/s: delivered; latencies: end to end). msg/s and latencies pool all rounds"
     )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)

@@ -30,8 +30,9 @@ Record = asyncpg.Record
 
 
 # The insert of each plan, by what the rows ask (looked up per statement: a plan's hash costs more than a tuple's)
-#: The inserts by what their rows need, on one Postgres (False) and on Citus (True, none admitted: see
-#: `_admitted_apart`).
+#: The inserts by what their rows need: the statements (False) and their functions on Citus (True, none admitted:
+#: see `_admitted_apart`). Citus delegates a function's call to the tenant's worker only outside a transaction
+#: block: inside one (a capped insert after its gates, the schedules firer's) the statement itself runs.
 _INSERT_ROWS = {
     citus: {
         (plan.keyed, plan.grouped, plan.admitted, plan.to_groups): insert_statement(plan, citus=citus)
@@ -76,7 +77,9 @@ class MessageRepository:
         if admit is not None and self.citus:  # the gates in a statement of their own (see `_admitted_apart`)
             async with self._admitted_apart(tenant_id, admit, conn) as c:
                 return await self.insert_batch(tenant_id, ids, rows, None, c)
-        statement = _INSERT_ROWS[self.citus][keyed, grouped, admit is not None, to_groups]
+        # (in a transaction, `conn`'s, Citus runs a function call on the coordinator, not on the worker: the
+        # statement itself there, as one Postgres)
+        statement = _INSERT_ROWS[self.citus and conn is None][keyed, grouped, admit is not None, to_groups]
         values = self._admit_values(admit) if admit is not None else {}
         values.update(
             tenant=tenant_id,
@@ -123,7 +126,7 @@ class MessageRepository:
         admit: AdmitArguments | None,
     ) -> None:
         first = rows[0]
-        statement = _INSERT_UNIFORM[self.citus][first.grouped, admit is not None]
+        statement = _INSERT_UNIFORM[self.citus and on is self.pool][first.grouped, admit is not None]
         values = self._admit_values(admit) if admit is not None else {}
         values.update(
             tenant=tenant_id,
