@@ -30,11 +30,45 @@ KEYS = ("single_enqueue", "batch_enqueue_100", "dequeue_100_ack", "dequeue_1_ack
 MESSAGE = {"payload": PAYLOAD_B64}
 
 
+async def install_pgmq(pool: asyncpg.Pool[Any]) -> None:
+    """PGMQ's SQL into the database, once (plain SQL: its schema `pgmq`, no extension)."""
+    if not await pool.fetchval("SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = 'pgmq')"):
+        await pool.execute(get_embedded_install_sql())
+
+
+async def send_one(q: PGMQueue) -> int:
+    await q.send(QUEUE, MESSAGE)
+    return 1
+
+
+_HUNDRED = [MESSAGE] * 100
+
+
+async def send_100(q: PGMQueue) -> int:
+    await q.send_batch(QUEUE, _HUNDRED)
+    return 100
+
+
+async def read_100_delete(q: PGMQueue) -> int:
+    messages = await q.read_batch(QUEUE, vt=30, batch_size=100)
+    if not messages:
+        return 0
+    await q.delete_batch(QUEUE, [m.msg_id for m in messages])
+    return len(messages)
+
+
+async def read_1_delete(q: PGMQueue) -> int:
+    messages = await q.read_batch(QUEUE, vt=30, batch_size=1)
+    if not messages:
+        return 0
+    await q.delete(QUEUE, messages[0].msg_id)
+    return 1
+
+
 async def measure_pgmq(pool: asyncpg.Pool[Any], database_url: str, tenant_id: int) -> list[dict[str, Any]]:
     """PGMQ's asyncio client against the raw loop, workload by workload, in interleaved rounds."""
     await pool.execute(RAW_SCHEMA)
-    if not await pool.fetchval("SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = 'pgmq')"):
-        await pool.execute(get_embedded_install_sql())
+    await install_pgmq(pool)
     queue = PGMQueue(conn_string=asyncpg_dsn(database_url), pool_size=CLIENTS, init_extension=False)
     await queue.init()
     table = f"pgmq.q_{QUEUE}"
@@ -57,30 +91,6 @@ async def measure_pgmq(pool: asyncpg.Pool[Any], database_url: str, tenant_id: in
                 await pool.execute(f"VACUUM ANALYZE {table}")
 
             return setup
-
-        async def send_one(q: PGMQueue) -> int:
-            await q.send(QUEUE, MESSAGE)
-            return 1
-
-        hundred = [MESSAGE] * 100
-
-        async def send_100(q: PGMQueue) -> int:
-            await q.send_batch(QUEUE, hundred)
-            return 100
-
-        async def read_100_delete(q: PGMQueue) -> int:
-            messages = await q.read_batch(QUEUE, vt=30, batch_size=100)
-            if not messages:
-                return 0
-            await q.delete_batch(QUEUE, [m.msg_id for m in messages])
-            return len(messages)
-
-        async def read_1_delete(q: PGMQueue) -> int:
-            messages = await q.read_batch(QUEUE, vt=30, batch_size=1)
-            if not messages:
-                return 0
-            await q.delete(QUEUE, messages[0].msg_id)
-            return 1
 
         # as many messages as Skiplock's drains get (`bench.harness.workloads`)
         drain = int(30_000 * SECONDS)
