@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run worker test test-citus test-fast drills fuzz lint format proto bench bench-citus bench-console bench-versus explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout loadtest-grpc
+.PHONY: help install run worker test test-citus test-fast drills fuzz lint format proto bench bench-citus bench-console bench-versus bench-lease explain clean ui ui-dev ui-check ui-e2e ui-screenshots deploy-check loadtest loadtest-load loadtest-spike loadtest-soak loadtest-fairness loadtest-stress loadtest-wakeup loadtest-fanout loadtest-grpc
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -158,6 +158,9 @@ bench-citus: $(STAMP) ## Skiplock on the Citus cluster beside one Postgres of th
 	bash $(CITUS_DIR)/cluster.sh start
 	bash $(CITUS_DIR)/cluster.sh plain-start
 	$(BIN)/python -m bench.citus
+
+bench-lease: $(STAMP) ## Postgres' CPU per message of dequeue + ack, the statements alone on one connection, beside the raw loop
+	$(BIN)/python -m bench.lease
 
 bench-versus: $(STAMP) ## Single enqueues against the server at REV=<commit>, head to head on one database
 	$(BIN)/python -m bench.versus

@@ -205,6 +205,22 @@ async def dequeue_100_ack(c: HttpConnection) -> int:
     return len(messages)
 
 
+_DEQUEUE_1 = msgspec.json.encode({"topic": "bench-drain"})
+
+
+async def api_dequeue_1_ack(c: HttpConnection) -> int:
+    """Lease one message of `bench-drain`, ack it by id."""
+    status, body = await c.request("POST", "/api/messages/dequeue", _DEQUEUE_1)
+    assert status == 200, status
+    messages = body["messages"]
+    if not messages:
+        return 0
+    m = messages[0]
+    status, _ = await c.request("POST", f"/api/messages/{m['id']}/ack", {"receipt": m["receipt"]})
+    assert status == 204, status
+    return 1
+
+
 async def prefill(pool: asyncpg.Pool[Any], tenant_id: int, topic: str, n: int) -> None:
     """Empty the messages table, then `n` pending messages in `topic`, written straight into it."""
     await pool.execute("TRUNCATE messages")
@@ -268,19 +284,6 @@ def workloads(pool: asyncpg.Pool[Any], tenant_id: int) -> list[Workload]:
     async def api_enqueue_one(c: HttpConnection) -> int:
         status, _ = await c.request("POST", "/api/messages", single)
         assert status == 201, status
-        return 1
-
-    dequeue_1 = msgspec.json.encode({"topic": "bench-drain"})
-
-    async def api_dequeue_1_ack(c: HttpConnection) -> int:
-        status, body = await c.request("POST", "/api/messages/dequeue", dequeue_1)
-        assert status == 200, status
-        messages = body["messages"]
-        if not messages:
-            return 0
-        m = messages[0]
-        status, _ = await c.request("POST", f"/api/messages/{m['id']}/ack", {"receipt": m["receipt"]})
-        assert status == 204, status
         return 1
 
     def prefilled_raw(n: int) -> Callable[[], Awaitable[None]]:

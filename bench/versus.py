@@ -2,7 +2,8 @@
 
 Both servers run on one database (migrated by this checkout: the other commit must share its schema), each with
 CLIENTS connections; rounds of single enqueues (or batches of SKIPLOCK_VERSUS_BATCH messages; or, with
-SKIPLOCK_VERSUS_OP=consume, the bench's consumer loop of dequeue 100 + batch ack on a prefilled topic) alternate which
+SKIPLOCK_VERSUS_OP=consume, the bench's consumer loop of dequeue 100 + batch ack on a prefilled topic, or consume1,
+dequeue 1 + ack) alternate which
 server goes first; SKIPLOCK_VERSUS_GROUPS=<n> gives the enqueues' topic n consumer groups (each message stored with
 its n deliveries: the grouped insert); the report gives the per-round throughput ratio (this / other) and each
 server's and Postgres' CPU per message (psutil), the steadier measures on a noisy machine.
@@ -72,6 +73,8 @@ async def versus(other: Path) -> None:
             work, workload = enqueue, "single enqueue" if BATCH == 1 else f"batch enqueue of {BATCH}"
             if OP == "consume":
                 work, workload = harness.dequeue_100_ack, "dequeue 100 + batch ack"
+            elif OP == "consume1":
+                work, workload = harness.api_dequeue_1_ack, "dequeue 1 + ack"
             sides: list[tuple[list[HttpConnection], Any]] = []
             for server in started:
                 host, port = server.base_url.removeprefix("http://").split(":")
@@ -95,7 +98,7 @@ async def versus(other: Path) -> None:
                 for round_number in range(ROUNDS):
                     rates = [0.0, 0.0]
                     for n in (0, 1) if round_number % 2 == 0 else (1, 0):
-                        if OP == "consume":
+                        if OP.startswith("consume"):
                             await harness.prefill(pool, tenant_id, "bench-drain", PREFILL)
                         else:
                             await pool.execute("TRUNCATE messages, deliveries")

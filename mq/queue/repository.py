@@ -210,7 +210,6 @@ class MessageRepository:
         rows, and those taken only to be dead-lettered because their lease lapsed once too often. A topic's own
         do not use up the count: the statement runs again for what they took, while it keeps finding such
         messages; a group's do (the contract lets a dequeue answer fewer), and are dead-lettered as a nack would."""
-        statement = dequeue_statement(lease.plan, citus=self.citus)
         values = {
             "tenant": lease.tenant_id,
             "topic": lease.topic,
@@ -226,6 +225,7 @@ class MessageRepository:
         while wanted > 0:
             # the receipts of this delivery derive from the secret (`mq.queue.sql.dequeue`)
             values.update(count=wanted, secret=secrets.token_hex(16))
+            statement = dequeue_statement(lease.plan, citus=self.citus, count=wanted)
             if lease.plan.limited:
                 rows = await self._reserved(statement, values)
             else:

@@ -15,7 +15,7 @@ import pytest
 
 from mq.db.engine import asyncpg_dsn
 from mq.queue import sql as queue_sql
-from mq.queue.sql import insert, settle
+from mq.queue.sql import dequeue, insert, settle
 from mq.queue.types import PLAIN
 from tests.support.servers import migrated_database
 
@@ -106,3 +106,47 @@ async def test_by_id_statements_take_the_primary_key_under_stale_statistics(pg_s
             await conn.close()
     for name, plan in plans.items():
         assert "messages_pkey" in plan and "messages_dequeue_idx" not in plan, f"{name}:\n{plan}"
+
+
+@pytest.mark.parametrize("count", [1, 37, 100])
+async def test_a_dequeue_keeps_one_plan_that_probes_the_primary_key(pg_server_url: str, count: int) -> None:
+    """A dequeue under its count's cap (`mq.queue.sql.dequeue`, `dequeue[plain]:128`): a prepared statement goes
+    over to the generic plan after Postgres' first custom ones (nothing planned again per dequeue), that plan leases
+    each row through the primary key, never a hash join over the tenant's messages, and each dequeue takes exactly
+    its count."""
+    async with migrated_database(pg_server_url, "skiplock_plans") as url:
+        conn = await asyncpg.connect(asyncpg_dsn(url))
+        try:
+            tenant = await conn.fetchval("INSERT INTO tenants (slug, name) VALUES ('t', 't') RETURNING id")
+            await conn.execute(
+                """INSERT INTO messages (id, tenant_id, topic, payload, status, max_retries, available_at)
+                   SELECT gen_random_uuid(), $1, 'deep', '\\x00', 'pending', 3, now() - interval '1 minute'
+                   FROM generate_series(1, 10000)""",
+                tenant,
+            )
+            await conn.execute("ANALYZE messages")
+            statement = dequeue.dequeue_statement(PLAIN, count=count)
+            values = {
+                "tenant": tenant,
+                "topic": "deep",
+                "dlq_default": True,
+                "count": count,
+                "visibility": 30.0,
+                "secret": "0" * 32,
+                "consumer": "c",
+            }
+            prepared = await conn.prepare(statement.text)
+            taken = [len(await prepared.fetch(*statement.args(**values))) for _ in range(8)]
+            generic, custom = await conn.fetchrow(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1", statement.text
+            )
+            # the generic plan itself: EXPLAIN of a statement with bound values plans for the values
+            await conn.execute("SET plan_cache_mode = force_generic_plan")
+            await conn.execute(f"PREPARE lease AS {statement.text}")
+            literals = ", ".join(f"'{value}'" for value in statement.args(**values))
+            plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN (COSTS OFF) EXECUTE lease({literals})"))
+        finally:
+            await conn.close()
+    assert taken == [count] * 8
+    assert generic >= 2 and custom <= 6, (generic, custom)
+    assert "messages_pkey" in plan and "Seq Scan" not in plan and "Hash" not in plan, plan

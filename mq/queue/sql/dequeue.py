@@ -19,7 +19,34 @@ from __future__ import annotations
 from mq.db.routed import routed
 from mq.db.statements import Fragment, Statement, compose
 from mq.queue.sql.common import LEASE_EXPIRED_ERROR, attempt_ended, message_columns, rfc3339
-from mq.queue.types import DeliveryPlan
+from mq.queue.types import MAX_DEQUEUE_COUNT, DeliveryPlan
+
+# --- The count, and the plans Postgres keeps -------------------------------------------------------------------
+# A statement with `LIMIT $count` is planned again at every execution: Postgres estimates a generic plan's LIMIT
+# of a parameter at a tenth of the rows it limits (the topic's whole backlog), so that plan never looks cheaper
+# than one planned for the count and, where the backlog is large, is worse (a hash join over the tenant's messages
+# instead of a probe of the primary key per leased row). Planning the lease was a fifth of Postgres' time per
+# message of dequeue 100 + ack (`bench.lease`). So on one Postgres each plan has one statement per power of two,
+# `dequeue[plain]:128`: the rows locked are at most that many (`LIMIT 128`, a constant the planner knows), and the
+# step that takes them stops at $count (`LIMIT $count`, estimated at a tenth of 128). The lock step is read only as
+# far as the step after it reads, so no row past $count is locked. Postgres then keeps the plan that a prepared
+# statement made the first times, whatever the count. On Citus (a routed function's or the coordinator's plan) the
+# statement keeps `LIMIT $count`: there `cap` is None.
+CAPS = tuple(1 << n for n in range((MAX_DEQUEUE_COUNT - 1).bit_length() + 1))
+
+
+def _cap(count: int) -> int:
+    """The power of two a count is leased under (1 for 1, 128 for 65 to 128)."""
+    return 1 << (count - 1).bit_length()
+
+
+def _limit(cap: int | None) -> str:
+    return "$count" if cap is None else str(cap)
+
+
+def _taken(cap: int | None) -> str:
+    return "" if cap is None else " LIMIT $count"
+
 
 # --- A topic's own messages -------------------------------------------------------------------------------------
 # Pending messages whose delay passed and processing messages whose lease passed (a crashed consumer's message
@@ -34,7 +61,7 @@ from mq.queue.types import DeliveryPlan
 # the batch size, not the table size (0.6 ms for 1 row, 2 to 4 ms for 100 on the 1M-row table, cold cache).
 
 
-def _messages_locked(gate: str) -> Fragment:
+def _messages_locked(gate: str, cap: int | None) -> Fragment:
     return Fragment(
         "locked",
         f"""
@@ -49,27 +76,28 @@ def _messages_locked(gate: str) -> Fragment:
     WHERE tenant_id = $tenant AND topic = $topic AND status IN ('pending', 'processing') AND available_at <= now()
       AND (expires_at IS NULL OR expires_at > now()) AND owed IS NULL{gate}
     ORDER BY priority DESC, available_at
-    LIMIT $count
+    LIMIT {_limit(cap)}
     FOR UPDATE SKIP LOCKED""",
     )
 
 
 # What the lease writes that needs the clock or a STABLE function, computed here rather than in the UPDATE (see
 # `mq.queue.sql.common`, on Citus): the time, the new deadline, and a lapsed lease's attempts with it ended.
-_MESSAGES_PICKED = Fragment(
-    "picked",
-    f"""
+def _messages_picked(cap: int | None) -> Fragment:
+    return Fragment(
+        "picked",
+        f"""
     SELECT l.id, l.lapsed, l.fate, now() AS now, now() + make_interval(secs => $visibility) AS deadline,
            CASE WHEN l.lapsed THEN {
-        attempt_ended(
-            "CASE WHEN l.fate = 'dlq' THEN 'dead_lettered' ELSE 'lapsed' END",
-            f"'{LEASE_EXPIRED_ERROR}'",
-            "l.available_at",
-            row="l",
-        )
-    } END AS attempts
-    FROM locked AS l""",
-)
+            attempt_ended(
+                "CASE WHEN l.fate = 'dlq' THEN 'dead_lettered' ELSE 'lapsed' END",
+                f"'{LEASE_EXPIRED_ERROR}'",
+                "l.available_at",
+                row="l",
+            )
+        } END AS attempts
+    FROM locked AS l{_taken(cap)}""",
+    )
 
 
 # A receipt is md5(a random secret of this statement || the message id): unique per message and delivery, not
@@ -141,7 +169,7 @@ _MESSAGES_LEASED_COUNT = "(SELECT count(*) FROM leased AS l WHERE l.fate IS NULL
 # messages_pkey per leased row.
 
 
-def _deliveries_locked(gate: str) -> Fragment:
+def _deliveries_locked(gate: str, cap: int | None) -> Fragment:
     return Fragment(
         "locked",
         f"""
@@ -154,21 +182,24 @@ def _deliveries_locked(gate: str) -> Fragment:
     WHERE d.tenant_id = $tenant AND d.group_id = $group AND d.available_at <= now()
       AND (d.expires_at IS NULL OR d.expires_at > now()){gate}
     ORDER BY d.priority DESC, d.available_at
-    LIMIT $count
+    LIMIT {_limit(cap)}
     FOR UPDATE SKIP LOCKED""",
     )
 
 
-# As `_MESSAGES_PICKED`: the time, the deadline and a lapsed lease's attempts, before the UPDATE.
-_DELIVERIES_PICKED = Fragment(
-    "picked",
-    f"""
+# As `_messages_picked`: the time, the deadline and a lapsed lease's attempts, before the UPDATE.
+def _deliveries_picked(cap: int | None) -> Fragment:
+    return Fragment(
+        "picked",
+        f"""
     SELECT l.message_id, l.lapsed, l.spent, now() AS now, now() + make_interval(secs => $visibility) AS deadline,
            CASE WHEN l.lapsed THEN {
-        attempt_ended("'lapsed'", f"'{LEASE_EXPIRED_ERROR}'", "l.available_at", row="l")
-    } END AS attempts
-    FROM locked AS l""",
-)
+            attempt_ended("'lapsed'", f"'{LEASE_EXPIRED_ERROR}'", "l.available_at", row="l")
+        } END AS attempts
+    FROM locked AS l{_taken(cap)}""",
+    )
+
+
 _DELIVERIES_LEASED = Fragment(
     "leased",
     f"""
@@ -320,23 +351,30 @@ INFLIGHT_RELEASE = compose(
 )
 
 
-def _dequeue(plan: DeliveryPlan, citus: bool) -> Statement:
+def _dequeue(plan: DeliveryPlan, citus: bool, cap: int | None = None) -> Statement:
     gate = _CLAIMED if plan.limited else ""
     if plan.grouped:
-        steps = [_deliveries_locked(gate), _DELIVERIES_PICKED, _DELIVERIES_LEASED, _DELIVERIES_RECEIVED]
+        steps = [_deliveries_locked(gate, cap), _deliveries_picked(cap), _DELIVERIES_LEASED, _DELIVERIES_RECEIVED]
         limits = [_DELIVERIES_RECORDED, _given_back(_DELIVERIES_LEASED_COUNT)]
         result = _DELIVERIES_ANSWER
     else:
-        steps = [_messages_locked(gate), _MESSAGES_PICKED, _MESSAGES_LEASED_RAW if citus else _MESSAGES_LEASED]
+        steps = [
+            _messages_locked(gate, cap),
+            _messages_picked(cap),
+            _MESSAGES_LEASED_RAW if citus else _MESSAGES_LEASED,
+        ]
         limits = [_MESSAGES_RECORDED, _given_back(_MESSAGES_LEASED_COUNT)]
         result = _MESSAGES_ANSWER if citus else "SELECT * FROM leased"
     if plan.limited:
         steps = [_CLAIM, *steps, *limits]
-    return compose(f"dequeue[{plan.name}{'+citus' if citus else ''}]", steps, result)
+    capped = "" if cap is None else f":{cap}"
+    return compose(f"dequeue[{plan.name}{'+citus' if citus else ''}]{capped}", steps, result)
 
 
 _PLANS = DeliveryPlan.every(grouped=True, limited=True)
+#: Each plan with `LIMIT $count` (what `make explain` shows, and what Citus routes), and under each cap.
 _DEQUEUES = {plan: _dequeue(plan, citus=False) for plan in _PLANS}
+_CAPPED = {(plan, cap): _dequeue(plan, citus=False, cap=cap) for plan in _PLANS for cap in CAPS}
 #: On Citus, a topic's own dequeue formats its answer in a step of its own (a group's always does), and a limited
 #: one records its leases and gives back its slots in a routed function (`mq.db.routed`), as the reservation does.
 _CITUS_DEQUEUES = {plan: routed(_dequeue(plan, citus=True) if not plan.grouped else _DEQUEUES[plan]) for plan in _PLANS}
@@ -344,10 +382,13 @@ _CITUS_RESERVE = routed(INFLIGHT_RESERVE)
 _CITUS_RELEASE = routed(INFLIGHT_RELEASE)
 
 
-def dequeue_statement(plan: DeliveryPlan, *, citus: bool = False) -> Statement:
-    """The dequeue of a plan (only its `grouped` and `limited` choose), on one Postgres or on Citus."""
+def dequeue_statement(plan: DeliveryPlan, *, citus: bool = False, count: int | None = None) -> Statement:
+    """The dequeue of a plan (only its `grouped` and `limited` choose), on one Postgres or on Citus; on one Postgres,
+    given the `count` it leases, the statement of that count's cap."""
     key = DeliveryPlan(grouped=plan.grouped, limited=plan.limited)
-    return (_CITUS_DEQUEUES if citus else _DEQUEUES)[key]
+    if citus:
+        return _CITUS_DEQUEUES[key]
+    return _DEQUEUES[key] if count is None else _CAPPED[key, _cap(count)]
 
 
 def reserve_statement(*, citus: bool = False) -> Statement:
