@@ -11,11 +11,16 @@ def rfc3339(column: str) -> str:
 # timestamps as text cost the driver a tenth of decoding them to UUID and datetime objects (about 1 µs each) and
 # then printing those again, and `metadata` is JSON text passed through unparsed. `status` is the one a reader
 # sees (`VIEW_STATUS`); a dequeue's fresh leases are `processing` as stored.
-def message_columns(status: str, m: str = "m") -> str:
-    """`m`: the alias of a messages row, or of a statement's step that returned a row's columns as they are."""
+def message_columns(
+    status: str, m: str = "m", *, updated_at: str | None = None, available_at: str | None = None
+) -> str:
+    """`m`: the alias of a messages row, or of a statement's step that returned a row's columns as they are;
+    `updated_at`, `available_at`: their text from elsewhere (a lease formats its time and deadline once)."""
+    updated_at = updated_at or rfc3339(f"{m}.updated_at")
+    available_at = available_at or rfc3339(f"{m}.available_at")
     return f"""{m}.id::text AS id, {m}.topic, {m}.key, {m}.payload, {m}.metadata::text AS metadata, {status} AS status,
     {m}.priority, {m}.retry_count, {m}.max_retries, {m}.last_error, {rfc3339(f"{m}.created_at")} AS created_at,
-    {rfc3339(f"{m}.updated_at")} AS updated_at, {rfc3339(f"{m}.available_at")} AS available_at,
+    {updated_at} AS updated_at, {available_at} AS available_at,
     {rfc3339(f"{m}.expires_at")} AS expires_at, {m}.original_topic, {rfc3339(f"{m}.dlq_moved_at")} AS dlq_moved_at,
     {m}.receipt::text AS receipt, {m}.consumer_group"""
 
