@@ -4,7 +4,9 @@ RATE messages/s are enqueued one at a time by 2 producers, each on its own sched
 sends at once, so the rate it held is reported); 4 consumers wait for up to 10 messages at a time and acknowledge
 what they got in one request. The raw-SQL loop does the same on `bench_raw`: producers INSERT and NOTIFY in one
 statement, consumers LISTEN and on each notification (or every second) lease up to 10 with FOR UPDATE SKIP LOCKED
-and delete them, until a lease comes back empty.
+and delete them, until a lease comes back empty. PGMQ (`bench.peers`) does the same with its own means: `pgmq.send`
+with its insert notifications on (`pgmq.enable_notify_insert`, no throttle), consumers LISTEN on its channel and
+`pgmq.read` up to 10, `pgmq.delete` them, until a read comes back empty; its ratio is raw p50 / PGMQ p50.
 
 Each message carries its producer's send time (one process: one clock), so the latency is end to end, from the
 enqueue's start to its delivery. Per side and round: the send rate held, p50 and p99 of that latency, and CPU per
@@ -31,6 +33,7 @@ from typing import Any
 import asyncpg
 import msgspec
 
+from bench import peers
 from bench.harness import ADMIN, RAW_DELETE, RAW_DEQUEUE, RAW_SCHEMA, ROUNDS, TENANT, Result, cpu_seconds, postgres_cpu
 from bench.httpclient import HttpConnection
 from mq.db.engine import asyncpg_dsn
@@ -47,6 +50,11 @@ DRAIN_SECONDS = 5.0
 RAW_INSERT_NOTIFY = f"WITH i AS (INSERT INTO bench_raw (payload) VALUES ($1)) SELECT pg_notify('{CHANNEL}', '')"
 _DEQUEUE = msgspec.json.encode({"topic": TOPIC, "count": BATCH, "wait_seconds": 5, "visibility_timeout_seconds": 30})
 _STAMP = struct.Struct(">q")
+PGMQ_QUEUE = "bench_longpoll"
+PGMQ_CHANNEL = f"pgmq.q_{PGMQ_QUEUE}.INSERT"
+PGMQ_SEND = "SELECT * FROM pgmq.send($1, $2::jsonb)"
+PGMQ_READ = "SELECT msg_id, message::text FROM pgmq.read($1, 30, $2)"
+PGMQ_DELETE = "SELECT * FROM pgmq.delete($1, $2::bigint[])"
 
 
 def _stamp() -> bytes:
@@ -115,7 +123,7 @@ async def _round(
 
 async def measure_longpoll(
     pool: asyncpg.Pool[Any], database_url: str, base_url: str, server_pid: int
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
     await pool.execute(RAW_SCHEMA)
     host, port = base_url.removeprefix("http://").split(":")
     headers = {"X-Tenant": TENANT}
@@ -157,6 +165,40 @@ async def measure_longpoll(
                         await asyncio.wait_for(woken.wait(), 0.5)
             finally:
                 await conn.remove_listener(CHANNEL, wake)
+
+        return consume
+
+    # --- PGMQ ---
+    await peers.install_pgmq(pool)
+    await pool.execute("SELECT pgmq.create($1)", PGMQ_QUEUE)  # (a queue that exists is left as it is)
+    await pool.execute("SELECT pgmq.enable_notify_insert($1, 0)", PGMQ_QUEUE)
+    pgmq_producer_conns = [await asyncpg.connect(dsn) for _ in range(PRODUCERS)]
+    pgmq_consumer_conns = [await asyncpg.connect(dsn) for _ in range(CONSUMERS)]
+
+    def pgmq_producer(conn: asyncpg.Connection[Any]) -> Callable[[bytes], Coroutine[Any, Any, None]]:
+        async def send(payload: bytes) -> None:
+            await conn.execute(PGMQ_SEND, PGMQ_QUEUE, msgspec.json.encode({"payload": payload}).decode())
+
+        return send
+
+    def pgmq_consumer(conn: asyncpg.Connection[Any]) -> Callable[[_Run], Coroutine[Any, Any, None]]:
+        async def consume(run: _Run) -> None:
+            woken = asyncio.Event()
+
+            def wake(*_: Any) -> None:
+                woken.set()
+
+            await conn.add_listener(PGMQ_CHANNEL, wake)
+            try:
+                while not run.finished.is_set():
+                    woken.clear()
+                    while rows := await conn.fetch(PGMQ_READ, PGMQ_QUEUE, BATCH):
+                        run.delivered([base64.b64decode(msgspec.json.decode(r["message"])["payload"]) for r in rows])
+                        await conn.execute(PGMQ_DELETE, PGMQ_QUEUE, [r["msg_id"] for r in rows])
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), 0.5)
+            finally:
+                await conn.remove_listener(PGMQ_CHANNEL, wake)
 
         return consume
 
@@ -205,14 +247,20 @@ async def measure_longpoll(
             None,
         ),
         "api": (reconnect, [api_producer(c) for c in api_producers], [api_consume] * CONSUMERS, server_cpu),
+        "pgmq": (
+            nothing,
+            [pgmq_producer(c) for c in pgmq_producer_conns],
+            [pgmq_consumer(c) for c in pgmq_consumer_conns],
+            None,
+        ),
     }
-    results: dict[str, list[tuple[_Run, float, float, float, int]]] = {"raw": [], "api": []}
+    results: dict[str, list[tuple[_Run, float, float, float, int]]] = {"raw": [], "api": [], "pgmq": []}
     try:
         for round_number in range(ROUNDS):
-            order = ("raw", "api") if round_number % 2 == 0 else ("api", "raw")
+            order = ("raw", "api", "pgmq") if round_number % 2 == 0 else ("pgmq", "api", "raw")
             for name in order:
                 prepare, producers, consumers, side_cpu = sides[name]
-                await pool.execute("TRUNCATE bench_raw, messages")
+                await pool.execute(f"TRUNCATE bench_raw, messages, pgmq.q_{PGMQ_QUEUE}")
                 await prepare()
                 pg_before, side_before, xacts_before = pg_cpu(), side_cpu() if side_cpu else 0.0, await transactions()
                 run, elapsed = await _round(producers, consumers)
@@ -224,14 +272,16 @@ async def measure_longpoll(
                     f"p50 {statistics.median(run.latencies_ms or [0]):.2f} ms"
                 )
     finally:
-        for conn in [*raw_producer_conns, *raw_consumer_conns]:
+        for conn in [*raw_producer_conns, *raw_consumer_conns, *pgmq_producer_conns, *pgmq_consumer_conns]:
             await conn.close()
         for c in api_producers:
             await c.close()
     return _row(results)
 
 
-def _row(results: dict[str, list[tuple[_Run, float, float, float, int]]]) -> dict[str, Any]:
+def _row(results: dict[str, list[tuple[_Run, float, float, float, int]]]) -> list[dict[str, Any]]:
+    """Two rows of the report: the API against the raw loop (`longpoll_500`), and PGMQ against it
+    (`pgmq_longpoll_500`, its api columns PGMQ's)."""
     merged: dict[str, Result] = {}
     per_message: dict[str, dict[str, float]] = {}
     for name, runs in results.items():
@@ -250,20 +300,33 @@ def _row(results: dict[str, list[tuple[_Run, float, float, float, int]]]) -> dic
             "transactions_per_message": round(sum(r[4] for r in runs) / received, 2),
             "lost": sum(r[0].sent - r[0].received for r in runs),
         }
-    ratios = [
-        statistics.median(raw[0].latencies_ms) / statistics.median(api[0].latencies_ms)
-        for raw, api in zip(results["raw"], results["api"], strict=True)
-        if raw[0].latencies_ms and api[0].latencies_ms
-    ]
-    row = {
-        "workload": f"longpoll_{RATE:.0f}",
-        "target": TARGET,
-        "raw": merged["raw"],
-        "api": merged["api"],
-        "ratio": round(statistics.median(ratios), 3) if ratios else 0.0,
-        "ratios": [round(r, 3) for r in ratios],
-        "baseline": "raw p50 / API p50 of end-to-end latency at a fixed rate",
-        "per_message": per_message,
-    }
-    print(f"  longpoll: p50 ratios {row['ratios']}, per message {per_message}")
-    return row
+    rows = []
+    for name, workload in (("api", f"longpoll_{RATE:.0f}"), ("pgmq", f"pgmq_longpoll_{RATE:.0f}")):
+        ratios = [
+            statistics.median(raw[0].latencies_ms) / statistics.median(side[0].latencies_ms)
+            for raw, side in zip(results["raw"], results[name], strict=True)
+            if raw[0].latencies_ms and side[0].latencies_ms
+        ]
+        rows.append(
+            {
+                "workload": workload,
+                "target": TARGET,
+                "raw": merged["raw"],
+                "api": merged[name],
+                "ratio": round(statistics.median(ratios), 3) if ratios else 0.0,
+                "ratios": [round(r, 3) for r in ratios],
+                "baseline": "raw p50 / API p50 of end-to-end latency at a fixed rate"
+                if name == "api"
+                else "raw p50 / PGMQ p50 of end-to-end latency at a fixed rate",
+                "per_message": {"raw": per_message["raw"], name: per_message[name]},
+                "cpu_us_per_message": {
+                    "server": {"measured": per_message[name]["server_cpu_us_per_message"] if name == "api" else None},
+                    "postgres": {
+                        "baseline": per_message["raw"]["postgres_cpu_us_per_message"],
+                        "measured": per_message[name]["postgres_cpu_us_per_message"],
+                    },
+                },
+            }
+        )
+        print(f"  {workload}: p50 ratios {rows[-1]['ratios']}, per message {rows[-1]['per_message']}")
+    return rows

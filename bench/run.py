@@ -279,7 +279,7 @@ async def _measure_all(database_url: str, redis_url: str, scratch: Path) -> list
             urls = (database_url, redis_url, scratch / "data-framework")
             rows += await measure_hot_routes(pool, api.base_url, tenant_id, api.process.pid, urls)
         if "longpoll" in PARTS:
-            rows.append(await measure_longpoll(pool, database_url, api.base_url, api.process.pid))
+            rows += await measure_longpoll(pool, database_url, api.base_url, api.process.pid)
         if "grpc" in PARTS:
             rows += await measure_grpc(pool, api.base_url, api.grpc_address, tenant_id, api.process.pid)
         if "schedules" in PARTS:  # last, on an API without hosted workers: a worker process of its own fires
@@ -304,6 +304,45 @@ def _cpu_columns(row: dict[str, Any]) -> str:
         return "-" if value is None else f"{value:.1f}"
 
     return f"{us(server['measured']):>8} {us(pg['baseline']):>8}/{us(pg['measured'])}"
+
+
+#: Issue 43's targets for Postgres' CPU per message, Skiplock / the raw loop, by workload.
+POSTGRES_TARGETS = {"single_enqueue": 0.4, "batch_enqueue_100": 0.85, "dequeue_100_ack": 0.85, "dequeue_1_ack": 0.55}
+
+
+def postgres_per_message(rows: list[dict[str, Any]]) -> None:
+    """Postgres' CPU per message of the raw loop, Skiplock and PGMQ, workload by workload (where the run measured
+    them), with Skiplock / raw against its target and both end-to-end ratios to the raw loop."""
+    by_name = {row["workload"]: row for row in rows}
+    keys = [*POSTGRES_TARGETS, *(k for k in by_name if k.startswith("longpoll_"))]
+    lines = []
+    for key in keys:
+        ours, theirs = by_name.get(key), by_name.get(f"pgmq_{key}")
+        if ours is None or not ours.get("cpu_us_per_message"):
+            continue
+        pg = ours["cpu_us_per_message"]["postgres"]
+        raw_us, our_us = pg["baseline"], pg["measured"]
+        pgmq_us = theirs["cpu_us_per_message"]["postgres"]["measured"] if theirs else None
+        share = our_us / raw_us if raw_us and our_us is not None else None
+        target = POSTGRES_TARGETS.get(key)
+        nan = float("nan")
+        lines.append(
+            f"{key:<20} {raw_us or 0:>8.1f} {our_us or 0:>9.1f} {nan if pgmq_us is None else pgmq_us:>8.1f}"
+            f" {share or 0:>12.2f} {'<= ' + str(target) if target else '-':>8} {ours['ratio']:>10.2f}"
+            f" {theirs['ratio'] if theirs else nan:>10.2f}"
+        )
+    if not lines:
+        return
+    header = (
+        f"{'workload':<20} {'raw':>8} {'Skiplock':>9} {'PGMQ':>8} {'Skiplock/raw':>12} {'target':>8}"
+        f" {'Skiplock e2e':>10} {'PGMQ e2e':>10}"
+    )
+    print(
+        "\nPostgres CPU µs per message (and end to end: Skiplock / raw, PGMQ / raw; long polls: raw p50 / p50)\n"
+        + header
+    )
+    print("-" * len(header))
+    print("\n".join(lines))
 
 
 def report(rows: list[dict[str, Any]]) -> None:
@@ -334,6 +373,7 @@ def report(rows: list[dict[str, Any]]) -> None:
         "of the batch-enqueue loop (raw columns: the loop); for longpoll_*, raw p50 / API p50 of end-to-end "
         "latency at a fixed rate (msg/s: delivered; latencies: end to end). msg/s and latencies pool all rounds"
     )
+    postgres_per_message(rows)
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     path = out / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
