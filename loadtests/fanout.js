@@ -1,11 +1,12 @@
 // Fan-out: producers at RATE/s into one topic that GROUPS consumer groups consume (three services on one topic),
 // CONSUMERS long-polling consumers per group taking BATCH at a time and acking them in one call. Each group receives
 // every message: at the end each group is drained, and `nothing_lost` holds only when the topic is empty (a message
-// goes once every group acked it). `delivery_latency` is tagged with each group.
+// goes once every group acked it), `messages_unacked` only when each message enqueued had GROUPS acks.
+// `delivery_latency` is tagged with each group.
 //   RATE=100  DURATION=30s  GROUPS=3  CONSUMERS=2 (per group)  BATCH=10
 import { check } from "k6";
 import http from "k6/http";
-import { ackBatch, dequeue } from "./lib/api.js";
+import { ackBatch, acksPerMessage, dequeue } from "./lib/api.js";
 import { BASE_URL, number, text } from "./lib/config.js";
 import { drain } from "./lib/drain.js";
 import { arrivalScenario, COMMON_OPTIONS, drainScenario, oneTenant } from "./lib/lifecycle.js";
@@ -21,6 +22,8 @@ const CONSUMERS = number("CONSUMERS", 2);
 const BATCH = number("BATCH", 10);
 const TOPIC = "fanout";
 const seconds = parseInt(DURATION, 10);
+// Each message is acked once by each group (`messages_unacked` counts what is owed).
+acksPerMessage(GROUPS.length);
 
 const scenarios = {
   produce: arrivalScenario("produce", RATE, DURATION, { startTime: "1s" }),

@@ -8,7 +8,7 @@ import encoding from "k6/encoding";
 import http from "k6/http";
 import { Rate } from "k6/metrics";
 import grpc from "k6/net/grpc";
-import { acked, delivered, deliveryLatency, enqueued, roundTrip } from "./api.js";
+import { countAcked, countEnqueued, delivered, deliveryLatency, roundTrip } from "./api.js";
 import { BASE_URL, GRPC_ADDRESS } from "./config.js";
 import { clock, readPayload } from "./payload.js";
 
@@ -84,7 +84,7 @@ export function enqueue(data, topic, payload, sequence) {
     { "Enqueue OK with an id": (x) => x.status === grpc.StatusOK && typeof x.message.id === "string" },
     tagsOf(data, "enqueue"),
   );
-  if (ok) enqueued.add(1, tagsOf(data, "enqueue"));
+  if (ok) countEnqueued(1, tagsOf(data, "enqueue"));
   return ok ? r.message.id : null;
 }
 
@@ -135,7 +135,8 @@ export function dequeue(data, topic, visibility = 30) {
 /** Ack the caller's lease of one message. */
 export function ack(data, message) {
   const r = invoke(data, "Ack", { id: message.id }, "ack");
-  if (check(r, { "Ack OK": (x) => x.status === grpc.StatusOK }, tagsOf(data, "ack"))) acked.add(1, tagsOf(data, "ack"));
+  if (check(r, { "Ack OK": (x) => x.status === grpc.StatusOK }, tagsOf(data, "ack")))
+    countAcked(1, tagsOf(data, "ack"));
 }
 
 /** gRPC latency bounds per endpoint (ms), as thresholds on grpc_req_duration, e.g. {enqueue: 20}. */

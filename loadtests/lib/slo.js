@@ -8,6 +8,8 @@ export function baseThresholds() {
     checks: ["rate>0.999"],
     payload_round_trip: ["rate==1"],
     nothing_lost: ["rate==1"],
+    // Every message enqueued acked (by every group), by count: the topic being empty at the end is not enough.
+    messages_unacked: ["count==0"],
     // A script that throws in its iterations sends nothing and would otherwise pass every other threshold.
     messages_enqueued: ["count>0"],
     messages_delivered: ["count>0"],

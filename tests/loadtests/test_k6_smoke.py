@@ -70,6 +70,9 @@ def test_the_smoke_load_test_holds_its_slos(server: Server, tmp_path: Path) -> N
     assert failed == []
     assert metrics["messages_enqueued"]["values"]["count"] > 100
     assert metrics["messages_acked"]["values"]["count"] == metrics["messages_enqueued"]["values"]["count"]
+    # The same comparison as a threshold of every script: acks owed, by count.
+    assert metrics["messages_unacked"]["values"]["count"] == 0
+    assert metrics["messages_unacked"]["thresholds"] == {"count==0": {"ok": True}}
     assert metrics["nothing_lost"]["values"]["rate"] == 1
     assert "every SLO held" in run.stdout
 
@@ -94,6 +97,7 @@ def test_the_fanout_load_test_delivers_every_message_to_every_group(server: Serv
     enqueued = metrics["messages_enqueued"]["values"]["count"]
     assert enqueued >= 150
     assert metrics["messages_acked"]["values"]["count"] == 3 * enqueued
+    assert metrics["messages_unacked"]["values"]["count"] == 0
     assert metrics["nothing_lost"]["values"]["rate"] == 1
 
 
