@@ -132,7 +132,7 @@ class Broadcast:
             finally:
                 if pubsub is not None:
                     with contextlib.suppress(RedisError, OSError):
-                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                        await pubsub.aclose()
 
     def _received_from_postgres(self, channel: str) -> Callable[[str], None]:
         return lambda payload: self._dispatch(channel, payload.encode())

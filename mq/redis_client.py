@@ -43,7 +43,9 @@ def connect(url: str, **options: Any) -> RedisClient:
     service, _, database = parts.path.strip("/").partition("/")
     if not service:
         raise ValueError("a redis+sentinel URL names its service: redis+sentinel://host:26379/<service>/0")
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+    # Any: redis-py types Sentinel's constructor in some releases and not in others
+    make_sentinel: Any = Sentinel
+    sentinel = make_sentinel(
         hosts, sentinel_kwargs={**options}, ssl=tls, username=username, password=password, **options
     )
     primary: aioredis.Redis = sentinel.master_for(service, db=int(database or 0))
