@@ -123,6 +123,7 @@ test("maintenance: run the reapers (the archive reaper too), see their runs, edi
   }
   await screenshot(page, "maintenance");
   await schedule.getByRole("button", { name: "Save schedule" }).click();
+  await expect(schedule.getByRole("status")).toContainText("Saved"); // before the reload, which could cancel it
   await page.reload();
   await expect(schedule.getByLabel("Cron schedule (UTC)")).toHaveValue("0 3 * * 1");
   await schedule.getByLabel("Cron schedule (UTC)").fill("");

@@ -236,10 +236,10 @@ test("topic configuration: values in force, overrides, the API's errors at their
   await page.reload();
   await expect(form.getByText(/In force: 45 \(override; the default is 30\)/)).toBeVisible();
   await form.getByRole("button", { name: "Reset to defaults" }).click();
-  await page
-    .getByRole("dialog", { name: /Reset orders/ })
-    .getByRole("button", { name: "Reset" })
-    .click();
+  const resetDialog = page.getByRole("dialog", { name: /Reset orders/ });
+  await resetDialog.getByRole("button", { name: "Reset" }).click();
+  // the dialog closes once the server confirmed the reset: a reload before that could cancel it
+  await expect(resetDialog).toBeHidden();
   await page.reload();
   await expect(
     form.getByText(/Attempts before the DLQ \(or failed\)\. In force: 3 \(global default\)/),

@@ -165,6 +165,11 @@ export function MaintenancePage() {
           ))}
         </ul>
         {!scheduleError && <ErrorNote error={save.error} />}
+        {save.isSuccess && draft === null && (
+          <p role="status" className="notice">
+            Saved; every worker follows it within seconds.
+          </p>
+        )}
         <button
           type="submit"
           className="primary"
