@@ -21,7 +21,6 @@ caller keeps fastavro. tests/unit/test_avro_types.py checks the two verdicts agr
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
@@ -54,8 +53,36 @@ class _NotBuilt(Exception):
     """A schema msgspec's rules would not judge as fastavro does."""
 
 
-def types_for(parsed: Any) -> Callable[[Any], bool] | None:
-    """`fits(datum)` for a schema parsed by `fastavro.parse_schema`, or None where fastavro must decide."""
+class AvroTypes:
+    """A schema's msgspec type, and its two checks: of a decoded payload, and of the payload's bytes decoded into
+    the type at once (0.95 µs for the order record, against 1.5 to decode it as any JSON and 0.7 to convert)."""
+
+    __slots__ = ("_decode", "target")
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self._decode = msgspec.json.Decoder(target).decode
+
+    def fits(self, datum: Any) -> bool:
+        try:
+            msgspec.convert(datum, self.target)
+        except msgspec.ValidationError:
+            return False
+        return True
+
+    def fits_payload(self, payload: bytes) -> bool:
+        """Whether the JSON text surely fits; False leaves the verdict to `fits` on the text decoded as any JSON
+        (text that is not JSON, or a key given twice, which the typed decoder checks each time and JSON takes
+        the last of)."""
+        try:
+            self._decode(payload)
+        except msgspec.DecodeError:  # (msgspec.ValidationError included)
+            return False
+        return True
+
+
+def types_for(parsed: Any) -> AvroTypes | None:
+    """The msgspec types for a schema parsed by `fastavro.parse_schema`, or None where fastavro must decide."""
     named = parsed.get("__named_schemas", {}) if isinstance(parsed, dict) else {}
     try:
         target, _ = _Builder(named).build(parsed, "")
@@ -64,16 +91,7 @@ def types_for(parsed: Any) -> Callable[[Any], bool] | None:
         pass
     except (_NotBuilt, TypeError, ValueError, KeyError, RecursionError):
         return None
-    convert, invalid = msgspec.convert, msgspec.ValidationError
-
-    def fits(datum: Any) -> bool:
-        try:
-            convert(datum, target)
-        except invalid:
-            return False
-        return True
-
-    return fits
+    return AvroTypes(target)
 
 
 class _Builder:

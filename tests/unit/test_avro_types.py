@@ -139,12 +139,18 @@ def parsed(schema: Any) -> Any:
 @given(st.data())
 def test_msgspec_gives_fastavros_verdict(data: st.DataObject) -> None:
     schema = parsed(data.draw(avro_schemas()))
-    fits = types_for(schema)
-    assume(fits is not None)
+    types = types_for(schema)
+    assume(types is not None)
+    assert types is not None
     named = schema.get("__named_schemas", {}) if isinstance(schema, dict) else {}
     for _ in range(8):
-        payload = msgspec.json.decode(json.dumps(data.draw(payloads_near(schema, named))))  # what the server sees
-        assert fits(payload) == validate(payload, schema, raise_errors=False), (schema, payload)
+        text = json.dumps(data.draw(payloads_near(schema, named))).encode()
+        payload = msgspec.json.decode(text)  # what the server sees
+        verdict = validate(payload, schema, raise_errors=False)
+        assert types.fits(payload) == verdict, (schema, payload)
+        assert types.fits_payload(text) == verdict, (schema, text)
+    # a key given twice: JSON takes the last, and the typed decoder leaves that to `fits`
+    assert not types.fits_payload(b'{"a": 1, "a": 2}') or validate({"a": 2}, schema, raise_errors=False)
 
 
 @pytest.mark.parametrize(
@@ -157,11 +163,16 @@ def test_msgspec_gives_fastavros_verdict(data: st.DataObject) -> None:
     ],
 )
 def test_the_usual_schemas_are_built(schema: Any) -> None:
-    fits = types_for(fastavro.parse_schema(schema))
-    assert fits is not None
+    types = types_for(fastavro.parse_schema(schema))
+    assert types is not None
     if schema is ORDER_AVRO:
-        assert fits(ORDER)
-        assert not fits({**ORDER, "items": [{"sku": "A-1", "qty": 2.0}]})  # 2.0 is not an Avro int, as for fastavro
+        assert types.fits(ORDER)
+        assert not types.fits({**ORDER, "items": [{"sku": "A-1", "qty": 2.0}]})  # not an Avro int, as for fastavro
+        assert types.fits_payload(json.dumps(ORDER).encode())
+        assert not types.fits_payload(b'{"order_id": "o-1", "amount": 1,')  # not JSON: `fits` decodes it to say so
+        twice = json.dumps({**ORDER, "order_id": 5})[:-1] + ', "order_id": "o-2"}'
+        assert not types.fits_payload(twice.encode())  # the first is not a string; JSON keeps the second
+        assert types.fits(msgspec.json.decode(twice))
 
 
 @pytest.mark.parametrize(
