@@ -48,7 +48,7 @@ from mq.queue.types import (
     parse_uuids,
 )
 from mq.queue.validation import check_group, check_lease, check_topic, encode_metadata
-from mq.queue.wakeups import WakeupHub
+from mq.queue.wakeups import Look, WakeupHub
 from mq.quotas import NO_QUOTAS, QuotaCache, Quotas
 from mq.schemas.checks import CHECK_TOO_COSTLY, SchemaChecks
 from mq.schemas.formats import Violation
@@ -326,6 +326,23 @@ class QueueService:
 
         if wait_seconds <= 0:
             return [] if config.paused else in_queue_order((await lease())[0])
+        # An empty look stands for this instance's next polls (`mq.queue.wakeups`) where every change that makes
+        # a message available wakes the topic's waiters or is due at a time asked: not under a group (its own
+        # deliveries), a max_inflight (an ack frees room) or a throughput limit (tokens come back).
+        shared_looks = group_id is None and not plan.limited and rate is None
+        return await self._long_poll(tenant_id, topic, lease, wait_seconds, caller_gone, group_id, shared_looks)
+
+    async def _long_poll(
+        self,
+        tenant_id: int,
+        topic: str,
+        lease: Callable[[], Awaitable[tuple[list[Any], float]]],
+        wait_seconds: float,
+        caller_gone: Callable[[], Awaitable[None]] | None,
+        group_id: int | None,
+        shared_looks: bool,
+    ) -> list[MessageRow]:
+        """`dequeue`'s wait: look, and when nothing came, wait for a wake-up, a due time or the deadline."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         gone: asyncio.Future[None] | None = None
@@ -338,7 +355,9 @@ class QueueService:
                         return []
                     # A paused topic answers empty; its resume wakes the waiting polls (`Console.resume`).
                     paused = (await self.configs.effective(tenant_id, topic)).paused
-                    rows, throttled_for = ([], 0.0) if paused else await lease()
+                    rows, throttled_for, recheck_at, look = await self._look(
+                        tenant_id, topic, lease, shared_looks and not paused, paused, recheck_at, deadline
+                    )
                     remaining = deadline - loop.time()
                     if rows or remaining <= 0:
                         return in_queue_order(rows)
@@ -353,14 +372,9 @@ class QueueService:
                     now = loop.time()
                     if recheck_at is None or now >= recheck_at:
                         # (a group's next lapsing lease or delay is not asked for: it looks again after the recheck)
-                        until_next = (
-                            None
-                            if paused or group_id is not None
-                            else await self.repository.seconds_until_next_available(tenant_id, topic)
-                        )
-                        recheck_at = now + min(
-                            _LONG_POLL_RECHECK_SECONDS if until_next is None else until_next, _LONG_POLL_RECHECK_SECONDS
-                        )
+                        recheck_at = now + await self._until_recheck(tenant_id, topic, paused or group_id is not None)
+                        if look is not None:
+                            self.wakeups.found_empty(look, recheck_at)
                     timeout = min(remaining, max(recheck_at - now, _LONG_POLL_MIN_SLEEP_SECONDS))
                     if gone is None and caller_gone is not None:
                         gone = asyncio.ensure_future(caller_gone())
@@ -372,6 +386,34 @@ class QueueService:
             finally:
                 if gone is not None:
                     gone.cancel()
+
+    async def _look(
+        self,
+        tenant_id: int,
+        topic: str,
+        lease: Callable[[], Awaitable[tuple[list[Any], float]]],
+        shared: bool,
+        paused: bool,
+        recheck_at: float | None,
+        deadline: float,
+    ) -> tuple[list[Any], float, float | None, Look | None]:
+        """A long poll's look: the rows leased and the throttle's seconds, when it next asks for the due time, and
+        the `Look` to report an empty answer with (`shared`: empty looks stand for this instance's next polls).
+        A new poll for which another's empty look stands waits without looking, until that stops standing."""
+        now = asyncio.get_running_loop().time()
+        standing = self.wakeups.empty_until(tenant_id, topic, now) if shared and recheck_at is None else None
+        if standing is not None and standing < deadline:  # (it still looks once before its deadline)
+            return [], 0.0, standing, None
+        # a look that will ask for the next due time if it comes back empty (a woken poll's look is not one)
+        look = self.wakeups.looking(tenant_id, topic) if shared and (recheck_at is None or now >= recheck_at) else None
+        rows, throttled_for = ([], 0.0) if paused else await lease()
+        return rows, throttled_for, recheck_at, look
+
+    async def _until_recheck(self, tenant_id: int, topic: str, unasked: bool) -> float:
+        """Seconds a waiting poll sleeps before it looks again unwoken: until a delayed message or a lapsing lease
+        makes one available, at most `_LONG_POLL_RECHECK_SECONDS` (that, when `unasked`)."""
+        until_next = None if unasked else await self.repository.seconds_until_next_available(tenant_id, topic)
+        return min(_LONG_POLL_RECHECK_SECONDS if until_next is None else until_next, _LONG_POLL_RECHECK_SECONDS)
 
     async def _lease(
         self, lease: Lease, rate: int | None, orphaned: Callable[[list[Any]], None] | None = None
