@@ -57,6 +57,8 @@ test("bulk actions: a metadata filter reaches the job as an object, and a select
   const filters = page.getByRole("form", { name: "Filter messages" });
   await filters.getByPlaceholder('{"region": "eu"}').fill('{"region":"eu"}');
   await filters.getByRole("button", { name: "Apply" }).click();
+  // the bulk actions follow the filter once the page has taken it in
+  await expect(page.getByText("Everything matching the current filter:")).toBeVisible();
   await page.getByRole("button", { name: "Retry all" }).click();
   const confirm = page.getByRole("dialog", { name: /Retry every message matching the filter/ });
   await expect(confirm).toContainText('metadata containing {"region":"eu"}');
