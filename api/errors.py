@@ -98,6 +98,17 @@ def status_of(exc: BaseException) -> int:
     return 503 if is_dependency_fault(exc) else 500
 
 
+def count_refusal(request: Request[Any, Any, Any], code: str) -> None:
+    """A 4xx answered: `skiplock_http_refusals_total` by the caller's tenant (when known) and code."""
+    app = request.scope.get("app")
+    runtime = getattr(app.state, "runtime", None) if app is not None else None
+    if runtime is None:
+        return
+    principal = request.scope.get("user")
+    tenant = getattr(principal, "tenant_slug", None) or ""
+    runtime.metrics.refusals.labels(tenant, code).inc()
+
+
 def handle_domain_error(request: Request[Any, Any, Any], exc: errors.SkiplockError) -> Response[dict[str, Any]]:
     for cls, status in DOMAIN_ERRORS:
         if isinstance(exc, cls):
@@ -105,16 +116,19 @@ def handle_domain_error(request: Request[Any, Any, Any], exc: errors.SkiplockErr
             headers = None
             if isinstance(exc, errors.QueueFull | errors.RateLimited | errors.QuotaExceeded | errors.Unavailable):
                 if exc.retry_after is None:  # a quota that waiting will not lift
+                    count_refusal(request, code)
                     return error_response(403, code, exc.message, exc.details)
                 headers = {"Retry-After": str(exc.retry_after)}
+            if status < 500:
+                count_refusal(request, code)
             return error_response(status, code, exc.message, exc.details, headers, request)
     return handle_unexpected_error(request, exc)
 
 
-def handle_http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
+def handle_http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, Any]]:
     status = exc.status_code
     if status >= 500:
-        return handle_unexpected_error(_, exc)
+        return handle_unexpected_error(request, exc)
     details = None
     message = exc.detail
     if isinstance(exc, ValidationException):
@@ -130,6 +144,7 @@ def handle_http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response
         message = "request body is too large"
     code = HTTP_STATUS_CODES.get(status, "invalid_request")
     headers = {k: v for k, v in (exc.headers or {}).items() if k.lower() in ("allow", "retry-after")} or None
+    count_refusal(request, code)
     return error_response(status, code, message, details, headers)
 
 

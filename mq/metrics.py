@@ -9,11 +9,13 @@ addition; histograms bisect into their buckets, so a dequeue of 100 observes 100
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import collections
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import (
@@ -23,12 +25,17 @@ from prometheus_client import (
     GCCollector,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from mq.db.repository import GaugeRow, GroupGaugeRow, JobRun, OperationsRepository
+from mq.db.repository import GaugeRow, GroupGaugeRow, JobRun, OperationsRepository, TopicLimitRow
+from mq.faults import is_dependency_fault
+
+# No `<counter>_created` series beside each counter: they doubled a scrape's series and no query of ours reads them.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 OTHER = "other"
 #: Label lookups remembered per process; past this many (a tenant inventing topics) they are forgotten and redone.
@@ -37,6 +44,8 @@ _MAX_REMEMBERED_LABELS = 100_000
 _GAUGES_REUSE_SECONDS = 2.0
 _HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0)
 _LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+#: Seconds a scrape waits for a dependency's answer before it counts it as down.
+_PROBE_TIMEOUT_SECONDS = 1.0
 _WAIT_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0, 86400.0)
 
 
@@ -54,6 +63,81 @@ class _LeanRequests(Collector):
         )
         for route, n in sorted(self.counts.items()):
             family.add_metric([route], n)
+        yield family
+
+
+@dataclass
+class PoolSizes:
+    """How to read a connection pool's sizes at scrape (callables, so that this module imports no driver)."""
+
+    size: Callable[[], int]
+    idle: Callable[[], int]
+    max_size: Callable[[], int]
+
+
+class _Dependencies(Collector):
+    """Postgres and Redis as the last scrape found them, this process's pool, and Postgres' connection slots."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        m = self._metrics
+        up = GaugeMetricFamily(
+            "skiplock_dependency_up",
+            "1 when the dependency answered this process's last probe (at a scrape, within 1 s), else 0",
+            labels=["dependency"],
+        )
+        for name, value in sorted(m.dependency_up.items()):
+            up.add_metric([name], value)
+        yield up
+        if m.pool is not None:
+            size, idle = m.pool.size(), m.pool.idle()
+            pool = GaugeMetricFamily(
+                "skiplock_db_pool_connections",
+                "This process's hot-path pool: connections running a statement (busy) or idle",
+                labels=["state"],
+            )
+            pool.add_metric(["busy"], size - idle)
+            pool.add_metric(["idle"], idle)
+            yield pool
+            yield GaugeMetricFamily(
+                "skiplock_db_pool_max_connections", "The most connections the pool opens", value=m.pool.max_size()
+            )
+        if m.server_connections is not None:
+            used, limit = m.server_connections
+            yield GaugeMetricFamily(
+                "skiplock_db_server_connections",
+                "Client connections open on the Postgres server (every client, not only this one)",
+                value=used,
+            )
+            yield GaugeMetricFamily(
+                "skiplock_db_server_max_connections",
+                "Connections Postgres accepts from ordinary roles (max_connections less the reserved ones)",
+                value=limit,
+            )
+
+
+class _Waiting(Collector):
+    """`skiplock_long_polls_waiting` by tenant and topic, read at scrape."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        m = self._metrics
+        family = GaugeMetricFamily(
+            "skiplock_long_polls_waiting",
+            "Dequeues (and gRPC Subscribe streams) waiting for a message in this process, by tenant and topic",
+            labels=["tenant", "topic"],
+        )
+        totals: dict[tuple[str, str], int] = {}
+        for (tenant_id, topic), n in m.waiting().items():
+            tenant = m.tenant(tenant_id)
+            labels = (tenant, m.topic(tenant, topic))
+            totals[labels] = totals.get(labels, 0) + n
+        for labels, n in sorted(totals.items()):
+            family.add_metric(list(labels), n)
         yield family
 
 
@@ -120,6 +204,7 @@ class _StoredGauges(Collector):
             oldest.add_metric([tenant, topic], age)
         yield messages
         yield oldest
+        yield self._limits(ranks)
         yield from self._groups(ranks)
         last = GaugeMetricFamily(
             "skiplock_job_last_run_timestamp_seconds", "When each job last finished (Unix time)", labels=["job"]
@@ -133,6 +218,27 @@ class _StoredGauges(Collector):
         yield last
         yield duration
         yield rows
+
+    def _limits(self, ranks: dict[str, dict[str, int]]) -> Metric:
+        """The limits topics set (`max_inflight`, `max_depth`, `throughput_limit`), for what they hold beside them.
+        A topic folded into `other` has no limit of its own there."""
+        family = GaugeMetricFamily(
+            "skiplock_topic_limit",
+            "A topic's configured limit: max_inflight (per consumer group), max_depth, throughput_limit (per second)",
+            labels=["tenant", "topic", "limit"],
+        )
+        for tenant, topic, max_inflight, max_depth, throughput_limit in self._metrics.limit_rows:
+            rank = ranks.get(tenant, {}).get(topic)
+            if rank is not None and rank >= self._metrics.max_topics - 1:
+                continue
+            for name, value in (
+                ("max_inflight", max_inflight),
+                ("max_depth", max_depth),
+                ("throughput_limit", throughput_limit),
+            ):
+                if value:
+                    family.add_metric([tenant, topic, name], value)
+        return family
 
     def _groups(self, ranks: dict[str, dict[str, int]]) -> Iterator[Metric]:
         """Each consumer group's deliveries and oldest pending age. Topics fold into `other` as above; a tenant's
@@ -179,7 +285,14 @@ class Metrics:
         self.gauge_rows: list[GaugeRow] = []
         self.group_rows: list[GroupGaugeRow] = []
         self.job_rows: list[JobRun] = []
+        self.limit_rows: list[TopicLimitRow] = []
         self._gauges_read_at = -math.inf
+        #: 1 or 0 per dependency, as the last scrape's probes found them.
+        self.dependency_up: dict[str, int] = {}
+        #: Postgres' client connections and the most it accepts, as the last scrape read them.
+        self.server_connections: tuple[int, int] | None = None
+        self.pool: PoolSizes | None = None
+        self.waiting: Callable[[], dict[tuple[int, str], int]] = dict
 
         def counter(name: str, documentation: str, *extra: str) -> Counter:
             return Counter(name, documentation, ["tenant", "topic", *extra], registry=self.registry)
@@ -246,18 +359,54 @@ class Metrics:
             ["tenant", "topic"],
             _WAIT_BUCKETS,
         )
-        self.long_polls = Gauge(
-            "skiplock_long_polls_waiting", "Dequeues waiting for a message in this process", registry=self.registry
+        self.refusals = Counter(
+            "skiplock_http_refusals",
+            "Requests answered 4xx, by tenant (empty before the caller is known) and the contract's code",
+            ["tenant", "code"],
+            registry=self.registry,
         )
-        for collector in (self.http, self.wait, self.schedule_lag, _StoredGauges(self), _LeanRequests(self.lean)):
+        self.grpc_duration = Histogram(
+            "skiplock_grpc_call_duration_seconds",
+            "Unary gRPC calls by method (a Subscribe stream is counted in skiplock_grpc_calls_total only)",
+            ["method"],
+            _HTTP_BUCKETS,
+        )
+        self.statements = Histogram(
+            "skiplock_db_statement_duration_seconds",
+            "The data plane's writes by kind (enqueue, dequeue, ack): a coalesced flush of many requests is one",
+            ["statement"],
+            _HTTP_BUCKETS,
+        )
+        self.replays = counter(
+            "skiplock_replays",
+            "Replays that ended, by outcome: done, refused midway (resumable), or failed (a dependency)",
+            "outcome",
+        )
+        self.replays_running = Gauge(
+            "skiplock_replays_running", "Replays running in this process", registry=self.registry
+        )
+        for collector in (
+            self.http,
+            self.wait,
+            self.schedule_lag,
+            self.grpc_duration,
+            self.statements,
+            _StoredGauges(self),
+            _LeanRequests(self.lean),
+            _Dependencies(self),
+            _Waiting(self),
+        ):
             self.registry.register(collector)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
 
-    def count_long_polls(self, waiting: Callable[[], int]) -> None:
-        """Read the number of waiting long polls from `waiting` at each scrape."""
-        self.long_polls.set_function(waiting)
+    def count_long_polls(self, waiting: Callable[[], dict[tuple[int, str], int]]) -> None:
+        """Read the waiting long polls per (tenant id, topic) from `waiting` at each scrape."""
+        self.waiting = waiting
+
+    def watch_pool(self, pool: PoolSizes) -> None:
+        self.pool = pool
 
     # --- labels ---------------------------------------------------------------------------------------------------
 
@@ -297,15 +446,41 @@ class Metrics:
 
     # --- exposition -----------------------------------------------------------------------------------------------
 
-    async def read_gauges(self, repository: OperationsRepository) -> None:
-        """Read the stored gauges, at most every two seconds (a scrape of every instance costs two small reads)."""
+    async def read_gauges(
+        self, repository: OperationsRepository, redis_ping: Callable[[], Awaitable[Any]] | None = None
+    ) -> None:
+        """Probe Postgres (its connection count) and Redis, and read the stored gauges, at most every two seconds
+        (a scrape of every instance costs a few small reads). A dependency that does not answer within a second
+        is down; the gauges then keep what was read last (`SkiplockGaugesStale` tells)."""
         now = time.monotonic()
         if now - self._gauges_read_at < _GAUGES_REUSE_SECONDS:
             return
         self._gauges_read_at = now
+        if redis_ping is not None:
+            self.dependency_up["redis"] = int(await _answers(redis_ping) is not None)
+        connections = await _answers(repository.connections)
+        self.dependency_up["postgres"] = int(connections is not None)
+        if connections is None:
+            return
+        self.server_connections = connections
         self.gauge_rows = list(await repository.gauges())
         self.group_rows = list(await repository.group_gauges())
         self.job_rows = list(await repository.job_runs())
+        self.limit_rows = list(await repository.topic_limits())
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+async def _answers(probe: Callable[[], Awaitable[Any]]) -> Any:
+    """What `probe` returns (True for a None answer), or None when it fails or takes longer than a second."""
+    try:
+        async with asyncio.timeout(_PROBE_TIMEOUT_SECONDS):
+            answer = await probe()
+    except TimeoutError:
+        return None
+    except Exception as exc:
+        if not is_dependency_fault(exc):
+            raise
+        return None
+    return True if answer is None else answer

@@ -21,7 +21,7 @@ from mq.db.repository import OperationsRepository
 from mq.history.repository import HistoryRepository
 from mq.history.service import History
 from mq.jobs import SCHEDULE_CHANNEL, Jobs
-from mq.metrics import Metrics
+from mq.metrics import Metrics, PoolSizes
 from mq.queue.activity import Activity
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
@@ -115,7 +115,8 @@ class Runtime:
         buckets = TokenBuckets(redis, settings.api_instances)
         configs = TopicConfigs(messages, settings, redis, broadcast)
         metrics = Metrics(settings.metrics_max_topics_per_tenant)
-        metrics.count_long_polls(lambda: wakeups.waiting)
+        metrics.count_long_polls(wakeups.waiting_by_topic)
+        metrics.watch_pool(PoolSizes(pool.get_size, pool.get_idle_size, pool.get_max_size))
         activity = Activity(messages)
         activity.start()
         queue = QueueService(messages, configs, wakeups, settings, quotas, buckets, metrics, activity)

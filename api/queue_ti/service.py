@@ -235,6 +235,7 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
         run: Callable[[Principal], Awaitable[Reply]],
     ) -> Reply:
         code = grpc.StatusCode.OK
+        started = time.perf_counter()
         try:
             principal = await self._caller(context)
             check_message(request)  # after authentication, as over REST
@@ -244,7 +245,9 @@ class QueueTiService(queue_pb2_grpc.QueueServiceServicer):
             await _abort(context, exc)
             raise AssertionError from exc  # unreachable: _abort raises
         finally:
-            self.runtime.metrics.grpc_calls.labels(method, code.name).inc()
+            metrics = self.runtime.metrics
+            metrics.grpc_calls.labels(method, code.name).inc()
+            metrics.grpc_duration.observe((method,), (time.perf_counter() - started,))
 
     async def _caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Principal:
         metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}

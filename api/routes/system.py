@@ -75,7 +75,8 @@ async def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
         expected = f"Bearer {token.get_secret_value()}"
         if not hmac.compare_digest(given.encode(), expected.encode()):
             raise errors.Unauthorized("/metrics needs the metrics bearer token")
-    await runtime.metrics.read_gauges(runtime.operations)
+    redis = runtime.redis
+    await runtime.metrics.read_gauges(runtime.operations, redis.ping if redis is not None else None)
     return Response(runtime.metrics.exposition(), media_type=_METRICS_TYPE)
 
 

@@ -40,6 +40,14 @@ class GroupGaugeRow(NamedTuple):
     oldest_pending_age_seconds: float | None
 
 
+class TopicLimitRow(NamedTuple):
+    tenant: str
+    topic: str
+    max_inflight: int | None
+    max_depth: int | None
+    throughput_limit: int | None
+
+
 class JobRun(NamedTuple):
     job: str
     finished_at: float
@@ -202,6 +210,15 @@ class OperationsRepository:
 
     async def job_runs(self) -> list[JobRun]:
         return [JobRun(*row) for row in await self.pool.fetch(sql.JOB_RUNS)]
+
+    async def topic_limits(self) -> list[TopicLimitRow]:
+        return [TopicLimitRow(*row) for row in await self.pool.fetch(sql.TOPIC_LIMITS_READ)]
+
+    async def connections(self) -> tuple[int, int]:
+        """Client connections open on the Postgres server, and the most it accepts from ordinary roles."""
+        row = await self.pool.fetchrow(sql.CONNECTIONS)
+        assert row is not None
+        return int(row[0]), int(row[1])
 
     async def quotas_json(self, tenant_id: int) -> str | None:
         """A tenant's quotas as JSON text (None for no such tenant)."""

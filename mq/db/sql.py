@@ -137,6 +137,21 @@ QUOTAS_OF_TENANT = "SELECT quotas::text FROM tenants WHERE id = $1"
 
 PING = "SELECT 1"
 
+# What a scrape reads beside the gauges: the limits topics set (a handful of rows: only topics that set one) ...
+TOPIC_LIMITS_READ = """
+SELECT t.slug AS tenant, c.topic, c.max_inflight, c.max_depth, c.throughput_limit
+FROM topic_configs AS c JOIN tenants AS t ON t.id = c.tenant_id
+WHERE c.max_inflight > 0 OR c.max_depth > 0 OR c.throughput_limit > 0
+ORDER BY t.slug, c.topic"""
+
+# ... and Postgres' connection slots: client backends open, and max_connections less those reserved (for
+# superusers; from Postgres 16 also for `pg_use_reserved_connections`): an ordinary role is refused past it. On
+# Citus these are the coordinator's.
+CONNECTIONS = """
+SELECT (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'),
+       current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int
+       - coalesce(current_setting('reserved_connections', true), '0')::int"""
+
 # The listening connection's session (mq.db.listener): a notification needs no durability, so the NOTIFY statements
 # it sends do not wait for a WAL flush.
 LISTENER_SESSION = "SET synchronous_commit = off"

@@ -100,6 +100,9 @@ class History:
 
         replayed = 0
         reading = read((EARLIEST, _NO_ID))
+        metrics = self.queue.metrics
+        metrics.replays_running.inc()
+        outcome = "failed"
         try:
             while rows := await reading:
                 batches = _by_ack(rows)
@@ -110,14 +113,17 @@ class History:
                 for chunk in _chunks(batches, REPLAY_CHUNK):
                     done, refused = await self._enqueue_prefix(tenant_id, chunk, limits)
                     replayed += done
-                    metrics = self.queue.metrics
                     metrics.count(metrics.replayed, tenant_id, topic, done)
                     if refused is not None:
+                        outcome = "refused"
                         exc, at = refused
                         raise _stopped(exc, replayed, at)
+            outcome = "done"
             return replayed
         finally:
             reading.cancel()
+            metrics.replays_running.dec()
+            metrics.count(metrics.replays, tenant_id, topic, 1, outcome)
 
     async def _enqueue_prefix(
         self, tenant_id: int, batches: list[list[Record]], limits: _Limits

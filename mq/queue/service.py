@@ -80,7 +80,7 @@ class QueueService:
         self.configs = configs
         self.wakeups = wakeups
         self.settings = settings
-        self.shared = SharedStatements(repository, settings, self._dead_lettered)
+        self.shared = SharedStatements(repository, settings, self._dead_lettered, self._timed)
         self.quotas = quotas
         self.buckets = buckets or TokenBuckets(None, settings.api_instances)
         self.metrics = metrics or Metrics()
@@ -452,6 +452,9 @@ class QueueService:
                 pass  # settled or lapsed meanwhile: its receipt no longer matches
             except Exception:  # a dependency's fault: the lease lapses at its visibility timeout instead
                 log.warning("could not give back a lease taken for a caller gone", exc_info=True)
+
+    def _timed(self, statement: str, seconds: float) -> None:
+        self.metrics.statements.observe((statement,), (seconds,))
 
     def _dead_lettered(self, tenant_id: int, dead: list[DeadLettered]) -> None:
         """Messages a dequeue dead-lettered instead of delivering (their lease lapsed once too often)."""

@@ -160,6 +160,14 @@ class WakeupHub:
     def waiting(self) -> int:
         return sum(len(events) for events in self._waiters.values())
 
+    def waiting_by_topic(self) -> dict[tuple[int, str], int]:
+        """Waiting polls per (tenant id, topic)."""
+        waiting = {}
+        for key, events in self._waiters.items():
+            tenant_id, _, topic = key.partition(":")
+            waiting[(int(tenant_id), topic)] = len(events)
+        return waiting
+
     def _wake(self, key: str, n: int = EVERYONE) -> None:
         """Make `n` more waiters of `key` look, longest waiting first. A waiter already woken is passed over: it
         has not looked yet, so it will see these messages anyway, and each new message must make one more look

@@ -84,7 +84,10 @@ def test_every_object_has_the_standard_labels_and_selectors_match(values_file: A
         assert labels["app.kubernetes.io/instance"] == "skiplock"
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
         assert labels["helm.sh/chart"] == "skiplock-0.1.0"
-        assert o["metadata"]["namespace"] == "queues"
+        dashboard = o["kind"] == "ConfigMap" and o["metadata"]["name"] == "skiplock-dashboard"
+        assert o["metadata"]["namespace"] == (
+            "monitoring" if dashboard and "production" in values_file.name else "queues"
+        )
         if o["kind"] in ("Deployment", "PodDisruptionBudget"):
             selector = o["spec"]["selector"]["matchLabels"]
             assert selector["app.kubernetes.io/component"] in ("api", "worker")
@@ -431,11 +434,50 @@ def test_monitoring_objects_and_alert_expressions_parse() -> None:
         "SkiplockGaugesStale",
         "SkiplockRejecting",
         "SkiplockServerErrors",
+        "SkiplockLongPollsStarved",
+        "SkiplockDeadLettersGrowing",
+        "SkiplockScheduleFailing",
+        "SkiplockTenantAtQuota",
+        "SkiplockDependencyDown",
+        "SkiplockDatabaseConnectionsHigh",
     }
     for rule in rules:
-        parse_promql(rule["expr"])  # raises on a syntax error
+        parse_promql(rule["expr"])  # raises on a syntax error (tests/integration/test_dashboard.py checks the names)
         assert rule["labels"]["severity"] in ("info", "warning", "critical")
         assert rule["annotations"]["summary"]
+        assert rule["annotations"]["runbook_url"] == (
+            f"https://github.com/skiplock/skiplock/blob/main/docs/runbooks/{rule['alert']}.md"
+        )
+    own = by_kind(
+        render(merged(values, {"metrics": {"prometheusRule": {"runbookBaseUrl": "https://wiki.example/rb/"}}}))
+    )
+    for rule in own["PrometheusRule", "skiplock"]["spec"]["groups"][0]["rules"]:
+        assert rule["annotations"]["runbook_url"] == f"https://wiki.example/rb/{rule['alert']}.md"
+    assert ("ConfigMap", "skiplock-dashboard") not in objects  # off unless asked
+
+
+def test_the_grafana_dashboard_for_the_sidecar() -> None:
+    values = merged(
+        REQUIRED,
+        {"metrics": {"grafanaDashboard": {"enabled": True, "annotations": {"grafana_folder": "Queues"}}}},
+    )
+    dashboard = by_kind(render(values))["ConfigMap", "skiplock-dashboard"]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert dashboard["metadata"]["annotations"] == {"grafana_folder": "Queues"}
+    assert dashboard["metadata"]["namespace"] == "queues"
+    shipped = (CHART / "dashboards" / "skiplock.json").read_text()
+    assert json.loads(dashboard["data"]["skiplock.json"]) == json.loads(shipped)  # the file, byte for byte in JSON
+    board = json.loads(shipped)
+    assert board["uid"] == "skiplock-overview"
+    assert [v["name"] for v in board["templating"]["list"]] == ["datasource", "tenant", "topic"]
+    ids = [panel["id"] for panel in board["panels"]]
+    assert len(ids) == len(set(ids)), "panel ids are unique"
+    for panel in board["panels"]:
+        for target in panel.get("targets", []):
+            assert target["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+            parse_promql(target["expr"].replace("$__rate_interval", "5m"))
+    other = by_kind(render(merged(values, {"metrics": {"grafanaDashboard": {"namespace": "grafana"}}})))
+    assert other["ConfigMap", "skiplock-dashboard"]["metadata"]["namespace"] == "grafana"
 
 
 def test_network_policies() -> None:

@@ -48,12 +48,24 @@ def metric(exposition: str, name: str, **labels: str) -> float | None:
     return None
 
 
+def metric_sum(exposition: str, name: str, **labels: str) -> float:
+    """The sum of the samples named `name` (with these labels), 0 if none: a gauge over every label value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(
+        float(sample.value)
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items())
+    )
+
+
 async def long_polls_waiting(base_url: str | httpx.URL, at_least: int = 1) -> None:
     """Wait until the server at `base_url` has at least this many dequeues waiting for a message."""
     from tests.support.waiting import eventually
 
     async def enough() -> bool:
         async with httpx.AsyncClient(base_url=base_url) as c:
-            return (metric((await c.get("/metrics")).text, "skiplock_long_polls_waiting") or 0) >= at_least
+            return metric_sum((await c.get("/metrics")).text, "skiplock_long_polls_waiting") >= at_least
 
     await eventually(enough, what=f"{at_least} long polls waiting")

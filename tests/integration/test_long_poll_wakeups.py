@@ -10,7 +10,7 @@ import asyncio
 
 import httpx
 
-from tests.integration.helpers import b64, long_polls_waiting, metric
+from tests.integration.helpers import b64, long_polls_waiting, metric_sum
 
 WAIT = 4
 
@@ -23,7 +23,7 @@ async def _poll(client: httpx.AsyncClient, topic: str, count: int = 1) -> list[d
 
 
 async def _waiting(client: httpx.AsyncClient) -> float:
-    return metric((await client.get("/metrics")).text, "skiplock_long_polls_waiting") or 0
+    return metric_sum((await client.get("/metrics")).text, "skiplock_long_polls_waiting")
 
 
 async def test_one_message_wakes_one_poll(client: httpx.AsyncClient) -> None:

@@ -95,6 +95,47 @@ async def test_rejections_and_throttling_are_counted(server: Server, client, ten
     assert metric(text, "skiplock_dequeues_throttled_total", **labels, topic="slow") == 1
 
 
+async def test_refusals_by_code_limits_waiting_polls_and_the_dependencies(  # type: ignore[no-untyped-def]
+    server: Server, db, client, make_client, tenant
+) -> None:
+    other = await make_tenant(db)
+    theirs = make_client(headers={"X-Tenant": other.slug})
+    await client.put("/api/topic-configs/bounded", json={"max_depth": 1, "max_inflight": 3})
+    await enqueue(client, "bounded")
+    assert_error(await client.post("/api/messages", json={"topic": "bounded", "payload": b64("x")}), 429, "queue_full")
+    assert_error(await client.get("/api/messages/0190a5b0-0000-7000-8000-000000000000"), 404, "message_not_found")
+    assert_error(await theirs.post("/api/messages/dequeue", json={"topic": "x", "count": 0}), 400, "invalid_request")
+    waiting = asyncio.ensure_future(client.post("/api/messages/dequeue", json={"topic": "quiet", "wait_seconds": 20}))
+    try:
+        labels = {"tenant": tenant.slug}
+
+        async def polled() -> str | None:
+            text = await scrape(server.base_url)
+            waits = metric(text, "skiplock_long_polls_waiting", **labels, topic="quiet") == 1
+            limited = metric(text, "skiplock_topic_limit", **labels, topic="bounded", limit="max_depth") is not None
+            return text if waits and limited else None  # the limits are reread at most every two seconds
+
+        text = await eventually(polled, timeout=10, what="the waiting poll and the limits in /metrics")
+    finally:
+        waiting.cancel()
+    assert metric(text, "skiplock_http_refusals_total", **labels, code="queue_full") == 1
+    assert metric(text, "skiplock_http_refusals_total", **labels, code="message_not_found") == 1
+    assert metric(text, "skiplock_http_refusals_total", **labels, code="invalid_request") is None
+    assert metric(text, "skiplock_http_refusals_total", tenant=other.slug, code="invalid_request") == 1
+    assert metric(text, "skiplock_topic_limit", **labels, topic="bounded", limit="max_depth") == 1
+    assert metric(text, "skiplock_topic_limit", **labels, topic="bounded", limit="max_inflight") == 3
+    assert metric(text, "skiplock_topic_limit", **labels, topic="bounded", limit="throughput_limit") is None
+    assert metric(text, "skiplock_dependency_up", dependency="postgres") == 1
+    assert metric(text, "skiplock_dependency_up", dependency="redis") == 1
+    busy = metric(text, "skiplock_db_pool_connections", state="busy")
+    idle = metric(text, "skiplock_db_pool_connections", state="idle")
+    size = metric(text, "skiplock_db_pool_max_connections")
+    assert busy is not None and idle is not None and size is not None and 1 <= busy + idle <= size
+    used, limit = metric(text, "skiplock_db_server_connections"), metric(text, "skiplock_db_server_max_connections")
+    assert used is not None and limit is not None and 1 <= used <= limit
+    assert (metric(text, "skiplock_db_statement_duration_seconds_count", statement="enqueue") or 0) >= 1
+
+
 async def test_gauges_come_from_the_leaders_snapshot(server: Server, db, client, tenant) -> None:  # type: ignore[no-untyped-def]
     for _ in range(3):
         await enqueue(client, "depth")

@@ -1,7 +1,10 @@
 """Metric labels stay bounded however many topics a tenant uses."""
 
+import asyncio
+
 from prometheus_client.parser import text_string_to_metric_families
 
+from mq.db.repository import GaugeRow
 from mq.metrics import Metrics
 
 
@@ -27,3 +30,24 @@ def test_waits_are_observed_in_buckets() -> None:
     assert 'skiplock_message_wait_seconds_bucket{le="0.005",tenant="1",topic="orders"} 1.0' in text
     assert 'skiplock_message_wait_seconds_bucket{le="+Inf",tenant="1",topic="orders"} 3.0' in text
     assert 'skiplock_message_wait_seconds_count{tenant="1",topic="orders"} 3.0' in text
+
+
+class _Unreachable:
+    """A repository whose Postgres does not answer (what asyncpg raises when the server is gone)."""
+
+    async def connections(self) -> tuple[int, int]:
+        raise ConnectionRefusedError("connection refused")
+
+
+async def test_a_dependency_that_does_not_answer_is_down_and_the_gauges_keep_their_last_values() -> None:
+    metrics = Metrics()
+    metrics.gauge_rows = [GaugeRow("acme", "orders", "pending", 5, 1.0)]
+
+    async def redis_ping() -> None:
+        await asyncio.sleep(5)  # longer than a scrape waits
+
+    await metrics.read_gauges(_Unreachable(), redis_ping)  # type: ignore[arg-type]
+    text = metrics.exposition().decode()
+    assert 'skiplock_dependency_up{dependency="postgres"} 0.0' in text
+    assert 'skiplock_dependency_up{dependency="redis"} 0.0' in text
+    assert 'skiplock_messages{status="pending",tenant="acme",topic="orders"} 5.0' in text
