@@ -22,6 +22,7 @@ from litestar.typing import FieldDefinition
 
 from api.input_checks import BODY_REQUIRED, BodyCheckedOnDecode, check_body
 from api.schemas import BatchEnqueueBody, decode_batch
+from api.validation_text import readable
 from mq import errors
 from mq.names import MAX_JSON_DEPTH
 
@@ -72,7 +73,8 @@ def _refusing(decode: Callable[[bytes], T], value: bytes) -> T:
     except RecursionError:
         raise errors.InvalidRequest(_TOO_DEEP) from None
     except msgspec.ValidationError as exc:
-        raise ValidationException(str(exc), extra=[{"message": str(exc)}]) from None
+        message = readable(str(exc))
+        raise ValidationException(message, extra=[{"message": message}]) from None
     except msgspec.DecodeError as exc:
         raise ValidationException(f"body is not valid JSON: {exc}", extra=[{"message": str(exc)}]) from None
     check_body(value, decoded)

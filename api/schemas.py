@@ -15,6 +15,7 @@ import msgspec
 from litestar.params import KwargDefinition
 from msgspec import Meta
 
+from api.validation_text import readable
 from api.views.messages import AckFailureView, BatchAckView, MessageView
 from api.views.topics import BulkJobView, MessagePageView, SeriesPointView, SeriesView, TopicSummaryView
 from mq.cron import MAX_CRON_LENGTH, MAX_SCHEDULE_LENGTH
@@ -125,7 +126,7 @@ def decode_batch(raw: bytes) -> BatchEnqueueBody:
         try:
             items.append(msgspec.convert(entry, BatchItem))
         except msgspec.ValidationError as exc:
-            items.append(str(exc))
+            items.append(readable(str(exc)))
     return BatchEnqueueBody(messages=items, topic=loose.topic)
 
 

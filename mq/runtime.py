@@ -158,6 +158,7 @@ class Runtime:
         history = History(HistoryRepository(pool), queue)
         schemas = TopicSchemas(SchemaRepository(pool), queue.configs, queue.schemas)
         schedules = Schedules(ScheduleRepository(pool), settings, quotas)
+        message_commands = MessageCommands(queue, topics.browser, audit)
         return cls(
             settings=settings,
             pool=pool,
@@ -169,13 +170,13 @@ class Runtime:
             broadcast=broadcast,
             queue=queue,
             commands=Commands(
-                messages=MessageCommands(queue, topics.browser, audit),
+                messages=message_commands,
                 topics=TopicCommands(topics, queue, audit),
-                schedules=ScheduleCommands(schedules, audit),
+                schedules=ScheduleCommands(schedules, audit, message_commands),
                 schemas=SchemaCommands(schemas, audit),
                 history=HistoryCommands(history, audit),
                 tenants=TenantCommands(tenants, topics.config.usage, audit),
-                users=UserCommands(tenants, audit),
+                users=UserCommands(tenants, audit, topics.groups.topics_with),
                 account=AccountCommands(tenants, audit),
                 platform=PlatformCommands(jobs, tenants, audit),
             ),

@@ -81,7 +81,7 @@ test("tenants: usage against quotas, create, quotas, suspend and resume, delete 
   const dialog = page.getByRole("dialog", { name: `Delete tenant ${s.doomed}?` });
   await dialog.getByRole("button", { name: "Delete", exact: true }).click();
   await expect(dialog.getByRole("alert")).toContainText("tenant_not_empty");
-  await dialog.getByLabel(/Also delete its 1 messages/).check();
+  await dialog.getByLabel(/Also delete its 1 message /).check();
   await dialog.getByRole("button", { name: "Delete it and its messages" }).click();
   await expect(row(s.doomed)).toBeHidden();
 });

@@ -71,6 +71,8 @@ test("a tenant admin creates a schedule with its next runs, sees a bad cron refu
   await expect(form.getByLabel("Payload")).toHaveValue('{\n  "n": 1\n}');
   await form.getByLabel("Topic").fill("pings");
   await expect(form.getByRole("button", { name: "Example from schema" })).toBeHidden();
+  // A topic the tenant does not have: said as it is typed (a typo, often), and again once saved.
+  await expect(form.getByText("No topic named “pings” yet: its first tick would create it.")).toBeVisible();
   await expect(preview).toContainText("Type a cron");
 
   // A bad cron: the browser says so as it is typed, and the server refuses it at the field.
@@ -98,7 +100,9 @@ test("a tenant admin creates a schedule with its next runs, sees a bad cron refu
   await expectAccessible(page);
   await screenshot(page, "schedule-form", form);
   await form.getByRole("button", { name: "Create schedule" }).click();
-  await expect(page.getByRole("status").filter({ hasText: "heartbeat is saved: next run" })).toBeVisible();
+  await expect(page.getByRole("status").filter({ hasText: "heartbeat is saved: next run" })).toContainText(
+    "The tenant has no topic “pings” yet: its first tick creates it",
+  );
   await expect(form).toBeHidden();
   const heartbeat = row(page, "heartbeat");
   await expect(heartbeat.getByText("*/10 * * * * *")).toBeVisible();
@@ -114,6 +118,23 @@ test("a tenant admin creates a schedule with its next runs, sees a bad cron refu
   await heartbeat.getByRole("button", { name: "Enable heartbeat" }).click();
   await expect(page.getByRole("status").filter({ hasText: "heartbeat is enabled: next run" })).toBeVisible();
   await expect(heartbeat.getByText("enabled", { exact: true })).toBeVisible();
+
+  // Run now: its message once, at once, as a producer's enqueue; its schedule stays as it was.
+  await heartbeat.getByRole("button", { name: "Run now heartbeat" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "heartbeat ran now: message" })).toContainText(
+    "enqueued into pings. Its next run is unchanged.",
+  );
+  const ran = await adminApi(s.tenant);
+  const manual = await (await ran.get("/api/messages", { params: { topic: "pings" } })).json();
+  expect(
+    manual.items.some((m: { metadata: Record<string, unknown> }) => m.metadata.skiplock_run === "manual"),
+  ).toBe(true);
+  await ran.dispose();
+  // The overflow schedule's refused tick stays its evidence when it is disabled.
+  await overflow.getByRole("button", { name: "Disable overflow" }).click();
+  await expect(overflow.getByText(/queue_full/)).toBeVisible();
+  await overflow.getByRole("button", { name: "Enable overflow" }).click();
+  await expect(overflow.getByText("enabled", { exact: true })).toBeVisible();
 
   // Edit: the form holds what is stored; a save that leaves the payload alone sends it as it was.
   await heartbeat.getByRole("link", { name: "Edit heartbeat" }).click();

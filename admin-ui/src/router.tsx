@@ -32,7 +32,7 @@ import { text, topicSearch } from "./lib/search";
 import { AuditPage } from "./pages/Audit";
 import { LoginPage } from "./pages/Login";
 import { MaintenancePage } from "./pages/Maintenance";
-import { OverviewPage } from "./pages/Overview";
+import { OVERVIEW_SORTS, OverviewPage, type OverviewSort } from "./pages/Overview";
 import { TenantsPage } from "./pages/Tenants";
 import { TopicPage } from "./pages/Topic";
 import { TopicConfigPage } from "./pages/TopicConfig";
@@ -54,10 +54,23 @@ const login = createRoute({
     expired: s.expired === true || s.expired === "true" ? true : undefined,
   }),
 });
+export interface OverviewSearch {
+  /** The column the topics are sorted by (the name when absent), and `desc` for the other way. */
+  sort?: OverviewSort;
+  desc?: boolean;
+  /** The filter: topics whose name contains it. */
+  q?: string;
+}
 const overview = createRoute({
   getParentRoute: () => root,
   path: "/",
   component: OverviewPage,
+  // Kept in the URL, so that Back from a topic finds the list as it was left.
+  validateSearch: (s: Record<string, unknown>): OverviewSearch => ({
+    sort: OVERVIEW_SORTS.find((k) => k === s.sort && k !== "topic"),
+    desc: s.desc === true || s.desc === "true" ? true : undefined,
+    q: text(s.q),
+  }),
   loader: ({ context }) =>
     preload(context.queryClient, "tenant", (q) => [q.query(topicsQuery()), q.query(tenantSeriesQuery("1h"))]),
 });

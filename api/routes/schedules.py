@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from litestar import Controller, Request, delete, get, put
-from litestar.status_codes import HTTP_200_OK, HTTP_204_NO_CONTENT
+from litestar import Controller, Request, delete, get, post, put
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from api.body import strict_body
-from api.schemas import PeriodicScheduleBody
+from api.schemas import IdView, PeriodicScheduleBody
 from api.views.schedules import PeriodicScheduleListView, PeriodicScheduleView
 from mq.commands.topic_data import ScheduleCommands
 from mq.schedules.types import ScheduleSpec
@@ -61,3 +61,15 @@ class ScheduleController(Controller):
     @delete("/{name:str}", status_code=HTTP_204_NO_CONTENT, summary="Delete a schedule", operation_id="deleteSchedule")
     async def delete_schedule(self, request: AnyRequest, name: str) -> None:
         await _commands(request).delete(request.user, name)
+
+    @post(
+        "/{name:str}/run",
+        status_code=HTTP_201_CREATED,
+        summary="Enqueue the schedule's message once, now (tenant admins)",
+        operation_id="runSchedule",
+    )
+    async def run_schedule(self, request: AnyRequest, name: str) -> IdView:
+        """The schedule's message enqueued into its topic now, as a producer's enqueue (schema, max_depth, quotas
+        and rates apply: a refusal is this call's answer). `metadata.skiplock_run` is `"manual"`. The schedule's
+        cron, next run, last run and last error are unchanged; the audit trail records `schedule.run`."""
+        return IdView(id=str(await _commands(request).run_now(request.user, name)))

@@ -147,6 +147,8 @@ class BulkJobView(msgspec.Struct):
     matched: int
     done: int
     skipped: int
+    #: The skipped messages by the contract's code of why each was skipped: `{"key_conflict": 15}`.
+    skipped_by: dict[str, int]
     error: str | None
     created_by: str
     created_at: str

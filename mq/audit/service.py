@@ -75,8 +75,8 @@ class AuditTrail:
                 raise errors.InvalidRequest("cursor: give the next_cursor of the previous page") from None
         filters: dict[str, Any] = {}
         if where.action:
-            if where.action.endswith("."):
-                filters["starts_with(action, {})"] = where.action
+            if where.action.endswith("."):  # a family: `topic.` is also `topic_config.*` and `topic_schema.*`
+                filters["(starts_with(action, {0}) OR (starts_with(action, rtrim({0}, '.') || '_')))"] = where.action
             else:
                 filters["action = {}"] = where.action
         if where.actor:

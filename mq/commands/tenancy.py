@@ -17,6 +17,7 @@ from mq.commands.audited import record
 from mq.pages import RowPage
 from mq.tenancy.auth import Principal
 from mq.tenancy.authorization import require_platform_admin, tenant_for
+from mq.tenancy.grants import covers, valid_pattern
 from mq.tenancy.repository import GrantRecord, TenantRecord, UserRow
 from mq.tenancy.service import TenancyService
 
@@ -85,9 +86,16 @@ class TenantCommands:
 class UserCommands:
     """A tenant's users and their grants, for its tenant admins (and platform admins naming it)."""
 
-    def __init__(self, tenancy: TenancyService, audit: AuditTrail) -> None:
+    def __init__(
+        self,
+        tenancy: TenancyService,
+        audit: AuditTrail,
+        group_topics: Callable[[int, str], Awaitable[list[str]]],
+    ) -> None:
+        """`group_topics`: the tenant's topics with a consumer group of that name."""
         self.tenancy = tenancy
         self.audit = audit
+        self._group_topics = group_topics
 
     async def create(self, principal: Principal, username: str, password: str, role: str) -> UserRow:
         tenant = tenant_for(principal, admin_only=True)
@@ -123,6 +131,14 @@ class UserCommands:
         self, principal: Principal, user_id: str, action: str, topic_pattern: str, consumer_group: str | None
     ) -> GrantRecord:
         tenant = tenant_for(principal, admin_only=True)
+        if action == "consume" and consumer_group is not None and valid_pattern(topic_pattern):
+            topics = await self._group_topics(tenant, consumer_group)
+            if not any(covers(topic_pattern, topic) for topic in topics):
+                raise errors.NotFound(
+                    f"no topic matching {topic_pattern!r} has a consumer group {consumer_group!r}: create the group"
+                    " first (a grant pinned to a group that does not exist would let its holder consume nothing)",
+                    details={"topic_pattern": topic_pattern, "consumer_group": consumer_group},
+                )
         grant = await self.tenancy.create_grant(tenant, user_id, action, topic_pattern, consumer_group)
         user = await self.tenancy.get_user(tenant, user_id)
         details = {

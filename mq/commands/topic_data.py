@@ -7,11 +7,16 @@ admins; every change is audited.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 
+import msgspec
+
+from mq import errors
 from mq.audit.service import AuditTrail
 from mq.commands.audited import record
+from mq.commands.messages import MessageCommands
 from mq.commands.topics import may_read
 from mq.history.service import History
 from mq.pages import RowPage
@@ -30,9 +35,29 @@ def _readable(principal: Principal) -> Callable[[str], bool]:
 
 
 class ScheduleCommands:
-    def __init__(self, schedules: Schedules, audit: AuditTrail) -> None:
+    def __init__(self, schedules: Schedules, audit: AuditTrail, messages: MessageCommands) -> None:
         self.schedules = schedules
         self.audit = audit
+        self.messages = messages
+
+    async def run_now(self, principal: Principal, name: str) -> uuid.UUID:
+        """Enqueue the schedule's message once, now, as its producer would (the topic's schema and max_depth, the
+        tenant's quotas and rates: a refusal is the caller's answer, not a tick's `last_error`). Its cron, next and
+        last run are unchanged. The message's metadata says so: `skiplock_schedule` and `skiplock_run: "manual"`."""
+        schedule = await self.schedules.get(tenant_for(principal, admin_only=True), name)
+        metadata = msgspec.json.decode(schedule["metadata"]) if schedule["metadata"] is not None else {}
+        metadata.update(skiplock_schedule=name, skiplock_run="manual")
+        message_id = await self.messages.enqueue(
+            principal,
+            schedule["topic"],
+            bytes(schedule["payload"]),
+            metadata,
+            schedule["key"],
+            0,
+            schedule["priority"],
+        )
+        await record(self.audit, principal, "schedule.run", name, {"topic": schedule["topic"], "id": str(message_id)})
+        return message_id
 
     async def list(self, principal: Principal) -> list[Record]:
         return await self.schedules.list(tenant_for(principal, action="read"), _readable(principal))
@@ -117,7 +142,21 @@ class HistoryCommands:
         consumer_group: str | None,
     ) -> int:
         tenant = tenant_for(principal, admin_only=True)
-        replayed = await self.history.replay(tenant, topic, since, until, key, consumer_group)
-        details = {"replayed": replayed, "key": key, "consumer_group": consumer_group}
-        await record(self.audit, principal, "topic.replay", topic, details)
+        asked = {
+            "from_time": since.isoformat() if since else None,
+            "to_time": until.isoformat() if until else None,
+            "key": key,
+            "consumer_group": consumer_group,
+        }
+        try:
+            replayed = await self.history.replay(tenant, topic, since, until, key, consumer_group)
+        except errors.SkiplockError as exc:
+            stopped = exc.details if isinstance(exc.details, dict) else {}
+            if "resume_from" in stopped:  # refused midway: what went, and where to resume, are in the trail too
+                details = {**asked, "replayed": stopped["replayed"], "refused": exc.code}
+                await record(
+                    self.audit, principal, "topic.replay", topic, {**details, "resume_from": stopped["resume_from"]}
+                )
+            raise
+        await record(self.audit, principal, "topic.replay", topic, {**asked, "replayed": replayed})
         return replayed

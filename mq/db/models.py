@@ -575,6 +575,8 @@ class BulkJob(Base):
     matched: Mapped[int] = mapped_column(BigInteger, server_default="0")
     done: Mapped[int] = mapped_column(BigInteger, server_default="0")
     skipped: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    #: The skipped messages by the contract's code of why each was skipped: {"key_conflict": 15}.
+    skipped_by: Mapped[dict[str, int]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     error: Mapped[str | None] = mapped_column(Text)
     created_by: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -4,6 +4,8 @@ are in `mq.queue.sql`; every statement runs through a repository (`mq.db.reposit
 
 from __future__ import annotations
 
+from mq.db.fragments import VIEW_STATUS
+
 LOCK_WAIT = "SELECT pg_advisory_lock($1)"
 LOCK_TRY = "SELECT pg_try_advisory_lock($1)"
 LOCK_RELEASE = "SELECT pg_advisory_unlock($1)"
@@ -15,30 +17,32 @@ ON CONFLICT (job) DO UPDATE SET finished_at = now(), duration_seconds = $2, rows
 
 JOB_RUNS = "SELECT job, extract(epoch FROM finished_at)::float8, duration_seconds, rows FROM job_runs ORDER BY job"
 
-# One pass over the table by the leader every few seconds, never per scrape. A message that consumer groups owe
-# is left out of the oldest pending age: each group's lag is its own gauge (`GROUP_GAUGES`). The dequeue's partial
+# One pass over the table by the leader every few seconds, never per scrape. Each message counts under the status
+# a reader sees (`VIEW_STATUS`, as the console's counts: a lapsed lease is pending, a message past its TTL expired),
+# so the metrics, the console's chart and its counts agree. A message that consumer groups owe is left out of the
+# oldest pending age: each group's lag is its own gauge (`GROUP_GAUGES`). The dequeue's partial
 # index does not hold the status, so this is a sequential scan: 0.22-0.28 s on 1,000,000 messages of 2 tenants and
 # 20 topics.
 # A table larger than `GAUGES_PAGES_PER_STATEMENT` pages is counted a range of pages at a time instead
 # (`GAUGES_RANGE`, a TID range scan), with pauses between ranges: see `mq.db.repository.JobConnection`.
-GAUGES = """
-SELECT m.tenant_id, m.topic, m.status, count(*) AS messages,
-       extract(epoch FROM now() - min(m.available_at) FILTER (
-           WHERE m.status = 'pending' AND m.available_at <= now() AND m.owed IS NULL))::float8
+GAUGES = f"""
+SELECT v.tenant_id, v.topic, v.status, count(*) AS messages,
+       extract(epoch FROM now() - min(v.available_at) FILTER (
+           WHERE v.status = 'pending' AND v.available_at <= now() AND v.owed IS NULL))::float8
            AS oldest_pending_age_seconds
-FROM messages AS m
+FROM (SELECT m.tenant_id, m.topic, {VIEW_STATUS} AS status, m.available_at, m.owed FROM messages AS m) AS v
 GROUP BY 1, 2, 3"""
 
 MESSAGES_PAGES = "SELECT pg_relation_size('messages') / current_setting('block_size')::int8"
 
 # The count of one range of heap pages, [$1, $2).
-GAUGES_RANGE = """
-SELECT m.tenant_id, m.topic, m.status, count(*) AS messages,
-       extract(epoch FROM now() - min(m.available_at) FILTER (
-           WHERE m.status = 'pending' AND m.available_at <= now() AND m.owed IS NULL))::float8
+GAUGES_RANGE = f"""
+SELECT v.tenant_id, v.topic, v.status, count(*) AS messages,
+       extract(epoch FROM now() - min(v.available_at) FILTER (
+           WHERE v.status = 'pending' AND v.available_at <= now() AND v.owed IS NULL))::float8
            AS oldest_pending_age_seconds
-FROM messages AS m
-WHERE m.ctid >= format('(%s,0)', $1::int8)::tid AND m.ctid < format('(%s,0)', $2::int8)::tid
+FROM (SELECT m.tenant_id, m.topic, {VIEW_STATUS} AS status, m.available_at, m.owed FROM messages AS m
+      WHERE m.ctid >= format('(%s,0)', $1::int8)::tid AND m.ctid < format('(%s,0)', $2::int8)::tid) AS v
 GROUP BY 1, 2, 3"""
 
 # The stored gauges, keyed by tenant id; a read names each tenant by its slug, the label of its metrics (the rows of

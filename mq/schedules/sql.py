@@ -8,7 +8,8 @@ _COLUMNS = """name, topic, cron, timezone, payload, key, metadata::text AS metad
 LIST = f"SELECT {_COLUMNS} FROM schedules WHERE tenant_id = $1 ORDER BY name"
 GET = f"SELECT {_COLUMNS} FROM schedules WHERE tenant_id = $1 AND name = $2"
 
-# Create or replace; a replacement starts from its new cron (next_run_at) and forgets its last refusal.
+# Create or replace; a replacement starts from its new cron (next_run_at). It forgets its last refusal when it
+# changes what is sent or when (topic, cron, zone, message); enabling or disabling it keeps that evidence.
 # $2 name, $3 topic, $4 cron, $5 timezone, $6 payload, $7 key, $8 metadata, $9 priority, $10 enabled, $11 next
 PUT = f"""
 INSERT INTO schedules AS s (tenant_id, name, topic, cron, timezone, payload, key, metadata, priority, enabled,
@@ -17,7 +18,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11)
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     topic = EXCLUDED.topic, cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, payload = EXCLUDED.payload,
     key = EXCLUDED.key, metadata = EXCLUDED.metadata, priority = EXCLUDED.priority, enabled = EXCLUDED.enabled,
-    next_run_at = EXCLUDED.next_run_at, last_error = NULL, updated_at = EXCLUDED.updated_at
+    next_run_at = EXCLUDED.next_run_at, updated_at = EXCLUDED.updated_at,
+    last_error = CASE WHEN (s.topic, s.cron, s.timezone, s.payload, s.key, s.metadata, s.priority)
+                           IS NOT DISTINCT FROM (EXCLUDED.topic, EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.payload,
+                                                 EXCLUDED.key, EXCLUDED.metadata, EXCLUDED.priority)
+                      THEN s.last_error END
 RETURNING {_COLUMNS}"""
 
 DELETE = "DELETE FROM schedules WHERE tenant_id = $1 AND name = $2"

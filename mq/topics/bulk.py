@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import uuid
 from collections.abc import Sequence
@@ -83,12 +84,18 @@ class BulkActions:
         self, tenant_id: int, job_id: uuid.UUID, topic: str, action: BulkAction, where: MessageFilter
     ) -> None:
         cursor: str | None = None
+        skipped_by: collections.Counter[str] = collections.Counter()
         try:
             while True:
                 page = await self.browser.page(tenant_id, topic, where, cursor, _JOB_BATCH)
                 ids = [m["id"] for m in page.rows]
-                done, _ = await self._apply(tenant_id, topic, action, ids) if ids else (0, [])
-                state = await self.repository.bulk_progress(tenant_id, job_id, len(ids), done, len(ids) - done)
+                done, failures = await self._apply(tenant_id, topic, action, ids) if ids else (0, [])
+                skipped_by.update(exc.code for _, exc in failures)
+                if gone := len(ids) - done - len(failures):  # a delete's: gone meanwhile (no failure reported)
+                    skipped_by[errors.MessageNotFound.code] += gone
+                state = await self.repository.bulk_progress(
+                    tenant_id, job_id, len(ids), done, len(ids) - done, msgspec.json.encode(skipped_by).decode()
+                )
                 if state != "running":
                     return
                 if page.next_cursor is None:
@@ -164,6 +171,7 @@ def _job(row: Record) -> BulkJob:
         matched=row["matched"],
         done=row["done"],
         skipped=row["skipped"],
+        skipped_by=msgspec.json.decode(row["skipped_by"]),
         error=row["error"],
         created_by=row["created_by"],
         created_at=row["created_at"],

@@ -39,6 +39,10 @@ class ConsumerGroups:
         self.queue.wakeups.published(tenant_id, [topic])  # waiting polls look again: earliest may have owed some
         return ConsumerGroup(topic, row["name"], row["start"], row["created_at"])
 
+    async def topics_with(self, tenant_id: int, name: str) -> list[str]:
+        """The tenant's topics that have a consumer group named `name`."""
+        return await self.repository.topics_with_group(tenant_id, name)
+
     async def list(self, tenant_id: int, topic: str) -> list[Record]:
         """The topic's groups in creation order, each with what it still owes (`sql.GROUPS_LIST`'s rows)."""
         check_topic(topic, for_enqueue=False)

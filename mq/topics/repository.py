@@ -163,10 +163,13 @@ class TopicRepository:
             await conn.execute(sql.BULK_CREATE, job_id, tenant_id, topic, action, filter_json, by)
 
     async def bulk_progress(
-        self, tenant_id: int, job_id: uuid.UUID, matched: int, done: int, skipped: int
+        self, tenant_id: int, job_id: uuid.UUID, matched: int, done: int, skipped: int, skipped_by: str
     ) -> str | None:
-        """Count a batch; returns the job's state ('cancelled' when someone asked it to stop)."""
-        state: str | None = await self.pool.fetchval(sql.BULK_PROGRESS, tenant_id, job_id, matched, done, skipped)
+        """Count a batch (`skipped_by`: the job's skips so far by reason, JSON: the job is its only writer); returns
+        the job's state ('cancelled' when someone asked it to stop)."""
+        state: str | None = await self.pool.fetchval(
+            sql.BULK_PROGRESS, tenant_id, job_id, matched, done, skipped, skipped_by
+        )
         return state
 
     async def finish_bulk_job(self, tenant_id: int, job_id: uuid.UUID, state: str, error: str | None) -> None:
@@ -197,6 +200,9 @@ class TopicRepository:
 
     async def groups(self, tenant_id: int, topic: str) -> list[Record]:
         return await self.pool.fetch(sql.GROUPS_LIST, tenant_id, topic)
+
+    async def topics_with_group(self, tenant_id: int, name: str) -> list[str]:
+        return [row[0] for row in await self.pool.fetch(sql.GROUP_TOPICS, tenant_id, name)]
 
     async def delete_group(self, tenant_id: int, topic: str, name: str) -> int | None:
         """Delete the group; its id, or None when there is no such group. What it owed is released after."""

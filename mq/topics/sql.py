@@ -14,9 +14,10 @@ backwards.
 
 from __future__ import annotations
 
+from mq.db.fragments import ALIVE, VIEW_STATUS
 from mq.queue.sql import NEVER_OWED_TO as _NEVER_OWED_TO
 from mq.queue.sql import functions
-from mq.queue.sql.common import ALIVE, MESSAGE_COLUMNS, VIEW_STATUS
+from mq.queue.sql.common import MESSAGE_COLUMNS
 from mq.queue.sql.common import rfc3339 as _rfc3339
 
 #: A filter's status -> the condition on a row read from each index ("live" or "done"); None: none of that index.
@@ -154,7 +155,8 @@ BULK_CREATE = """
 INSERT INTO bulk_jobs (id, tenant_id, topic, action, filter, created_by) VALUES ($1, $2, $3, $4, $5::jsonb, $6)"""
 # Progress of a running job; answers its state (a cancel request shows as 'cancelled'). $2 id, $3..$5 increments
 BULK_PROGRESS = """
-UPDATE bulk_jobs SET matched = matched + $3, done = done + $4, skipped = skipped + $5, updated_at = now()
+UPDATE bulk_jobs SET matched = matched + $3, done = done + $4, skipped = skipped + $5, skipped_by = $6::jsonb,
+    updated_at = now()
 WHERE tenant_id = $1 AND id = $2 RETURNING state"""
 BULK_FINISH = """
 UPDATE bulk_jobs SET state = $3, error = $4, updated_at = now()
@@ -162,7 +164,8 @@ WHERE tenant_id = $1 AND id = $2 AND state = 'running'"""
 BULK_CANCEL = """
 UPDATE bulk_jobs SET state = 'cancelled', updated_at = now() WHERE tenant_id = $1 AND id = $2 AND state = 'running'
 RETURNING id"""
-_BULK_COLUMNS = """id::text AS id, topic, action, filter::text AS filter, state, matched, done, skipped, error,
+_BULK_COLUMNS = """id::text AS id, topic, action, filter::text AS filter, state, matched, done, skipped,
+    skipped_by::text AS skipped_by, error,
     created_by, extract(epoch FROM created_at)::float8 AS created_at,
     extract(epoch FROM updated_at)::float8 AS updated_at,
     extract(epoch FROM now() - updated_at)::float8 AS idle_seconds"""
@@ -218,6 +221,9 @@ FROM (SELECT message_id, count(*)::int AS n FROM owed GROUP BY 1) AS c WHERE m.t
 # lapsed lease included; processing: leased now), its dead letters in the topic's DLQ, and how long the oldest
 # available delivery has waited. Per group: Index Only Scan using deliveries_pkey / deliveries_dequeue_idx.
 # $2 topic
+# The topics that have a consumer group of this name (a grant pinned to it must name one that exists).
+GROUP_TOPICS = "SELECT topic FROM consumer_groups WHERE tenant_id = $1 AND name = $2 ORDER BY topic"
+
 GROUPS_LIST = f"""
 SELECT g.name AS consumer_group, g.start, {_rfc3339("g.created_at")} AS created_at,
        coalesce(c.pending, 0) AS pending, coalesce(c.processing, 0) AS processing,

@@ -96,6 +96,8 @@ class BulkJob(NamedTuple):
     matched: int
     done: int
     skipped: int
+    #: The skipped messages by the contract's code of why: {"key_conflict": 15}.
+    skipped_by: dict[str, int]
     error: str | None
     created_by: str
     created_at: float  # Unix time

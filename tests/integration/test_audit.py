@@ -59,7 +59,10 @@ async def test_administrative_actions_are_recorded_with_who_what_and_the_request
     assert {"id", "at", "actor", "tenant", "action", "target", "details", "request_id"} == set(config)
     assert str(config["at"]).endswith("Z")
 
-    assert [e["action"] for e in await _entries(boss, action="topic.")] == ["topic.purge", "topic.pause"]
+    # `topic.` is the family: the topic's configuration's and schema's actions are in it
+    family = [e["action"] for e in await _entries(boss, action="topic.")]
+    assert family == ["topic.purge", "topic.pause", "topic_config.update"]
+    assert [e["action"] for e in await _entries(boss, action="topic_config.")] == ["topic_config.update"]
     assert [e["action"] for e in await _entries(boss, action="topic.purge")] == ["topic.purge"]
     assert len(await _entries(boss, topic="orders")) == 3
     assert await _entries(boss, actor="nobody") == []

@@ -139,6 +139,7 @@ RULES: dict[tuple[str, str], Rule] = {
         TENANT_ADMIN, lambda f: {"topic": "mx", "cron": "0 0 1 1 *", "payload": b64('{"x": 1}')}
     ),
     ("DELETE", "/api/schedules/{name}"): Rule(TENANT_ADMIN),
+    ("POST", "/api/schedules/{name}/run"): Rule(TENANT_ADMIN),
     ("PUT", "/api/admin/platform-admins/{username}/password"): Rule(PLATFORM, lambda f: {"password": f.spare_password}),
     ("POST", "/api/auth/session"): Rule(ANY_USER),
     ("DELETE", "/api/auth/session"): Rule(ANY_USER),

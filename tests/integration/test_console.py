@@ -233,6 +233,26 @@ async def test_bulk_actions_on_chosen_messages(
     )
 
 
+async def test_a_bulk_job_says_why_it_skipped_what_it_skipped(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    keyed = [await enqueue(client, "held", f"k{i}", key=f"k{i}") for i in range(3)]
+    plain = await enqueue(client, "held", "plain")
+    await _fail(db, tenant, [*keyed, plain])
+    for i in range(2):
+        await enqueue(client, "held", "newer", key=f"k{i}")  # pending messages now hold two of the keys
+    r = await client.post("/api/topics/held/bulk-jobs", json={"action": "retry", "filter": {"status": "failed"}})
+    assert r.status_code == 202, r.text
+
+    async def finished() -> dict[str, Any] | None:
+        body: dict[str, Any] = (await client.get(f"/api/bulk-jobs/{r.json()['id']}")).json()
+        return body if body["state"] != "running" else None
+
+    done = await eventually(finished, what="the bulk job to finish")
+    assert (done["matched"], done["done"], done["skipped"]) == (4, 2, 2)
+    assert done["skipped_by"] == {"key_conflict": 2}
+
+
 async def test_retry_one_message_and_its_refusals(
     client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
 ) -> None:
@@ -268,6 +288,7 @@ async def test_a_bulk_job_acts_on_everything_matching_a_filter(
 
     done = await eventually(finished, what="the bulk job to finish")
     assert (done["state"], done["matched"], done["done"], done["skipped"]) == ("done", 1100, 1100, 0)
+    assert done["skipped_by"] == {}
     rest, _ = await _all_pages(client, "sweep", limit=200)
     assert len(rest) == 100 and {m["status"] for m in rest} == {"pending"}
     assert job["id"] in [j["id"] for j in (await client.get("/api/bulk-jobs")).json()["items"]]

@@ -183,3 +183,19 @@ async def test_a_consume_grant_that_pins_a_group_consumes_only_as_that_group(mak
     await boss.post(f"/api/users/{user_id}/grants", json={"action": "consume", "topic_pattern": "orders"})
     r = await member.post("/api/messages/dequeue", json={"topic": "orders", "consumer_group": "shipping"})
     assert r.status_code == 200, r.text
+
+
+async def test_a_consume_grant_must_pin_a_group_that_exists(make_client, make_user, tenant, db) -> None:  # type: ignore[no-untyped-def]
+    boss = make_client(auth=await make_user("tenant_admin", tenant))
+    user_id, _ = await new_member(boss, make_client, ("read", "orders"))
+    missing = {"action": "consume", "topic_pattern": "orders", "consumer_group": "biling"}
+    body = assert_error(await boss.post(f"/api/users/{user_id}/grants", json=missing), 404, "not_found")
+    assert body["details"] == {"topic_pattern": "orders", "consumer_group": "biling"}
+    assert await db.fetchval("SELECT count(*) FROM grants WHERE user_id = $1", uuid.UUID(user_id)) == 1
+    r = await boss.post("/api/topics/orders.eu/consumer-groups", json={"consumer_group": "billing"})
+    assert r.status_code == 201, r.text
+    for pattern in ("orders.*", "*", "orders.eu"):  # a pattern covering a topic with the group
+        grant = {"action": "consume", "topic_pattern": pattern, "consumer_group": "billing"}
+        assert (await boss.post(f"/api/users/{user_id}/grants", json=grant)).status_code == 201
+    elsewhere = {"action": "consume", "topic_pattern": "orders", "consumer_group": "billing"}
+    assert_error(await boss.post(f"/api/users/{user_id}/grants", json=elsewhere), 404, "not_found")

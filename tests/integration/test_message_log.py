@@ -147,6 +147,12 @@ async def test_a_replay_enqueues_again_in_acked_order_and_stops_at_max_depth_to_
     r = await client.post("/api/topics/again/replay", json={"from_time": resume, "to_time": until})
     assert r.json() == {"replayed": 2}, r.text
     assert [unb(m) for m in await dequeue(client, "again", 10)] == ["r3", "r4"]
+    # The audit trail has all three, the refused one with what went and where it stopped.
+    trail = (await client.get("/api/audit", params={"action": "topic.replay", "topic": "again"})).json()["items"]
+    assert [e["details"]["replayed"] for e in trail] == [2, 3, 5]  # newest first
+    refused = trail[1]["details"]
+    assert refused["refused"] == "queue_full" and refused["resume_from"] == resume
+    assert trail[0]["details"]["from_time"] is not None and "refused" not in trail[0]["details"]
 
     assert_error(await client.post("/api/topics/never/replay", json={}), 409, "not_replayable")
 

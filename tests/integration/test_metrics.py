@@ -156,6 +156,28 @@ async def test_gauges_come_from_the_leaders_snapshot(server: Server, db, client,
     assert metric(text, "process_resident_memory_bytes") is not None
 
 
+async def test_the_gauges_count_a_lapsed_lease_as_pending_as_the_console_does(
+    server: Server, db, client, tenant
+) -> None:  # type: ignore[no-untyped-def]
+    await enqueue(client, "lapsing")
+    await dequeue(client, "lapsing", visibility_timeout_seconds=1)
+    await asyncio.sleep(1.2)
+    assert (await GaugeRefresher(OperationsRepository(db)).run_once()).ran
+    labels = {"tenant": tenant.slug, "topic": "lapsing"}
+
+    async def refreshed() -> str | None:
+        text = await scrape(server.base_url)
+        return text if metric(text, "skiplock_messages", **labels, status="pending") is not None else None
+
+    text = await eventually(refreshed, timeout=5, what="the stored gauges in /metrics")
+    assert metric(text, "skiplock_messages", **labels, status="pending") == 1  # the console's topic counts say so
+    assert metric(text, "skiplock_messages", **labels, status="processing") is None
+    age = metric(text, "skiplock_oldest_pending_age_seconds", **labels)
+    assert age is not None and age >= 0  # available again: it counts toward the stalled-consumers alert
+    [topic] = [t for t in (await client.get("/api/topics")).json()["items"] if t["topic"] == "lapsing"]
+    assert (topic["pending"], topic["processing"]) == (1, 0)
+
+
 async def test_each_consumer_group_has_its_depth_and_lag(server: Server, db, client, tenant) -> None:  # type: ignore[no-untyped-def]
     for group in ("billing", "shipping"):
         r = await client.post("/api/topics/fan/consumer-groups", json={"consumer_group": group})
@@ -228,7 +250,8 @@ async def test_a_large_table_is_counted_a_range_of_pages_at_a_time_to_the_same_g
     await db.execute(
         """INSERT INTO messages (id, tenant_id, topic, payload, max_retries, status, available_at)
            SELECT gen_random_uuid(), $1, 'ranged-' || (g % 3), decode(repeat('ab', 200), 'hex'), 3,
-                  CASE WHEN g % 4 = 0 THEN 'processing' ELSE 'pending' END, now() - (g || ' s')::interval
+                  CASE WHEN g % 4 = 0 THEN 'processing' ELSE 'pending' END,
+                  CASE WHEN g % 4 = 0 THEN now() + interval '1 hour' ELSE now() - (g || ' s')::interval END
            FROM generate_series(1, 3000) AS g""",
         tenant.id,
     )

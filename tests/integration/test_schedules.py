@@ -19,7 +19,7 @@ import pytest
 from mq.runtime import Runtime
 from mq.schedules.firer import ScheduleFirer
 from mq.settings import Settings
-from tests.integration.helpers import assert_error, b64, dequeue
+from tests.integration.helpers import assert_error, b64, dequeue, enqueue
 from tests.support.tenants import Tenant
 
 
@@ -179,7 +179,10 @@ async def test_a_refused_tick_is_recorded_and_the_schedule_moves_on(
     assert datetime.fromisoformat(capped["next_run_at"]) > datetime.now(UTC)  # moved on, not retried
     assert (await client.get("/api/schedules/shaped")).json()["last_error"].startswith("schema_violation: ")
     assert len(await dequeue(client, "capped-ticks", 10)) == 1 and await dequeue(client, "shaped-ticks", 10) == []
-    assert (await _put(client, "capped", topic="capped-ticks", cron="0 * * * *")).json()["last_error"] is None
+    # Disabling it (or saving it unchanged) keeps the evidence; changing what it sends or when forgets it.
+    off = await _put(client, "capped", topic="capped-ticks", cron="0 * * * *", enabled=False)
+    assert off.json()["last_error"] == capped["last_error"] and off.json()["enabled"] is False
+    assert (await _put(client, "capped", topic="capped-ticks", cron="5 * * * *")).json()["last_error"] is None
 
 
 async def test_a_topic_cap_admits_the_ticks_that_fit_and_refuses_the_rest(
@@ -270,3 +273,26 @@ async def test_one_batch_stores_many_tenants_ticks_each_in_its_own_tenant_and_to
     [delivery] = await dequeue(client, "mixed-grouped", 5, consumer_group="g")
     assert delivery["metadata"]["skiplock_schedule"] == "grouped"
     assert [m["metadata"]["skiplock_schedule"] for m in await dequeue(other, "mixed-c", 5)] == ["plain-c"]
+
+
+async def test_run_now_enqueues_the_message_once_as_a_producer_would_and_leaves_the_schedule_as_it_was(
+    client: httpx.AsyncClient,
+) -> None:
+    assert (await _put(client, "nightly", topic="reports", cron="0 3 * * *", key="night")).status_code == 200
+    before = (await client.get("/api/schedules/nightly")).json()
+    r = await client.post("/api/schedules/nightly/run")
+    assert r.status_code == 201, r.text
+    [message] = await dequeue(client, "reports", 10)
+    assert message["id"] == r.json()["id"] and message["key"] == "night"
+    assert message["metadata"] == {"skiplock_schedule": "nightly", "skiplock_run": "manual"}
+    assert (await client.get("/api/schedules/nightly")).json() == before  # cron, next and last run unchanged
+    trail = (await client.get("/api/audit", params={"action": "schedule.run"})).json()["items"]
+    assert trail[0]["target"] == "nightly" and trail[0]["details"]["id"] == message["id"]
+
+    ack = {"receipt": message["receipt"]}
+    assert (await client.post(f"/api/messages/{message['id']}/ack", json=ack)).status_code == 204
+    assert (await client.put("/api/topic-configs/reports", json={"max_depth": 1})).status_code == 200
+    await enqueue(client, "reports")
+    assert_error(await client.post("/api/schedules/nightly/run"), 429, "queue_full")  # the refusal is the answer
+    assert (await client.get("/api/schedules/nightly")).json()["last_error"] is None
+    assert_error(await client.post("/api/schedules/absent/run"), 404, "not_found")

@@ -4,7 +4,7 @@ import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { render, screen } from "@testing-library/react";
 import { useState } from "react";
 import { describe, expect, it, vi } from "vitest";
-import { BulkJobProgress } from "./BulkJob";
+import { BulkJobProgress, describeSkips } from "./BulkJob";
 
 vi.mock("../api/topics", () => ({
   bulkJobQuery: (id: string) => ({
@@ -51,5 +51,15 @@ describe("BulkJobProgress", () => {
     await screen.findByText("renders 1");
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(refreshed).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("describeSkips", () => {
+  it("says why messages were skipped, the most common reason first", () => {
+    expect(describeSkips({ invalid_request: 2, key_conflict: 15 })).toBe(
+      "15 × key_conflict (a pending message of the topic holds its key); 2 × invalid_request (not in a state this action takes)",
+    );
+    expect(describeSkips({ something_new: 1 })).toBe("1 × something_new");
+    expect(describeSkips(undefined)).toBe("");
   });
 });

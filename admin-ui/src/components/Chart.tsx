@@ -35,17 +35,49 @@ export function DepthChart({
     const grid = { stroke: "rgba(128, 128, 128, 0.25)" };
     const axis = { stroke: ink, grid, ticks: grid };
     const width = Math.max(280, element.clientWidth);
+    // Times in 24 hours, UTC, like every time the console shows: days and hours over a week, hours and minutes
+    // below; ticks spaced for their labels, so a phone's width never crowds them together.
+    const hours = uPlot.fmtDate("{HH}:{mm}");
+    const days = uPlot.fmtDate("{MM}-{DD}");
+    const dayHours = uPlot.fmtDate("{MM}-{DD} {HH}:{mm}");
+    const utc = (ts: number) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
+    const timeLabels = (_: uPlot, splits: number[]) => {
+      const spanSeconds = (splits[splits.length - 1] ?? 0) - (splits[0] ?? 0);
+      return splits.map((ts) => {
+        const d = utc(ts);
+        if (spanSeconds <= 2 * 86400) return hours(d);
+        return d.getHours() === 0 && d.getMinutes() === 0 ? days(d) : dayHours(d);
+      });
+    };
     const plot = new uPlot(
       {
         width,
         height: 220,
         title,
-        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"), // one zone everywhere: UTC
+        tzDate: utc, // one zone everywhere: UTC
         scales: { x: { time: true }, rate: { auto: true } },
+        // Each axis is given room for its tick labels and, apart from them, its title (labelSize and gap: the
+        // title was drawn over the labels).
         axes: [
-          { ...axis, label: "UTC" },
-          { ...axis, label: "messages" },
-          { ...axis, side: 1, scale: "rate", label: "per second", grid: { show: false } },
+          {
+            ...axis,
+            label: "UTC",
+            values: timeLabels,
+            space: width < 500 ? 90 : 70,
+            size: 36,
+            labelSize: 18,
+          },
+          { ...axis, label: "messages", size: 56, labelSize: 18, labelGap: 4 },
+          {
+            ...axis,
+            side: 1,
+            scale: "rate",
+            label: "per second",
+            grid: { show: false },
+            size: 56,
+            labelSize: 18,
+            labelGap: 4,
+          },
         ],
         series: [
           {},

@@ -11,8 +11,41 @@ import { describeViolation, schemaViolation } from "../lib/schemas";
 import { PayloadEditor } from "./PayloadEditor";
 import { ErrorNote, Field } from "./ui";
 
+/** A metadata row: its name, its value, and whether the value is text (sent as a string) or JSON (a number, true,
+ * an object... as typed). */
+type MetadataRow = { name: string; value: string; json: boolean };
+
+/** The metadata object the rows make, or per row what is wrong with it (a value without a name is not dropped: it
+ * is an error at its row, as a JSON value that does not parse and a name given twice are). */
+export function readMetadata(
+  rows: MetadataRow[],
+): { metadata: Record<string, unknown> } | { errors: string[] } {
+  const errors: string[] = rows.map(() => "");
+  const metadata: Record<string, unknown> = {};
+  rows.forEach((r, i) => {
+    const name = r.name.trim();
+    if (!name) {
+      if (r.value) errors[i] = "Give this value a name, or remove the row.";
+      return;
+    }
+    if (name in metadata) {
+      errors[i] = `“${name}” is named twice: one value per name.`;
+      return;
+    }
+    if (r.json) {
+      try {
+        metadata[name] = JSON.parse(r.value);
+      } catch {
+        errors[i] = 'Not JSON: a number, true, false, null, "text in quotes", an array or an object.';
+      }
+    } else metadata[name] = r.value;
+  });
+  return errors.some(Boolean) ? { errors } : { metadata };
+}
+
 export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => void }) {
-  const [rows, setRows] = useState<{ name: string; value: string }[]>([]);
+  const [rows, setRows] = useState<MetadataRow[]>([]);
+  const [rowErrors, setRowErrors] = useState<string[]>([]);
   const [sent, setSent] = useState<string | null>(null);
   const [formatError, setFormatError] = useState<string | null>(null);
   const [kind, setKind] = useState<"json" | "text">("json");
@@ -20,6 +53,7 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
   const schema = useQuery(topicSchemaQuery(topic)).data;
   const send = useMutation({
     mutationFn: enqueue,
+    onMutate: () => setSent(null), // an earlier success never stands under a new refusal
     onSuccess: (r) => {
       setSent(r.id);
       onDone();
@@ -38,12 +72,19 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
       }
     }
     const key = String(form.get("key") ?? "");
-    const metadata = Object.fromEntries(rows.filter((r) => r.name).map((r) => [r.name, r.value]));
+    const read = readMetadata(rows);
+    if ("errors" in read) {
+      setRowErrors(read.errors);
+      setSent(null);
+      return;
+    }
+    setRowErrors([]);
+    const { metadata } = read;
     send.mutate({
       topic,
       payload: toBase64(payload),
       ...(key ? { key } : {}),
-      ...(rows.some((r) => r.name) ? { metadata } : {}),
+      ...(Object.keys(metadata).length ? { metadata } : {}),
       delay_seconds: Number(form.get("delay") || 0),
       priority: Number(form.get("priority") || 0),
     });
@@ -89,29 +130,59 @@ export function EnqueueForm({ topic, onDone }: { topic: string; onDone: () => vo
       </div>
       <fieldset>
         <legend>Metadata</legend>
-        {rows.map((r, i) => (
-          // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity but their position
-          <div className="row" key={i}>
-            <input
-              aria-label={`Metadata name ${i + 1}`}
-              value={r.name}
-              onChange={(e) => setRows(rows.map((x, j) => (j === i ? { ...x, name: e.target.value } : x)))}
-            />
-            <input
-              aria-label={`Metadata value ${i + 1}`}
-              value={r.value}
-              onChange={(e) => setRows(rows.map((x, j) => (j === i ? { ...x, value: e.target.value } : x)))}
-            />
-            <button
-              type="button"
-              onClick={() => setRows(rows.filter((_, j) => j !== i))}
-              aria-label={`Remove metadata ${i + 1}`}
-            >
-              ×
-            </button>
-          </div>
-        ))}
-        <button type="button" onClick={() => setRows([...rows, { name: "", value: "" }])}>
+        {rows.map((r, i) => {
+          const error = rowErrors[i];
+          const errorId = `metadata-error-${i}`;
+          const change = (patch: Partial<MetadataRow>) => {
+            setRows(rows.map((x, j) => (j === i ? { ...x, ...patch } : x)));
+            setRowErrors(rowErrors.map((x, j) => (j === i ? "" : x)));
+          };
+          return (
+            // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity but their position
+            <div key={i}>
+              <div className="row wrap">
+                <input
+                  aria-label={`Metadata name ${i + 1}`}
+                  value={r.name}
+                  aria-invalid={error ? true : undefined}
+                  aria-describedby={error ? errorId : undefined}
+                  onChange={(e) => change({ name: e.target.value })}
+                />
+                <input
+                  aria-label={`Metadata value ${i + 1}`}
+                  value={r.value}
+                  aria-invalid={error ? true : undefined}
+                  aria-describedby={error ? errorId : undefined}
+                  onChange={(e) => change({ value: e.target.value })}
+                />
+                <select
+                  aria-label={`Metadata type ${i + 1}`}
+                  value={r.json ? "json" : "text"}
+                  onChange={(e) => change({ json: e.target.value === "json" })}
+                >
+                  <option value="text">text</option>
+                  <option value="json">JSON (number, true, object…)</option>
+                </select>
+                <button
+                  type="button"
+                  onClick={() => {
+                    setRows(rows.filter((_, j) => j !== i));
+                    setRowErrors(rowErrors.filter((_, j) => j !== i));
+                  }}
+                  aria-label={`Remove metadata ${i + 1}`}
+                >
+                  ×
+                </button>
+              </div>
+              {error && (
+                <p id={errorId} className="field-error" role="alert">
+                  {error}
+                </p>
+              )}
+            </div>
+          );
+        })}
+        <button type="button" onClick={() => setRows([...rows, { name: "", value: "", json: false }])}>
           Add metadata
         </button>
       </fieldset>

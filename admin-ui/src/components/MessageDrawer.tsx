@@ -3,7 +3,7 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { actOnMessage, type MessageAction, messageQuery } from "../api/messages";
-import { formatTime } from "../lib/format";
+import { countOf, formatTime } from "../lib/format";
 import { canConsumeAs, isAdmin, type Me } from "../lib/grants";
 import { Payload } from "./Payload";
 import { ErrorNote, TableWrap } from "./ui";
@@ -73,10 +73,14 @@ export function MessageDrawer({
             <dd>{m.priority}</dd>
             <dt>Retries</dt>
             <dd>
-              {m.retry_count} / {m.max_retries}
+              {m.original_topic
+                ? `used up on ${m.original_topic} (${countOf(attempts.length, "attempt")} below); requeued, it has its topic's retries again`
+                : `${m.retry_count} / ${m.max_retries}`}
             </dd>
             <dt>Last error</dt>
-            <dd className={m.last_error ? "bad" : undefined}>{m.last_error ?? "–"}</dd>
+            <dd className={m.last_error ? "bad" : undefined}>
+              {m.last_error ? <pre className="error-text">{m.last_error}</pre> : "–"}
+            </dd>
             {current && (
               <>
                 <dt>Lease held by</dt>
@@ -168,7 +172,9 @@ export function MessageDrawer({
                         <span className={`badge ${a.outcome}`}>{a.outcome.replace("_", " ")}</span>
                       </td>
                       <td>{a.ended_at ? formatTime(a.ended_at) : "–"}</td>
-                      <td className={a.error ? "bad" : undefined}>{a.error ?? "–"}</td>
+                      <td className={a.error ? "bad" : undefined}>
+                        {a.error ? <pre className="error-text">{a.error}</pre> : "–"}
+                      </td>
                     </tr>
                   ))}
                 </tbody>

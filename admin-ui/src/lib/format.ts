@@ -29,10 +29,14 @@ export function toBase64(text: string): string {
   return btoa(binary);
 }
 
+/** A count, exact ("11,482"): a draining backlog is watched one message at a time. */
 export function formatCount(n: number): string {
-  if (n >= 1_000_000) return `${(n / 1_000_000).toFixed(n >= 10_000_000 ? 0 : 1)}M`;
-  if (n >= 10_000) return `${Math.round(n / 1000)}k`;
   return n.toLocaleString("en-US");
+}
+
+/** "1 message", "2 messages": a count with its noun, singular or plural (`plural` when not noun + "s"). */
+export function countOf(n: number, noun: string, plural = `${noun}s`): string {
+  return `${formatCount(n)} ${n === 1 ? noun : plural}`;
 }
 
 /** A limited topic's (or consumer group's) messages in flight against its `max_inflight`: "3 / 5", exact (a limit
@@ -47,18 +51,39 @@ export function formatRate(perSecond: number): string {
   return `${perSecond >= 100 ? Math.round(perSecond) : perSecond.toFixed(1)}/s`;
 }
 
+/** An age in its two largest units: "45s", "12m", "2h 5m", "7d", "7d 3h". */
 export function formatAge(seconds: number): string {
   if (seconds <= 0) return "–";
-  if (seconds < 60) return `${Math.round(seconds)}s`;
-  if (seconds < 3600) return `${Math.round(seconds / 60)}m`;
-  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)}h`;
-  return `${(seconds / 86400).toFixed(1)}d`;
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  const units: [number, string][] =
+    s < 86400
+      ? [
+          [3600, "h"],
+          [60, "m"],
+        ]
+      : [
+          [86400, "d"],
+          [3600, "h"],
+        ];
+  const [[big, bigName], [small, smallName]] = units as [[number, string], [number, string]];
+  const whole = Math.floor(s / big);
+  const rest = Math.round((s - whole * big) / small);
+  if (rest * small >= big) return `${whole + 1}${bigName}`;
+  return rest ? `${whole}${bigName} ${rest}${smallName}` : `${whole}${bigName}`;
 }
 
-/** An RFC 3339 time as local date and time with seconds, or a dash. */
 /** Every time the console shows, in one form and one zone: "2026-11-25 04:10:03 UTC" (the API's clock is UTC). */
 export function formatTime(value: string | null | undefined): string {
   if (!value) return "–";
   const d = new Date(value);
   return Number.isNaN(d.getTime()) ? value : `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/** An RFC 3339 time as the server gave it, to its last digit (a resume point to the microsecond), in the form of
+ * `formatTime`: "2026-11-25 04:10:03.123456 UTC". */
+export function formatPreciseTime(value: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2}(?:\.\d+)?)(Z|[+-]00:00)$/.exec(value);
+  return m ? `${m[1]} ${m[2]} UTC` : value;
 }

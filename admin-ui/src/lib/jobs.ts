@@ -32,6 +32,12 @@ const JOBS: Record<string, Omit<JobInfo, "id">> = {
     name: "Consumer group settler",
     does: "Owes new consumer groups the messages stored without them; rows: messages settled",
   },
+  inflight_keeper: {
+    name: "In-flight keeper",
+    does:
+      "Recounts the leases of topics with a max_inflight (and of their consumer groups), freeing those past " +
+      "their deadline or no longer held; rows: leases freed",
+  },
   gauges: {
     name: "Gauges",
     does: "Recounts messages by topic and status for the counts and charts; rows: counts stored",

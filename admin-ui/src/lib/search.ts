@@ -34,11 +34,24 @@ const positive = (v: unknown) => {
   return typeof n === "number" && Number.isSafeInteger(n) && n >= 1 ? n : undefined;
 };
 
+/** A value typed as text: the router reads `?key=123` as the number 123 and `?key=true` as true (it parses each
+ * value as JSON first), and a key is text whatever it looks like. */
+const typed = (v: unknown) =>
+  typeof v === "number" || typeof v === "boolean" ? String(v) : typeof v === "string" && v ? v : undefined;
+/** A metadata filter as the JSON text the API takes: a hand-written `?metadata={"region":"eu"}` reaches the router
+ * parsed (an object), and is the same filter. */
+const jsonObject = (v: unknown) =>
+  typeof v === "string" && v
+    ? v
+    : v && typeof v === "object" && !Array.isArray(v)
+      ? JSON.stringify(v)
+      : undefined;
+
 /** The topic page's search: its filters, tab, chart range and open drawer. */
 export const topicSearch = (s: Record<string, unknown>): TopicSearch => ({
   status: STATUSES.find((x) => x === s.status),
-  key: typeof s.key === "string" && s.key ? s.key : undefined,
-  metadata: typeof s.metadata === "string" && s.metadata ? s.metadata : undefined,
+  key: typed(s.key),
+  metadata: jsonObject(s.metadata),
   id: typeof s.id === "string" && s.id ? s.id : undefined,
   consumer_group: typeof s.consumer_group === "string" && s.consumer_group ? s.consumer_group : undefined,
   message: typeof s.message === "string" && s.message ? s.message : undefined,
@@ -47,7 +60,7 @@ export const topicSearch = (s: Record<string, unknown>): TopicSearch => ({
   view: s.view === "history" || s.view === "schema" ? s.view : undefined,
   log_from: text(s.log_from),
   log_to: text(s.log_to),
-  log_key: text(s.log_key),
+  log_key: typed(s.log_key),
   schema_version: positive(s.schema_version),
   schema_compare: positive(s.schema_compare),
 });

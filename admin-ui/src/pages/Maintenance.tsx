@@ -14,7 +14,7 @@ import {
 } from "../api/maintenance";
 import { ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
-import { formatTime } from "../lib/format";
+import { countOf, formatTime } from "../lib/format";
 import { describeJob } from "../lib/jobs";
 
 export function MaintenancePage() {
@@ -35,7 +35,7 @@ export function MaintenancePage() {
     mutationFn: async (job: "expiry" | "delete" | "archive") => {
       if (job === "expiry") {
         const r = await runExpiryReaper();
-        return `The expiry reaper expired ${r.expired} messages.`;
+        return `The expiry reaper expired ${countOf(r.expired, "message")}.`;
       }
       if (job === "archive") {
         const r = await runArchiveReaper();
@@ -45,7 +45,7 @@ export function MaintenancePage() {
           : `The archive reaper ran: ${n} log entries dropped with their partitions.`;
       }
       const r = await runDeleteReaper();
-      return `The delete reaper deleted ${r.deleted} messages.`;
+      return `The delete reaper deleted ${countOf(r.deleted, "message")}.`;
     },
     onSuccess: (text) => {
       setRan(text);

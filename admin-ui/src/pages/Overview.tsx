@@ -1,5 +1,5 @@
 // Every topic of the tenant with its depths and rates, live; sortable and filterable.
-import { Link } from "@tanstack/react-router";
+import { Link, useNavigate, useSearch } from "@tanstack/react-router";
 import { useMemo, useState } from "react";
 import type { Schemas } from "../api/client";
 import { SERIES_RANGES, type SeriesRange, useSeries, useTenantSeries, useTopics } from "../api/hooks";
@@ -11,17 +11,20 @@ import { isAdmin } from "../lib/grants";
 
 type Topic = Schemas["TopicSummaryView"];
 type Row = Topic & { dlq: number };
-type SortKey =
-  | "topic"
-  | "pending"
-  | "processing"
-  | "delayed"
-  | "failed"
-  | "expired"
-  | "dlq"
-  | "age"
-  | "in"
-  | "out";
+export const OVERVIEW_SORTS = [
+  "topic",
+  "pending",
+  "processing",
+  "delayed",
+  "failed",
+  "expired",
+  "dlq",
+  "age",
+  "in",
+  "out",
+] as const;
+export type OverviewSort = (typeof OVERVIEW_SORTS)[number];
+type SortKey = OverviewSort;
 
 const COLUMNS: { key: SortKey; label: string; value: (r: Row) => number | string }[] = [
   { key: "topic", label: "Topic", value: (r) => r.topic },
@@ -39,8 +42,13 @@ const COLUMNS: { key: SortKey; label: string; value: (r: Row) => number | string
 export function OverviewPage() {
   const topics = useTopics();
   const me = useMe().data;
-  const [filter, setFilter] = useState("");
-  const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: "topic", desc: false });
+  const search = useSearch({ from: "/" });
+  const navigate = useNavigate({ from: "/" });
+  const filter = search.q ?? "";
+  const sortKey: SortKey = search.sort ?? "topic";
+  const sortDesc = search.desc ?? false;
+  const sort = { key: sortKey, desc: sortDesc };
+  const setFilter = (q: string) => navigate({ search: (s) => ({ ...s, q: q || undefined }), replace: true });
   const [charted, setCharted] = useState<string | null>(null);
 
   const rows = useMemo(() => {
@@ -49,7 +57,7 @@ export function OverviewPage() {
       items.filter((t) => t.topic.endsWith(".dlq")).map((t) => [t.topic.slice(0, -4), t.pending]),
     );
     const needle = filter.trim().toLowerCase();
-    const column = COLUMNS.find((c) => c.key === sort.key) ?? COLUMNS[0];
+    const column = COLUMNS.find((c) => c.key === sortKey) ?? COLUMNS[0];
     const list: Row[] = items
       .filter((t) => !needle || t.topic.toLowerCase().includes(needle))
       .map((t) => ({ ...t, dlq: dlq.get(t.topic) ?? 0 }));
@@ -58,14 +66,19 @@ export function OverviewPage() {
         const x = column.value(a);
         const y = column.value(b);
         const order = typeof x === "string" ? x.localeCompare(String(y)) : x - Number(y);
-        return sort.desc ? -order : order;
+        return sortDesc ? -order : order;
       });
     }
     return list;
-  }, [topics.data, filter, sort]);
+  }, [topics.data, filter, sortKey, sortDesc]);
 
-  const toggleSort = (key: SortKey) =>
-    setSort((s) => ({ key, desc: s.key === key ? !s.desc : key !== "topic" }));
+  const toggleSort = (key: SortKey) => {
+    const desc = sort.key === key ? !sort.desc : key !== "topic";
+    navigate({
+      search: (s) => ({ ...s, sort: key === "topic" ? undefined : key, desc: desc || undefined }),
+      replace: true,
+    });
+  };
 
   return (
     <section>
@@ -84,7 +97,7 @@ export function OverviewPage() {
       </div>
       <ErrorNote error={topics.error} />
       {me && (isAdmin(me) || me.grants?.some((g) => g.action === "read" && g.topic_pattern === "*")) && (
-        <TenantDashboard />
+        <TenantDashboard live={topics.data?.items} />
       )}
       {topics.isPending && <p className="muted">Loading topics…</p>}
       {topics.data && topics.data.items.length === 0 && (
@@ -176,13 +189,15 @@ export function TopicChart({ topic, range = "1h" }: { topic: string; range?: Ser
   return <DepthChart points={series.data.points} title={`${topic}, ${span}`} span={`the ${span}`} />;
 }
 
-/** The tenant at a glance: every topic summed, over an hour, a day or a week. */
-function TenantDashboard() {
+/** The tenant at a glance: every topic summed, over an hour, a day or a week; what is waiting now and the oldest
+ * pending age from the live list (the same figures as its rows), not from the chart's last step. */
+function TenantDashboard({ live }: { live: Topic[] | undefined }) {
   const [range, setRange] = useState<SeriesRange>("1h");
   const series = useTenantSeries(range);
   const span = SERIES_RANGES.find((r) => r.range === range)?.span ?? range;
   const points = series.data?.points ?? [];
-  const last = [...points].reverse().find((p) => p.pending !== null);
+  const waitingNow = (live ?? []).reduce((n, t) => n + t.pending + t.processing, 0);
+  const oldestNow = Math.max(0, ...(live ?? []).map((t) => t.oldest_pending_age_seconds));
   const sum = (f: (p: (typeof points)[number]) => number) => points.reduce((n, p) => n + f(p), 0);
   const seconds = points.length * (series.data?.step_seconds ?? 1);
   return (
@@ -194,21 +209,21 @@ function TenantDashboard() {
       <ErrorNote error={series.error} />
       {series.data && (
         <>
-          <dl className="counts">
+          <dl className="counts" aria-label={`Averages over the ${span}, and now`}>
             <div>
-              <dt>enqueued/s</dt>
+              <dt>enqueued</dt>
               <dd>
                 {formatRate(sum((p) => p.enqueue_rate) * (series.data.step_seconds / Math.max(1, seconds)))}
               </dd>
             </div>
             <div>
-              <dt>acked/s</dt>
+              <dt>acked</dt>
               <dd>
                 {formatRate(sum((p) => p.ack_rate) * (series.data.step_seconds / Math.max(1, seconds)))}
               </dd>
             </div>
             <div>
-              <dt>dead-lettered/s</dt>
+              <dt>dead-lettered</dt>
               <dd>
                 {formatRate(
                   sum((p) => p.dead_letter_rate ?? 0) * (series.data.step_seconds / Math.max(1, seconds)),
@@ -217,11 +232,11 @@ function TenantDashboard() {
             </div>
             <div>
               <dt>waiting now</dt>
-              <dd>{last ? formatCount((last.pending ?? 0) + (last.processing ?? 0)) : "–"}</dd>
+              <dd>{live ? formatCount(waitingNow) : "–"}</dd>
             </div>
             <div>
-              <dt>oldest pending</dt>
-              <dd>{formatAge(last?.oldest_pending_age_seconds ?? 0)}</dd>
+              <dt>oldest pending now</dt>
+              <dd>{formatAge(oldestNow)}</dd>
             </div>
           </dl>
           <DepthChart points={points} title={`All topics, ${span}`} span={`the ${span}`} />

@@ -6,7 +6,7 @@ import { Link, useNavigate, useSearch } from "@tanstack/react-router";
 import { useState } from "react";
 import { useLiveInterval } from "../api/hooks";
 import { keys } from "../api/keys";
-import { deleteSchedule, putSchedule, type Schedule, schedulesQuery } from "../api/schedules";
+import { deleteSchedule, putSchedule, runSchedule, type Schedule, schedulesQuery } from "../api/schedules";
 import { useMe } from "../api/session";
 import { Confirm, Empty, ErrorNote, TableWrap } from "../components/ui";
 import { describeCron, formatInZone } from "../lib/cron";
@@ -35,6 +35,14 @@ export function SchedulesPage() {
           ? `${s.name} is enabled: next run ${formatTime(s.next_run_at)}.`
           : `${s.name} is disabled: it keeps its settings and enqueues nothing until enabled.`,
       );
+      invalidate();
+    },
+  });
+  const run = useMutation({
+    mutationFn: (s: Schedule) => runSchedule(s.name),
+    onMutate: () => setNotice(null),
+    onSuccess: (r, s) => {
+      setNotice(`${s.name} ran now: message ${r.id} enqueued into ${s.topic}. Its next run is unchanged.`);
       invalidate();
     },
   });
@@ -83,7 +91,7 @@ export function SchedulesPage() {
         every worker. Each message carries <code>skiplock_schedule</code> (the name) and{" "}
         <code>skiplock_tick</code> in its metadata.
       </p>
-      <ErrorNote error={schedules.error ?? toggle.error} />
+      <ErrorNote error={schedules.error ?? toggle.error ?? run.error} />
       {notice && (
         <p role="status" className="notice">
           {notice}
@@ -105,11 +113,14 @@ export function SchedulesPage() {
             schedule={editing ?? null}
             taken={items.map((s) => s.name)}
             onCancel={closeForm}
-            onSaved={(s) => {
+            onSaved={(s, newTopic) => {
               setNotice(
-                s.enabled
+                (s.enabled
                   ? `${s.name} is saved: next run ${formatTime(s.next_run_at)}.`
-                  : `${s.name} is saved, disabled.`,
+                  : `${s.name} is saved, disabled.`) +
+                  (newTopic
+                    ? ` The tenant has no topic “${s.topic}” yet: its first tick creates it (check the name if you meant another).`
+                    : ""),
               );
               invalidate();
               closeForm();
@@ -159,8 +170,9 @@ export function SchedulesPage() {
                   q={search.q}
                   me={me}
                   admin={admin}
-                  busy={toggle.isPending}
+                  busy={toggle.isPending || run.isPending}
                   onToggle={() => toggle.mutate({ schedule: s, enabled: !s.enabled })}
+                  onRun={() => run.mutate(s)}
                   onDelete={() => setDeleting(s)}
                 />
               ))}
@@ -204,6 +216,7 @@ function ScheduleRow({
   admin,
   busy,
   onToggle,
+  onRun,
   onDelete,
 }: {
   schedule: Schedule;
@@ -213,6 +226,7 @@ function ScheduleRow({
   admin: boolean;
   busy: boolean;
   onToggle: () => void;
+  onRun: () => void;
   onDelete: () => void;
 }) {
   const described = describeCron(s.cron);
@@ -259,10 +273,13 @@ function ScheduleRow({
       </td>
       {admin && (
         <td className="actions">
-          <div className="row">
+          <div className="row wrap">
             <Link to="/schedules" search={{ q, edit: s.name }} className="button">
               Edit<span className="sr-only"> {s.name}</span>
             </Link>
+            <button type="button" onClick={onRun} disabled={busy} title="Enqueue its message once, now">
+              Run now<span className="sr-only"> {s.name}</span>
+            </button>
             <button type="button" onClick={onToggle} disabled={busy}>
               {s.enabled ? "Disable" : "Enable"}
               <span className="sr-only"> {s.name}</span>

@@ -6,7 +6,7 @@ import { keys } from "../api/keys";
 import { createTenant, deleteTenant, tenantsQuery, updateTenant } from "../api/tenants";
 import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
-import { formatCount } from "../lib/format";
+import { countOf, formatCount } from "../lib/format";
 import { readFields, wholeNumber } from "../lib/parse";
 import { storeTenant } from "../lib/settings";
 
@@ -194,7 +194,7 @@ export function TenantsPage() {
       >
         <p>
           {suspending?.status === "active"
-            ? `Every user of ${suspending?.slug} gets 403 from its next request, producers and consumers included; its ${formatCount(suspending?.usage?.messages ?? 0)} messages stay.`
+            ? `Every user of ${suspending?.slug} gets 403 from its next request, producers and consumers included; its ${countOf(suspending?.usage?.messages ?? 0, "message")} stay.`
             : `The users of ${suspending?.slug} may work again from their next request.`}
         </p>
       </Confirm>
@@ -216,7 +216,7 @@ export function TenantsPage() {
         {notEmpty && (
           <label className="inline">
             <input type="checkbox" checked={force} onChange={(e) => setForce(e.target.checked)} /> Also delete
-            its {formatCount(deleting?.usage?.messages ?? 0)} messages (force)
+            its {countOf(deleting?.usage?.messages ?? 0, "message")} (force)
           </label>
         )}
       </Confirm>

@@ -20,7 +20,7 @@ import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
 import { Confirm, Empty, ErrorNote } from "../components/ui";
 import { type BulkAction, describeBulk, describeFilter, jobFilter } from "../lib/bulk";
-import { formatCount } from "../lib/format";
+import { countOf, formatCount } from "../lib/format";
 import { can, canConsumeAs, consumeGroups, isAdmin } from "../lib/grants";
 import { listEnds } from "../lib/order";
 import type { TopicSearch } from "../lib/search";
@@ -44,7 +44,9 @@ export function TopicPage() {
   const navigate = useNavigate({ from: "/topics/$topic" });
   const me = useMe().data;
   const queryClient = useQueryClient();
-  const summary = useTopics().data?.items.find((t) => t.topic === topic);
+  const topicList = useTopics().data?.items;
+  const summary = topicList?.find((t) => t.topic === topic);
+  const dlq = topicList?.find((t) => t.topic === `${topic}.dlq`);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [confirm, setConfirm] = useState<ConfirmRequest | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -160,15 +162,6 @@ export function TopicPage() {
           {topic} {summary?.paused && <span className="badge warn">paused</span>}
         </h1>
         <div className="row wrap">
-          {admin && (
-            <button
-              type="button"
-              onClick={() => act.mutate(pause(Boolean(summary?.paused)))}
-              aria-pressed={Boolean(summary?.paused)}
-            >
-              {summary?.paused ? "Resume" : "Pause"}
-            </button>
-          )}
           {can(me, "produce", topic) && !isDlq && (
             <button type="button" onClick={() => setShowEnqueue((s) => !s)} aria-expanded={showEnqueue}>
               Enqueue…
@@ -178,6 +171,26 @@ export function TopicPage() {
             <Link to="/topics/$topic/config" params={{ topic }} className="button">
               Configuration
             </Link>
+          )}
+          {admin && (
+            // Apart from the others, and a pause is confirmed: it stops every consumer of the topic.
+            <button
+              type="button"
+              className={summary?.paused ? "primary spaced" : "spaced"}
+              onClick={() =>
+                summary?.paused
+                  ? act.mutate(pause(true))
+                  : setConfirm({
+                      title: `Pause ${topic}?`,
+                      body: `Consumers get nothing from ${topic} until it is resumed: dequeues answer empty and long polls wait. Producers still enqueue, and messages already leased can still be acked.`,
+                      label: "Pause",
+                      run: pause(false),
+                    })
+              }
+              aria-pressed={Boolean(summary?.paused)}
+            >
+              {summary?.paused ? "Resume" : "Pause…"}
+            </button>
           )}
         </div>
       </div>
@@ -200,6 +213,24 @@ export function TopicPage() {
           ))}
           {maxInflight !== null && !isDlq && (
             <InFlight topic={topic} processing={summary.processing} limit={maxInflight} />
+          )}
+          {!isDlq && (
+            <div>
+              <dt>dead letters</dt>
+              <dd>
+                {dlq ? (
+                  <Link
+                    to="/topics/$topic"
+                    params={{ topic: `${topic}.dlq` }}
+                    className={dlq.pending ? "bad" : ""}
+                  >
+                    {formatCount(dlq.pending + dlq.processing)}
+                  </Link>
+                ) : (
+                  "0"
+                )}
+              </dd>
+            </div>
           )}
         </dl>
       )}
@@ -363,13 +394,13 @@ export function TopicPage() {
                       setConfirm(
                         selected.size
                           ? {
-                              title: `${a.label} ${selected.size} messages?`,
+                              title: `${a.label} ${countOf(selected.size, "message")}?`,
                               body: `${a.label} the ${selected.size} selected messages of ${topic}.`,
                               label: a.label,
                               run: bulkIds(a.action, [...selected]),
                             }
                           : {
-                              title: `${a.label} ${filtered ? "every message matching the filter" : `all ${formatCount(topicTotal(summary))} messages of ${topic}`}?`,
+                              title: `${a.label} ${filtered ? "every message matching the filter" : `all ${countOf(topicTotal(summary), "message")} of ${topic}`}?`,
                               body: filtered
                                 ? `${a.label} every message of ${topic} with ${describeFilter(filter)}: it runs on the server in batches, and the number matched shows below as it goes.`
                                 : `${a.label} every message of ${topic} (${topicTotal(summary).toLocaleString("en-US")} now): it runs on the server in batches; progress shows below.`,
@@ -397,6 +428,24 @@ export function TopicPage() {
                 ? "Nothing matches this filter. Clear it to see every message."
                 : "Enqueued messages appear here until they are acked."}
             </Empty>
+          )}
+          {!search.id && messages.length === 0 && pages.hasNextPage && (
+            // A key, metadata or group filter reads the topic a window at a time: none of the first windows may
+            // match though later messages do. Say so, and go on reading on request.
+            <div className="card" role="status">
+              <p>
+                No match among the first {formatCount(scanned)} messages read; the topic has more. The filter
+                is checked a window at a time, in delivery order.
+              </p>
+              <button
+                type="button"
+                className="primary"
+                onClick={() => pages.fetchNextPage()}
+                disabled={pages.isFetchingNextPage}
+              >
+                {pages.isFetchingNextPage ? "Searching…" : "Search further"}
+              </button>
+            </div>
           )}
           {messages.length > 0 && (
             <MessageTable

@@ -1,7 +1,7 @@
 // Users and grants (tenant admins): list, create, change role or password, delete, add and remove grants.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import type { Schemas } from "../api/client";
+import { ApiError, type Schemas } from "../api/client";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
 import {
@@ -17,6 +17,11 @@ import { Confirm, Empty, ErrorNote, Field, TableWrap } from "../components/ui";
 import { fieldErrors } from "../lib/fieldErrors";
 
 type User = Schemas["UserView"];
+
+/** The server's rule for a password (mq.tenancy.service), said where one is typed. */
+const MIN_PASSWORD_LENGTH = 12;
+const PASSWORD_RULE = `At least ${MIN_PASSWORD_LENGTH} characters.`;
+type Grant = Schemas["GrantView"];
 
 export function UsersPage() {
   const queryClient = useQueryClient();
@@ -134,7 +139,7 @@ export function UsersPage() {
           <Field label="Username" hint="Stored as name@tenant" error={errors.username ?? null}>
             {(id, d) => <input id={id} name="username" required aria-describedby={d} autoComplete="off" />}
           </Field>
-          <Field label="Password" error={errors.password ?? null}>
+          <Field label="Password" hint={PASSWORD_RULE} error={errors.password ?? null}>
             {(id, d) => (
               <input
                 id={id}
@@ -215,6 +220,8 @@ function UserRow({
   onDelete: () => void;
 }) {
   const [password, setPassword] = useState("");
+  const [tooShort, setTooShort] = useState(false);
+  const ruleId = `password-rule-${user.id}`;
   return (
     <>
       <tr>
@@ -243,18 +250,35 @@ function UserRow({
             placeholder="new password"
             value={password}
             autoComplete="new-password"
-            onChange={(e) => setPassword(e.target.value)}
+            aria-describedby={ruleId}
+            aria-invalid={tooShort ? true : undefined}
+            onChange={(e) => {
+              setPassword(e.target.value);
+              setTooShort(false);
+            }}
           />
           <button
             type="button"
             disabled={!password}
             onClick={() => {
+              // The rule is said before the confirmation, not after it.
+              if (password.length < MIN_PASSWORD_LENGTH) {
+                setTooShort(true);
+                return;
+              }
               onPassword(password);
               setPassword("");
             }}
           >
             Set password
           </button>
+          <span
+            id={ruleId}
+            className={tooShort ? "field-error" : "sr-only"}
+            role={tooShort ? "alert" : undefined}
+          >
+            {PASSWORD_RULE}
+          </span>
           <button type="button" className="danger" onClick={onDelete}>
             Delete…
           </button>
@@ -284,20 +308,30 @@ function Grants({ user }: { user: User }) {
   });
   const remove = useMutation({
     mutationFn: (grantId: string) => removeGrant(user.id, grantId),
-    onSuccess: invalidate,
+    onSuccess: () => {
+      setRemoving(null);
+      invalidate();
+    },
   });
+  const [removing, setRemoving] = useState<Grant | null>(null);
+  // A consume grant pinned to a group no topic of the pattern has is refused (404 not_found): said at its field.
+  const groupError =
+    add.error instanceof ApiError && add.error.code === "not_found" ? add.error.message : null;
+  const grantText = (g: Grant) =>
+    `${g.action} on ${g.topic_pattern}${g.consumer_group ? ` as ${g.consumer_group}` : ""}`;
   return (
     <div className="card">
       <h3>Grants of {user.username}</h3>
-      <p className="hint">
-        A pattern <code>*</code> covers every topic, <code>orders.*</code> covers <code>orders</code> and
-        every topic starting with <code>orders.</code>, anything else one topic exactly. A grant on{" "}
-        <code>orders</code> also covers its dead letters, <code>orders.dlq</code>. <em>produce</em> = enqueue;{" "}
-        <em>consume</em> = dequeue, ack, nack, retry and requeue; <em>read</em> = browse messages and counts.
-        A <em>consume</em> grant may name a consumer group: its holder then consumes those topics only as that
+      <details className="hint">
+        <summary>What a grant allows</summary>A pattern <code>*</code> covers every topic,{" "}
+        <code>orders.*</code> covers <code>orders</code> and every topic starting with <code>orders.</code>,
+        anything else one topic exactly. A grant on <code>orders</code> also covers its dead letters,{" "}
+        <code>orders.dlq</code>. <em>produce</em> = enqueue; <em>consume</em> = dequeue, ack, nack, retry and
+        requeue; <em>read</em> = browse messages and counts. A <em>consume</em> grant may name a consumer
+        group (one that exists on a topic of the pattern): its holder then consumes those topics only as that
         group, and requeues only that group's dead letters.
-      </p>
-      <ErrorNote error={grants.error ?? add.error ?? remove.error} />
+      </details>
+      <ErrorNote error={grants.error ?? (groupError ? null : add.error) ?? remove.error} />
       <ul className="grants">
         {(grants.data?.items ?? []).map((g) => (
           <li key={g.id}>
@@ -311,8 +345,8 @@ function Grants({ user }: { user: User }) {
             <button
               type="button"
               className="link"
-              onClick={() => remove.mutate(g.id)}
-              aria-label={`Remove ${g.action} on ${g.topic_pattern}${g.consumer_group ? ` as ${g.consumer_group}` : ""}`}
+              onClick={() => setRemoving(g)}
+              aria-label={`Remove ${grantText(g)}`}
             >
               remove
             </button>
@@ -356,12 +390,28 @@ function Grants({ user }: { user: User }) {
           Topic pattern <input name="pattern" required placeholder="orders.*" />
         </label>
         {action === "consume" && (
-          <label className="inline">
-            Consumer group <input name="consumer_group" placeholder="any (optional)" />
-          </label>
+          <Field label="Consumer group" error={groupError}>
+            {(id, d) => (
+              <input id={id} name="consumer_group" placeholder="any (optional)" aria-describedby={d} />
+            )}
+          </Field>
         )}
         <button type="submit">Add grant</button>
       </form>
+      <Confirm
+        open={removing !== null}
+        title={removing ? `Remove ${grantText(removing)} from ${user.username}?` : ""}
+        confirmLabel="Remove grant"
+        danger
+        busy={remove.isPending}
+        onCancel={() => setRemoving(null)}
+        onConfirm={() => removing && remove.mutate(removing.id)}
+      >
+        <p>
+          {user.username} loses what this grant allows from its next request: a consumer or producer using
+          these credentials is refused (403) where no other grant covers the topic.
+        </p>
+      </Confirm>
     </div>
   );
 }

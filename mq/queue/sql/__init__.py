@@ -9,10 +9,10 @@ EXPLAIN (ANALYZE, BUFFERS) on a table of 1,000,000 messages over 20 topics of tw
 them again).
 """
 
+from mq.db.fragments import ALIVE
 from mq.db.routed import routed
 from mq.db.statements import Fragment, compose
 from mq.queue.sql.common import (
-    ALIVE,
     EXPIRE_SET,
     LEASE_EXPIRED_ERROR,
     MESSAGE_COLUMNS,

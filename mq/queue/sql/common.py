@@ -1,6 +1,8 @@
 """What the queue's statements share: a message's columns as the contract prints them, what a reader sees as its
 status, and a delivery's attempts."""
 
+from mq.db.fragments import VIEW_STATUS
+
 
 def rfc3339(column: str) -> str:
     """A timestamp as the contract prints it, 2026-11-22T04:38:10.123Z (UTC, milliseconds, truncated)."""
@@ -47,13 +49,7 @@ def leased(alias: str = "") -> str:
     return status_by_key("processing", alias)
 
 
-# What a message is for every reader (browse, get, stats, topics, purge and delete by status), whatever a reaper
-# has marked yet: a live message past its `expires_at` is `expired` (gone for every purpose), and a processing one
-# whose visibility deadline passed (a lapsed lease) is `pending`, available exactly as a pending one is. The
-# stored status changes when the message is next taken, or by the expiry reaper.
-ALIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
-VIEW_STATUS = f"""CASE WHEN m.status IN ('pending', 'processing') AND NOT {ALIVE} THEN 'expired'
-    WHEN m.status = 'processing' AND m.available_at <= now() THEN 'pending' ELSE m.status END"""
+# What a message is for every reader (`mq.db.fragments`, which the gauges share): ALIVE, VIEW_STATUS.
 
 MESSAGE_COLUMNS = message_columns(VIEW_STATUS)
 LEASED_COLUMNS = message_columns("m.status")

@@ -32,18 +32,22 @@ export function ScheduleForm({
   /** The names in use: a new schedule under one of them replaces it (PUT), which the form says. */
   taken: string[];
   onCancel: () => void;
-  onSaved: (s: Schedule) => void;
+  /** `newTopic`: the tenant had no topic of that name when it was saved (its first tick creates it). */
+  onSaved: (s: Schedule, newTopic: boolean) => void;
 }) {
   const [draft, setDraft] = useState<ScheduleDraft>(() => (schedule ? draftOf(schedule) : NEW_SCHEDULE));
   const [draftErrors, setDraftErrors] = useState<DraftErrors>({});
   const save = useMutation({
     mutationFn: ({ name, body }: { name: string; body: ScheduleBody }) => putSchedule(name, body),
-    onSuccess: onSaved,
+    onSuccess: (saved) => onSaved(saved, unknownTopic),
   });
   // The tenant's topics, for the topic field's suggestions; the schema of a topic that exists, for its example.
-  const topics = useQuery(topicsQuery()).data?.items.map((t) => t.topic) ?? [];
+  const topicList = useQuery(topicsQuery()).data?.items;
+  const topics = topicList?.map((t) => t.topic) ?? [];
   const topic = draft.topic.trim();
   const known = topics.includes(topic);
+  // A topic the tenant does not have yet (a typo, often): said at the field as it is typed, and again once saved.
+  const unknownTopic = topicList !== undefined && topic !== "" && !known;
   const schema = useQuery({ ...topicSchemaQuery(topic), enabled: known }).data;
   const zones = useMemo(timeZones, []);
   const ids = useId();
@@ -120,7 +124,15 @@ export function ScheduleForm({
             />
           )}
         </Field>
-        <Field label="Topic" hint="The topic each tick enqueues into." error={fieldError.topic}>
+        <Field
+          label="Topic"
+          hint={
+            unknownTopic
+              ? `No topic named “${topic}” yet: its first tick would create it. Check the name if you meant one of the tenant's topics.`
+              : "The topic each tick enqueues into."
+          }
+          error={fieldError.topic}
+        >
           {(id, d) => (
             <input
               id={id}

@@ -9,7 +9,7 @@ import { ApiError } from "../../api/client";
 import { keys } from "../../api/keys";
 import { consumerGroupsQuery, fetchLogPage, type LogFilter, replayLog, trimLog } from "../../api/topics";
 import { Confirm, ErrorNote, Field } from "../../components/ui";
-import { formatTime } from "../../lib/format";
+import { countOf, formatPreciseTime, formatTime } from "../../lib/format";
 import {
   afterReplay,
   countEntries,
@@ -57,7 +57,7 @@ export function ReplayPanel({
   const [invalid, setInvalid] = useState<Record<string, string>>({});
   const [asking, setAsking] = useState<{ replay: Replay; counted: Counted } | null>(null);
   const [empty, setEmpty] = useState<string | null>(null);
-  const [run, setRun] = useState<{ replay: Replay; counted: Counted; state: ReplayRun } | null>(null);
+  const [run, setRun] = useStoredRun(topic);
   const [auto, setAuto] = useState(false);
   const count = useMutation({
     mutationFn: (replay: Replay) => countRange(topic, replay.range),
@@ -82,7 +82,7 @@ export function ReplayPanel({
       setRun({ replay, counted, state: afterReplay(soFar, replay, outcome) });
       queryClient.invalidateQueries({ queryKey: keys.topics.all() }); // the topic's counts and messages
     },
-    [topic, queryClient],
+    [topic, queryClient, setRun],
   );
   // Going on by itself, when asked to: after the Retry-After the refusal named (a second when it named none).
   const refused = run?.state.phase === "refused" ? run.state : null;
@@ -202,6 +202,25 @@ export function ReplayPanel({
   );
 }
 
+type Run = { replay: Replay; counted: Counted; state: ReplayRun };
+
+/** Each topic's last replay run while the console is open: going elsewhere (to raise `max_depth`) and back finds
+ * a paused replay where it stopped, with its resume point, target and Continue. */
+const runs = new Map<string, Run>();
+
+function useStoredRun(topic: string): [Run | null, (run: Run | null) => void] {
+  const [run, setState] = useState<Run | null>(() => runs.get(topic) ?? null);
+  const set = useCallback(
+    (next: Run | null) => {
+      if (next === null) runs.delete(topic);
+      else runs.set(topic, next);
+      setState(next);
+    },
+    [topic],
+  );
+  return [run, set];
+}
+
 /** Who receives a replay's messages again, in the confirmation's words. */
 function receivers({ group }: Replay, named: boolean): string {
   if (group !== null)
@@ -252,7 +271,7 @@ function ReplayProgress({
   onDismiss,
 }: {
   topic: string;
-  run: { replay: Replay; counted: Counted; state: ReplayRun };
+  run: Run;
   /** The replay's target in words, on a topic with consumer groups. */
   target: string | null;
   auto: boolean;
@@ -271,7 +290,7 @@ function ReplayProgress({
         {state.phase === "refused" &&
           `Paused after ${n} of ${of} replayed: the server refused the rest for now (${state.error.code}).`}
         {state.phase === "done" &&
-          `Replay done: ${n} messages enqueued again into ${topic}${target ? `, ${target}` : ""}.`}
+          `Replay done: ${countOf(state.replayed, "message")} enqueued again into ${topic}${target ? `, ${target}` : ""}.`}
         {state.phase === "failed" && `Replay stopped after ${n} replayed.`}
       </p>
       {counted.more ? (
@@ -283,7 +302,15 @@ function ReplayProgress({
         <>
           <p className="muted">
             {state.error.message}. Going on starts from the first entry not replayed
-            {state.next.range.from_time ? ` (acked ${formatTime(state.next.range.from_time)})` : ""}
+            {state.next.range.from_time ? (
+              <>
+                {" "}
+                (acked <code>{formatPreciseTime(state.next.range.from_time)}</code>, to the microsecond: the
+                entries before it went)
+              </>
+            ) : (
+              ""
+            )}
             {target ? `, ${target}` : ""}.
           </p>
           <div className="row wrap">

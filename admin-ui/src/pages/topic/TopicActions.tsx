@@ -2,7 +2,7 @@
 import { useState } from "react";
 import type { Schemas } from "../../api/client";
 import { deleteByKey, purgeTopic } from "../../api/topics";
-import { formatCount } from "../../lib/format";
+import { countOf, formatCount } from "../../lib/format";
 
 /** An action to confirm; `run` answers what to tell the operator afterwards (null: the page shows it already). */
 export type ConfirmRequest = {
@@ -95,7 +95,7 @@ export function DeleteByKey({ topic, onConfirm }: { topic: string; onConfirm: (c
             label: "Delete by key",
             run: async () => {
               const { deleted } = await deleteByKey(topic, key);
-              return `Deleted ${deleted.toLocaleString("en-US")} messages with key “${key}”.`;
+              return `Deleted ${countOf(deleted, "message")} with key “${key}”.`;
             },
           })
         }
