@@ -590,6 +590,14 @@ class AsyncClient:
     async def delete_schedule(self, name: str) -> None:
         await self._call("DELETE", f"/api/schedules/{quote(name, safe='')}")
 
+    async def run_schedule(self, name: str) -> str:
+        """Enqueue the schedule's message once, now, as a producer's enqueue (tenant admins); the new message's id.
+        The schedule's cron and next run are unchanged; a refusal (`queue_full`...) raises. Not retried: each call
+        enqueues one more message."""
+        answer = await self._call("POST", f"/api/schedules/{quote(name, safe='')}/run", decode=IdView)
+        assert answer is not None
+        return answer.id
+
     def producer(self, topic: str, model: type[M]) -> TypedProducer[M]:
         """A producer of `model` instances (a msgspec Struct, a dataclass, a TypedDict, a pydantic model) into
         `topic`; `await producer.register()` makes the model's JSON Schema the topic's schema."""

@@ -168,3 +168,4 @@ class Client:
     schedule = _blocking(AsyncClient.schedule)
     set_schedule = _blocking(AsyncClient.set_schedule)
     delete_schedule = _blocking(AsyncClient.delete_schedule)
+    run_schedule = _blocking(AsyncClient.run_schedule)

@@ -92,6 +92,10 @@ async def test_schedule_calls(server: Server, tenant: Tenant) -> None:
         assert (await sk.schedule("report")).next_run_at == made.next_run_at
         with pytest.raises(errors.InvalidRequest):
             await sk.set_schedule("report", "reports", "0 7 * *", "x")
+        ran = await sk.run_schedule("report")  # its message once, now; the schedule as it was
+        [message] = await sk.receive("reports", 10)
+        assert message.id == ran and message.metadata["skiplock_run"] == "manual"
+        assert (await sk.schedule("report")).next_run_at == made.next_run_at
         await sk.delete_schedule("report")
         with pytest.raises(NotFound):
             await sk.schedule("report")
