@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
 import asyncpg
@@ -49,6 +49,35 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Coverage of the Skiplock servers the tests ran (subprocesses), reported and not gated."""
     if summary := report_coverage():
         terminalreporter.write_line(f"coverage of the servers under test: {summary}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Note where each server's log stood before a test, so that a failure can show what the servers said."""
+    servers = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Server)]
+    item.stash[_LOG_MARKS] = {s.log_path: s.log_path.stat().st_size for s in servers if s.log_path.exists()}
+    yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test's report carries its servers' warnings and errors logged while it ran (a 503's cause)."""
+    report = yield
+    if report.when == "call" and report.failed:
+        for path, mark in item.stash.get(_LOG_MARKS, {}).items():
+            with path.open("rb") as log:
+                log.seek(mark)
+                lines = log.read().decode(errors="replace").splitlines()
+            said = [line for line in lines if any(level in line for level in _LOUD)]
+            if said:
+                report.sections.append((f"server log {path.name}", "\n".join(said[-40:])))
+    return report
+
+
+_LOG_MARKS = pytest.StashKey[dict[Any, int]]()
+_LOUD = ('"level": "warning"', '"level": "error"', '"level": "critical"', "Traceback")
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -27,6 +27,7 @@ from mq.queue.sql.insert import EXPIRE_TWINS, InsertPlan, insert_statement
 from mq.queue.types import DeadLettered, DeliveryPlan, Lease, NackOutcome, NewRow, QueueDefaults
 
 Record = asyncpg.Record
+_T = TypeVar("_T")
 
 
 # The insert of each plan, by what the rows ask (looked up per statement: a plan's hash costs more than a tuple's)
@@ -71,12 +72,24 @@ class MessageRepository:
         """`admit`: the caps the rows must pass (see `mq.queue.admission`); a refusal raises its domain error.
         Keyed rows first expire twins past their TTL (`mq.queue.sql.insert`). `conn`: in that connection's
         transaction (the schedules' firer), instead of a connection of the pool."""
+        if admit is not None and conn is None:
+            return await _deadlocks_retried(lambda: self._insert_batch(tenant_id, ids, rows, admit, None))
+        return await self._insert_batch(tenant_id, ids, rows, admit, conn)
+
+    async def _insert_batch(
+        self,
+        tenant_id: int,
+        ids: Sequence[uuid.UUID],
+        rows: Sequence[NewRow],
+        admit: AdmitArguments | None,
+        conn: asyncpg.Connection[Record] | None,
+    ) -> list[Record]:
         grouped = any(r.grouped for r in rows)
         to_groups = grouped and any(r.consumer_group is not None for r in rows)
         keyed = to_groups or any(r.key is not None for r in rows)
         if admit is not None and self.citus:  # the gates in a statement of their own (see `_admitted_apart`)
             async with self._admitted_apart(tenant_id, admit, conn) as c:
-                return await self.insert_batch(tenant_id, ids, rows, None, c)
+                return await self._insert_batch(tenant_id, ids, rows, None, c)
         # (in a transaction, `conn`'s, Citus runs a function call on the coordinator, not on the worker: the
         # statement itself there, as one Postgres)
         statement = _INSERT_ROWS[self.citus and conn is None][keyed, grouped, admit is not None, to_groups]
@@ -111,11 +124,18 @@ class MessageRepository:
         admit: AdmitArguments | None = None,
     ) -> None:
         """Insert keyless messages that share topic, priority, delay, max_retries and TTL (rows[0] gives them)."""
-        if admit is not None and self.citus:
-            async with self._admitted_apart(tenant_id, admit) as c:
-                await self._insert_uniform(c, tenant_id, ids, rows, None)
+        if admit is None:
+            await self._insert_uniform(self.pool, tenant_id, ids, rows, None)
             return
-        await self._insert_uniform(self.pool, tenant_id, ids, rows, admit)
+
+        async def admitted() -> None:
+            if self.citus:
+                async with self._admitted_apart(tenant_id, admit) as c:
+                    await self._insert_uniform(c, tenant_id, ids, rows, None)
+            else:
+                await self._insert_uniform(self.pool, tenant_id, ids, rows, admit)
+
+        await _deadlocks_retried(admitted)
 
     async def _insert_uniform(
         self,
@@ -197,13 +217,17 @@ class MessageRepository:
             for message_id, row in zip(ids, rows, strict=True)
         ]
         where = None if admit is None else insert_sql.copy_admission(tenant_id, admit)
-        try:
-            await self.pool.copy_records_to_table(
-                "messages", records=records, columns=insert_sql.MESSAGE_COPY_COLUMNS, where=where
-            )
-        except asyncpg.PostgresError as exc:
-            _raise_refusal(exc)
-            raise
+
+        async def copy() -> None:
+            try:
+                await self.pool.copy_records_to_table(
+                    "messages", records=records, columns=insert_sql.MESSAGE_COPY_COLUMNS, where=where
+                )
+            except asyncpg.PostgresError as exc:
+                _raise_refusal(exc)
+                raise
+
+        await (copy() if admit is None else _deadlocks_retried(copy))
 
     async def dequeue(self, lease: Lease) -> tuple[list[Record], list[DeadLettered]]:
         """Lease up to `lease.limit` messages (a group's deliveries of them, under a grouped plan): the delivered
@@ -555,6 +579,25 @@ async def _admit_moved(
     except asyncpg.PostgresError as exc:
         _raise_refusal(exc)
         raise
+
+
+#: Times a capped insert that lost a deadlock is tried again (then the deadlock answers 503, `Retry-After`).
+DEADLOCK_RETRIES = 3
+
+
+async def _deadlocks_retried(attempt: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a capped insert, again if Postgres chose it as a deadlock's victim (undone whole, so safe to repeat).
+    Admission gates can deadlock near a cap: an insert whose stripe had no room keeps the row lock it took on
+    rechecking that stripe after a concurrent redistribution, then locks every stripe in order, while another
+    insert holding the lower stripes waits for that one (`mq.queue.sql.functions`, `skiplock_admit`)."""
+    for retry in range(DEADLOCK_RETRIES + 1):
+        try:
+            return await attempt()
+        except asyncpg.DeadlockDetectedError:
+            if retry == DEADLOCK_RETRIES:
+                raise
+            await asyncio.sleep(0.01 * (retry + 1) * (1 + secrets.randbelow(10)))
+    raise AssertionError("unreachable")
 
 
 def _raise_refusal(exc: asyncpg.PostgresError) -> None:

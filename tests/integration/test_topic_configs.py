@@ -16,10 +16,13 @@ import pytest
 import redis.asyncio as aioredis
 
 from mq.broadcast import Broadcast
+from mq.db.engine import asyncpg_dsn
 from mq.db.listener import PostgresListener
 from mq.db.repository import OperationsRepository
+from mq.ids import uuid7
 from mq.queue.configs import TopicConfigs
 from mq.queue.repository import MessageRepository
+from mq.queue.types import NewRow
 from mq.settings import Settings
 from skiplock.local import EmbeddedRedis
 from tests.integration.helpers import assert_error, b64, dequeue, enqueue
@@ -191,6 +194,45 @@ async def test_max_depth_is_exact_with_many_producers_on_two_instances(  # type:
         assert (await a.post("/api/messages/ack", json={"acks": acks})).json()["acked"] == 10
         r = await b.post("/api/messages/batch", json={"topic": "capped", "messages": [{"payload": b64("y")}] * 10})
         assert r.status_code == 201, r.text
+
+
+async def test_a_capped_insert_chosen_as_a_deadlocks_victim_is_tried_again(
+    database_url: str, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    """Near a cap, inserts lock the admission gates' stripes in order, but one may already hold its own stripe
+    (the row lock it took rechecking it). Here a transaction holds stripe 5 and then wants stripe 0, which the
+    insert took on its way to 5: Postgres ends the deadlock by undoing the insert, which is then tried again."""
+    pool = await asyncpg.create_pool(asyncpg_dsn(database_url), min_size=1, max_size=1)
+    try:
+        await db.execute(  # every stripe full: the insert takes the slow path, locking stripes 0, 1, ... in order
+            "INSERT INTO admission_gates (tenant_id, scope, stripe, bound, alloc) "
+            "SELECT $1, 'capped', s, 0, 0 FROM generate_series(0, 31) AS s",
+            tenant.id,
+        )
+        row = NewRow("capped", b"x", None, None, 0.0, 0, 3, 0)
+        async with db.acquire() as holder, holder.transaction():
+            await holder.execute("SET LOCAL deadlock_timeout = '10s'")  # the insert is the one that gives way
+            await holder.execute(
+                "SELECT FROM admission_gates WHERE tenant_id = $1 AND scope = 'capped' AND stripe = 5 FOR UPDATE",
+                tenant.id,
+            )
+            insert = asyncio.create_task(
+                MessageRepository(pool).insert_batch(tenant.id, [uuid7()], [row], (["capped"], [1], [100], None, []))
+            )
+            await eventually(
+                lambda: db.fetchval(
+                    "SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'transactionid' AND NOT granted)"
+                ),
+                what="the insert waiting for stripe 5",
+            )
+            await holder.execute(  # the deadlock: the insert holds 0-4 and waits for 5
+                "SELECT FROM admission_gates WHERE tenant_id = $1 AND scope = 'capped' AND stripe = 0 FOR UPDATE",
+                tenant.id,
+            )
+        [stored] = await asyncio.wait_for(insert, 30)
+        assert await db.fetchval("SELECT topic FROM messages WHERE id = $1", stored["id"]) == "capped"
+    finally:
+        await pool.close()
 
 
 async def test_requeue_from_the_dlq_respects_max_depth(client: httpx.AsyncClient) -> None:
