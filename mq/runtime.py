@@ -12,6 +12,7 @@ from mq.buckets import TokenBuckets
 from mq.commands import Commands
 from mq.commands.messages import MessageCommands
 from mq.commands.platform import PlatformCommands
+from mq.commands.story import StoryCommands
 from mq.commands.tenancy import AccountCommands, TenantCommands, UserCommands
 from mq.commands.topic_data import HistoryCommands, ScheduleCommands, SchemaCommands
 from mq.commands.topics import TopicCommands
@@ -179,6 +180,7 @@ class Runtime:
                 users=UserCommands(tenants, audit, topics.groups.topics_with),
                 account=AccountCommands(tenants, audit),
                 platform=PlatformCommands(jobs, tenants, audit),
+                stories=StoryCommands(queue, history, audit),
             ),
             tenancy=tenancy,
             auth=auth,

@@ -27,9 +27,9 @@ from api.schemas import (
     NackView,
     Page,
 )
-from api.views.messages import BatchAckView, MessageDetailView, MessageView
+from api.views.messages import BatchAckView, MessageDetailView, MessageStoryView, MessageView
 from mq.commands.messages import BatchItem, MessageCommands
-from mq.names import GROUP_PATTERN
+from mq.names import ADDRESSABLE_TOPIC_PATTERN, GROUP_PATTERN
 from mq.queue.types import MessageStatus
 from mq.tenancy.auth import Principal
 
@@ -227,6 +227,25 @@ class MessageController(Controller):
     @get("/{message_id:str}", summary="One message", operation_id="getMessage")
     async def get_message(self, request: AnyRequest, message_id: str) -> MessageDetailView:
         return MessageDetailView.from_detail_row(await _commands(request).get(request.user, message_id))
+
+    @get("/{message_id:str}/story", summary="A message's whole story", operation_id="getMessageStory")
+    async def get_story(
+        self,
+        request: AnyRequest,
+        message_id: str,
+        topic: Annotated[
+            str | None,
+            Parameter(
+                pattern=ADDRESSABLE_TOPIC_PATTERN,
+                description="Where to look for a message that is not stored any more (its message log entry)",
+            ),
+        ] = None,
+    ) -> MessageStoryView:
+        """Its enqueue, every attempt with its error (each consumer group's too), dead-lettering, requeues,
+        retries, replays and acks, oldest first, joined from its row, its groups' deliveries and dead letters, the
+        message log and the audit trail. Readers of its topic; 404 `message_not_found` when nothing is known."""
+        story = await request.app.state.runtime.commands.stories.story(request.user, message_id, topic)
+        return MessageStoryView.of(story)
 
     @delete(
         "/{message_id:str}",

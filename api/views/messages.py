@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from mq.commands.story import Story, StoryEventView, StoryGroupView, StoryState
 from mq.queue.types import AckFailureCode, AckResults, AttemptOutcome, MessageStatus
 
 
@@ -139,6 +140,42 @@ class MessageDetailView(MessageView, omit_defaults=False):
             **fields,
             attempts=_attempts_decoder.decode(row["attempts"]),
             deliveries=None if groups is None else _deliveries_decoder.decode(groups),
+        )
+
+
+class MessageStoryView(msgspec.Struct, omit_defaults=False):
+    """A message's whole story (`GET /api/messages/{id}/story`): its enqueue, every attempt (each consumer group's
+    too) with its error, dead-lettering, requeues, retries, replays and acks, oldest first; what each group did
+    with it; the row as stored now (null when it is not stored any more: `state` says why)."""
+
+    id: str
+    topic: str
+    #: `stored` (the row below), `acked` (in the message log), `deleted` (audited), `gone` (known only from the
+    #: audit trail)
+    state: StoryState
+    message: MessageDetailView | None
+    #: its ack in the message log (replayable topics), to the microsecond
+    acked_at: str | None
+    events: list[StoryEventView]
+    #: each consumer group of the topic and what it did with the message; null for a topic without groups
+    consumer_groups: list[StoryGroupView] | None
+    #: the message this one replays (its metadata `skiplock_replay_of`)
+    replay_of: str | None
+    #: the message this consumer group's dead letter copies
+    dead_letter_of: str | None
+
+    @classmethod
+    def of(cls, story: Story) -> MessageStoryView:
+        return cls(
+            id=story.id,
+            topic=story.topic,
+            state=story.state,
+            message=None if story.row is None else MessageDetailView.from_detail_row(story.row),
+            acked_at=story.acked_at,
+            events=story.events,
+            consumer_groups=story.consumer_groups,
+            replay_of=story.replay_of,
+            dead_letter_of=story.dead_letter_of,
         )
 
 

@@ -40,6 +40,7 @@ from skiplock_client.models import (
     Me,
     Message,
     MessageStatus,
+    MessageStory,
     NackOutcome,
     NackView,
     Page,
@@ -343,6 +344,11 @@ class AsyncClient:
 
     async def message(self, message_id: str) -> Message:
         return await self._get(f"/api/messages/{message_id}", Message)
+
+    async def story(self, message_id: str, *, topic: str | None = None) -> MessageStory:
+        """A message's whole story: enqueue, every attempt (each consumer group's too), dead-lettering, requeues,
+        replays and acks. `topic`: where to look for a message that is not stored any more."""
+        return await self._get(f"/api/messages/{message_id}/story", MessageStory, {"topic": topic} if topic else None)
 
     async def messages(
         self,

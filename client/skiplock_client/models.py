@@ -39,6 +39,33 @@ class Delivery(msgspec.Struct, frozen=True):
     retry_count: int
 
 
+class StoryEvent(msgspec.Struct, frozen=True):
+    """One thing that happened to a message (`Client.story`). `kind`: enqueued, attempt (with `outcome`), dead_lettered,
+    requeued, retried, acked, expired, replayed, deleted. `at` is None for what is known but not timed (a consumer
+    group's ack of a message other groups still owed); `message_id` names the other message it concerns."""
+
+    at: str | None
+    kind: str
+    consumer_group: str | None = None
+    topic: str | None = None
+    attempt: int | None = None
+    outcome: str | None = None
+    ended_at: str | None = None
+    by: str | None = None
+    error: str | None = None
+    message_id: str | None = None
+    note: str | None = None
+
+
+class StoryGroup(msgspec.Struct, frozen=True):
+    """What one consumer group did with a message: pending, processing, acked, dead_lettered, not_owed, expired."""
+
+    consumer_group: str
+    state: str
+    retry_count: int | None = None
+    dead_letter_id: str | None = None
+
+
 class Message(msgspec.Struct, frozen=True):
     """A message; one from a dequeue also carries its lease (`receipt`, `visibility_deadline`)."""
 
@@ -424,3 +451,18 @@ def json_schema_of(model: type[Any]) -> dict[str, Any]:
     if own is not None:
         return own()  # type: ignore[no-any-return]
     return msgspec.json.schema(model)
+
+
+class MessageStory(msgspec.Struct, frozen=True):
+    """A message's whole story (`Client.story`): its events oldest first, what each consumer group did with it, and
+    the row as stored now (None once it is not: `state` is then acked, deleted or gone)."""
+
+    id: str
+    topic: str
+    state: Literal["stored", "acked", "deleted", "gone"]
+    message: Message | None
+    acked_at: str | None
+    events: tuple[StoryEvent, ...]
+    consumer_groups: tuple[StoryGroup, ...] | None
+    replay_of: str | None
+    dead_letter_of: str | None

@@ -126,6 +126,7 @@ class Client:
     nack = _blocking(AsyncClient.nack)
     extend = _blocking(AsyncClient.extend)
     message = _blocking(AsyncClient.message)
+    story = _blocking(AsyncClient.story)
     messages = _blocking(AsyncClient.messages)
     audit = _blocking(AsyncClient.audit)
     delete_message = _blocking(AsyncClient.delete_message)

@@ -37,3 +37,8 @@ class AuditRepository:
         """`filters`: column condition -> value, each a parameter from $4 on."""
         conditions = [condition.format(f"${n}") for n, condition in enumerate(filters, start=4)]
         return await self.pool.fetch(sql.audit_page(conditions), tenant_id, before, limit, *filters.values())
+
+    async def about(
+        self, tenant_id: int, since: uuid.UUID, targets: list[str], actions: list[str] | None, limit: int
+    ) -> list[Record]:
+        return await self.pool.fetch(sql.AUDIT_ABOUT, tenant_id, since, targets, actions, limit)

@@ -64,6 +64,13 @@ class AuditTrail:
         details = {"username": tried, "address": address}
         await self.record(None, "auth.login_refused", target, tenant_id=None, tenant=None, details=details)
 
+    async def about(
+        self, tenant_id: int, since: uuid.UUID, targets: list[str], actions: list[str] | None = None, limit: int = 200
+    ) -> list[Any]:
+        """The tenant's entries about `targets` (by `actions`, None: any) from the entry id `since` on, oldest
+        first: a message's story (`mq.commands.story`)."""
+        return await self.repository.about(tenant_id, since, targets, actions, limit)
+
     async def page(self, tenant_id: int | None, cursor: str | None, limit: int, where: AuditFilter) -> RowPage:
         if not 1 <= limit <= MAX_AUDIT_PAGE:
             raise errors.InvalidRequest(f"limit must be 1..{MAX_AUDIT_PAGE}")

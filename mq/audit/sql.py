@@ -20,6 +20,17 @@ FROM audit_log WHERE {where}
 ORDER BY id DESC LIMIT $3"""
 
 
+# The entries about some targets (a message's id, its topic's replays) since an id (a message's: UUIDv7, so the
+# walk over the tenant's key (tenant_id, id) starts at the message's creation), oldest first. $1 tenant, $2 since id,
+# $3 targets, $4 actions (NULL: any), $5 limit
+AUDIT_ABOUT = """
+SELECT to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at, actor, action, target,
+       details::text AS details
+FROM audit_log
+WHERE tenant_id = $1 AND id >= $2 AND target = ANY($3::text[]) AND ($4::text[] IS NULL OR action = ANY($4::text[]))
+ORDER BY id LIMIT $5"""
+
+
 # Entries past the retention, tenant by tenant (`AUDIT_DUE`: the tenants of the oldest, by audit_log_at_idx, no
 # row lock), oldest first, a batch at a time (`mq.jobs.AuditTrimmer`). $1 how many, $2 retention s
 AUDIT_DUE = """

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from mq.commands.messages import MessageCommands
 from mq.commands.platform import PlatformCommands
+from mq.commands.story import StoryCommands
 from mq.commands.tenancy import AccountCommands, TenantCommands, UserCommands
 from mq.commands.topic_data import HistoryCommands, ScheduleCommands, SchemaCommands
 from mq.commands.topics import TopicCommands
@@ -30,3 +31,4 @@ class Commands:
     users: UserCommands
     account: AccountCommands
     platform: PlatformCommands
+    stories: StoryCommands

@@ -37,3 +37,13 @@ class HistoryRepository:
 
     async def trim(self, tenant_id: int, topic: str, window_seconds: int | None, before: datetime) -> int:
         return int(await self.pool.fetchval(sql.TRIM, tenant_id, topic, window_seconds, before))
+
+    async def story_entry(
+        self, tenant_id: int, topic: str, window_seconds: int | None, since: datetime, message_id: uuid.UUID
+    ) -> Record | None:
+        return await self.pool.fetchrow(sql.STORY_ENTRY, tenant_id, topic, window_seconds, since, message_id)
+
+    async def story_replayed(
+        self, tenant_id: int, topic: str, window_seconds: int | None, since: datetime, message_id: uuid.UUID
+    ) -> list[Record]:
+        return await self.pool.fetch(sql.STORY_REPLAYED, tenant_id, topic, window_seconds, since, str(message_id))

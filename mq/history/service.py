@@ -68,6 +68,15 @@ class History:
         next_cursor = _encode_cursor(rows[-1]["acked_at"], rows[-1]["id"]) if more else None
         return RowPage(rows, next_cursor)
 
+    async def story(
+        self, tenant_id: int, topic: str, message_id: uuid.UUID, since: datetime
+    ) -> tuple[Record | None, list[Record]]:
+        """A message's visible log entry (None: not logged, or hidden) and those of the messages that replayed it
+        (`REPLAY_OF`), searched from `since` (its creation) on (a topic no longer replayable keeps what it logged)."""
+        _, window = await self._window(tenant_id, topic)
+        entry = await self.repository.story_entry(tenant_id, topic, window, since, message_id)
+        return entry, await self.repository.story_replayed(tenant_id, topic, window, since, message_id)
+
     async def trim(self, tenant_id: int, topic: str, before: datetime) -> int:
         _, window = await self._window(tenant_id, topic)
         return await self.repository.trim(tenant_id, topic, window, before)
@@ -165,11 +174,24 @@ class _Limits(NamedTuple):
     consumer_group: str | None
 
 
+#: The metadata key a replayed message carries: the id of the acked message it replays (its story's link back).
+REPLAY_OF = "skiplock_replay_of"
+
+
+def _replay_metadata(metadata: str | None, message_id: uuid.UUID) -> str:
+    """The logged metadata (JSON text, as Postgres writes a jsonb) with `REPLAY_OF` set to the entry's id; added
+    last, so a replay of a replay names the message it replays, not the first one."""
+    marker = f'"{REPLAY_OF}": "{message_id}"'
+    if metadata is None or metadata.strip() == "{}":
+        return "{" + marker + "}"
+    return metadata.rstrip()[:-1] + ", " + marker + "}"
+
+
 def _row(r: Record, limits: _Limits) -> NewRow:
     return NewRow(
         limits.topic,
         r["payload"],
-        r["metadata"],
+        _replay_metadata(r["metadata"], r["id"]),
         r["key"],
         0.0,
         r["priority"],

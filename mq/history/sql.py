@@ -100,3 +100,22 @@ LEFT JOIN topic_configs AS tc ON tc.tenant_id = k.tenant_id AND tc.topic = k.top
 WHERE l.tenant_id = k.tenant_id AND l.topic = k.topic AND l.acked_at < greatest(
     (SELECT x.before FROM message_log_trims AS x WHERE x.tenant_id = k.tenant_id AND x.topic = k.topic),
     to_timestamp(extract(epoch FROM now()) - tc.replay_window_seconds::float8))"""
+
+
+# A message's story (`mq.commands.story`): the log's entries are read from a message's creation on, at most
+# `STORY_SCAN` of them (an old message on a busy log is not searched to its end), visible ones only.
+STORY_SCAN = 200_000
+_STORY_SCANNED = f"""
+    SELECT l.id, l.acked_at, l.created_at, l.retry_count, l.metadata FROM message_log AS l
+    WHERE l.tenant_id = $1 AND l.topic = $2 AND l.acked_at >= greatest($4::timestamptz, {_FLOOR})
+    ORDER BY l.acked_at LIMIT {STORY_SCAN}"""
+_STORY_COLUMNS = """l.id::text AS id,
+       to_char(l.acked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS acked_at,
+       to_char(l.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at, l.retry_count"""
+# The message's own entry. $3 window seconds, $4 from (its creation), $5 its id
+STORY_ENTRY = f"""
+SELECT {_STORY_COLUMNS} FROM ({_STORY_SCANNED}) AS l WHERE l.id = $5 LIMIT 1"""
+# The entries of the messages that replayed it (`metadata.skiplock_replay_of`). $5 its id as text
+STORY_REPLAYED = f"""
+SELECT {_STORY_COLUMNS} FROM ({_STORY_SCANNED}) AS l
+WHERE l.metadata @> jsonb_build_object('skiplock_replay_of', $5::text) ORDER BY l.acked_at LIMIT 50"""

@@ -516,6 +516,17 @@ class MessageRepository:
         """The message with its attempts (JSON text, the last column)."""
         return await self.pool.fetchrow(sql.MESSAGE_GET_DETAIL, tenant_id, message_id)
 
+    async def story_groups(self, tenant_id: int, message_id: uuid.UUID, topic: str) -> list[Record]:
+        """Each consumer group of `topic`, with its delivery of the message (`sql.STORY_GROUPS`)."""
+        return await self.pool.fetch(sql.STORY_GROUPS, tenant_id, message_id, topic)
+
+    async def story_made_from(
+        self, tenant_id: int, message_id: uuid.UUID, topics: list[str], *, replays: bool
+    ) -> list[Record]:
+        """The consumer groups' dead letters of a message (`replays`: its replays) in `topics`."""
+        statement = sql.STORY_REPLAYS if replays else sql.STORY_DEAD_LETTERS
+        return await self.pool.fetch(statement, tenant_id, topics, str(message_id), message_id)
+
     async def leased_metadata(self, tenant_id: int, message_id: uuid.UUID, consumer_group: str | None) -> str | None:
         """The metadata (JSON text) a processing message's (or a group's delivery's) consumer sees; None when it is
         not processing."""

@@ -760,6 +760,18 @@ class QueueService:
             raise errors.MessageNotFound()
         return row
 
+    async def find(self, tenant_id: int, message_id: uuid.UUID) -> MessageRow | None:
+        """The message's detail row (as `get`), None when it is not stored."""
+        return await self.repository.get_detail(tenant_id, message_id)
+
+    async def story_groups(self, tenant_id: int, message_id: uuid.UUID, topic: str) -> list[Any]:
+        return await self.repository.story_groups(tenant_id, message_id, topic)
+
+    async def story_made_from(
+        self, tenant_id: int, message_id: uuid.UUID, topics: list[str], *, replays: bool
+    ) -> list[Any]:
+        return await self.repository.story_made_from(tenant_id, message_id, topics, replays=replays)
+
     async def delete(self, tenant_id: int, message_id: str) -> str:
         """Delete a message whatever its status; returns its topic."""
         mid, _ = _ids(message_id, None)

@@ -70,3 +70,20 @@ async def test_a_replay_to_one_consumer_group(server: Server, tenant: Tenant) ->
         assert await sk.receive("fan-history", 5, consumer_group="audit") == []
         [again] = await sk.receive("fan-history", 5, consumer_group="billing")
         assert again.text() == "order-1" and again.consumer_group == "billing"
+
+
+async def test_a_messages_story_through_the_client(server: Server, tenant: Tenant) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        await sk.set_topic_config("told", replayable=True)
+        mid = await sk.send("told", "once")
+        [m] = await sk.receive("told", 1)
+        await sk.ack(m)
+        told = await sk.story(mid, topic="told")
+        assert told.state == "acked" and told.message is None and told.acked_at
+        assert [e.kind for e in told.events] == ["enqueued", "acked"]
+        await sk.replay("told", since=told.acked_at)
+        [replayed] = [e for e in (await sk.story(mid, topic="told")).events if e.kind == "replayed"]
+        assert replayed.message_id is not None
+    with Client(server.base_url, auth=ADMIN, tenant=tenant.slug) as sync:
+        again = sync.story(replayed.message_id)
+        assert again.replay_of == mid and again.message is not None and again.message.text() == "once"

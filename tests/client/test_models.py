@@ -19,6 +19,9 @@ SCHEMAS: dict[str, Any] = json.loads((ROOT / "docs" / "openapi.json").read_text(
 PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (models.Message, "MessageDetailView"),
     (models.Attempt, "AttemptView"),
+    (models.MessageStory, "MessageStoryView"),
+    (models.StoryEvent, "StoryEventView"),
+    (models.StoryGroup, "StoryGroupView"),
     (models.Delivery, "DeliveryView"),
     (models.ConsumerGroup, "ConsumerGroupView"),
     (models.ConsumerGroupStats, "ConsumerGroupStatsView"),

@@ -54,6 +54,7 @@ RELEASED_DIGESTS = {
     "skiplock_group_nack_v4": "263f2d77f92e3b8a",
     "skiplock_count_out_v1": "0047527c37eaa0b5",
     "skiplock_group_release_v3": "a3b95d1b96a54659",
+    "skiplock_group_nack_v5": "486d3185b62b4202",
 }
 
 

@@ -373,8 +373,9 @@ class Lifecycle(RuleBasedStateMachine):
         assert r.status_code == 200 and r.json() == {"replayed": len(entries)}, r.text
         listed = self.http.get("/api/messages", params={"topic": self.topic, "limit": 200}).json()["items"]
         new = [v["id"] for v in listed if v["id"] not in before]
-        _, payload, key = entries[-1]
-        metadata = self.logged_metadata[self.logged.index(entries[-1])]
+        replayed_id, payload, key = entries[-1]
+        # a replayed message names the one it replays (its story's link back)
+        metadata = {**(self.logged_metadata[self.logged.index(entries[-1])] or {}), "skiplock_replay_of": replayed_id}
         twin = self._live_twin(self.topic, key)
         if twin is not None and twin.ttl_passed:
             self._expire(twin)

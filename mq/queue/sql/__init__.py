@@ -503,6 +503,43 @@ SELECT {MESSAGE_COLUMNS}, (coalesce(m.attempts, '[]') || CASE WHEN m.status = 'p
     END AS deliveries
 FROM messages AS m WHERE m.tenant_id = $1 AND m.id = $2"""
 
+# A message's story (`mq.commands.story`), beside its detail above: each consumer group of its topic, with the
+# group's delivery of it when there is one (its attempts, the lease held now last, as the detail's).
+# $1 tenant, $2 message id, $3 topic
+STORY_GROUPS = f"""
+SELECT g.name, g.start, {rfc3339("g.created_at")} AS created_at, d.status AS delivery_status,
+       CASE WHEN d.status = 'processing' AND d.available_at <= now() THEN 'pending' ELSE d.status END AS status,
+       d.retry_count,
+       (coalesce(d.attempts, '[]') || CASE WHEN d.status = 'processing' AND d.leased_at IS NOT NULL
+           THEN jsonb_build_array(jsonb_build_object(
+               'attempt', coalesce((d.attempts -> -1 ->> 'attempt')::int, 0) + 1,
+               'leased_at', {rfc3339("d.leased_at")}, 'leased_by', d.leased_by,
+               'outcome', CASE WHEN d.available_at <= now() THEN 'lapsed' ELSE 'processing' END,
+               'error', CASE WHEN d.available_at <= now() THEN '{LEASE_EXPIRED_ERROR}' END,
+               'ended_at', CASE WHEN d.available_at <= now() THEN {rfc3339("d.available_at")} END))
+           ELSE '[]' END)::text AS attempts
+FROM consumer_groups AS g
+LEFT JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id AND d.message_id = $2
+WHERE g.tenant_id = $1 AND g.topic = $3
+ORDER BY g.id"""
+# The messages of some topics (a topic and its DLQ) made from one: the consumer groups' dead letters of it (their
+# last attempt names it, `copy_of`), or its replays (`metadata.skiplock_replay_of`). At most `STORY_SCAN` rows of
+# the topics stored since the message are read. $1 tenant, $2 topics, $3 message id as text, $4 since (its id)
+STORY_SCAN = 200_000
+_STORY_SCANNED = f"""
+    SELECT m.id, m.topic, m.status, m.consumer_group, m.created_at, m.attempts, m.metadata FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = ANY($2::text[]) AND m.id > $4 LIMIT {STORY_SCAN}"""
+_STORY_MADE = f"""m.id::text AS id, m.topic, m.status, m.consumer_group, {rfc3339("m.created_at")} AS created_at,
+       coalesce(m.attempts, '[]')::text AS attempts"""
+STORY_DEAD_LETTERS = f"""
+SELECT {_STORY_MADE} FROM ({_STORY_SCANNED}) AS m
+WHERE m.consumer_group IS NOT NULL AND m.attempts @> jsonb_build_array(jsonb_build_object('copy_of', $3::text))
+ORDER BY m.id LIMIT 50"""
+STORY_REPLAYS = f"""
+SELECT {_STORY_MADE} FROM ({_STORY_SCANNED}) AS m
+WHERE m.metadata @> jsonb_build_object('skiplock_replay_of', $3::text)
+ORDER BY m.id LIMIT 50"""
+
 MESSAGE_DELETE = "DELETE FROM messages WHERE tenant_id = $1 AND id = $2 RETURNING topic"
 
 # A topic's config (`configured` false: it has none), whether it is paused, its groups and its schema in force

@@ -482,6 +482,9 @@ _COUNT_OUT = _count_out(1)
 # matched.
 def _group_nack(v: _Scope) -> Function:
     counting = v.version >= 4  # (version 4 counts out a limited group's lease itself, as the ack's version 3)
+    # version 5 names the message a dead letter copies in its last attempt (`copy_of`): a message's story finds
+    # each group's dead letter by it (`mq.queue.story`)
+    copy_of = ", 'copy_of', mid" if v.version >= 5 else ""
     limited = ", limited boolean" if counting else ""
     lease = "; lease_receipt uuid; lease_deadline timestamptz" if counting else ""
     read_lease = ", d.receipt, d.available_at" if counting else ""
@@ -542,7 +545,7 @@ BEGIN
                {v.outcome_is("dlq")} 'pending' ELSE 'failed' END, {v.outcome_is("dlq")} 0 ELSE tries END,
                err, {v.outcome_is("dlq")} m.topic END, {v.outcome_is("dlq")} now() END, group_name,
                coalesce(d.attempts, '[]')
-                   || jsonb_build_array(ended || jsonb_build_object('outcome', 'dead_lettered'))
+                   || jsonb_build_array(ended || jsonb_build_object('outcome', 'dead_lettered'{copy_of}))
         FROM messages AS m JOIN deliveries AS d ON {v.of("d")}d.group_id = gid AND d.message_id = m.id
         WHERE {v.of("m")}m.id = mid;
         DELETE FROM deliveries WHERE {v.of("")}group_id = gid AND message_id = mid;
@@ -607,7 +610,7 @@ _V1, _V2, _V3 = _Scope(1), _Scope(2), _Scope(3)
 _CALLS_DONE_V3 = _Scope(3, calls_done=3)
 GROUP_DONE = _group_done(_V3)
 GROUP_ACK = _group_ack(_CALLS_DONE_V3)
-GROUP_NACK = _group_nack(_Scope(4, calls_done=3))
+GROUP_NACK = _group_nack(_Scope(5, calls_done=3))
 GROUP_RELEASE = _group_release(_CALLS_DONE_V3)
 #: The release before the one before minted deliveries without a tenant (`deliveries.tenant_id` came after it):
 #: a trigger (`deliveries_tenant`) gave its rows their group's tenant, from migration `2026_11_28_deliveries_tenant`
@@ -647,6 +650,7 @@ SUPERSEDED: tuple[Function, ...] = (
     _group_ack(_V2),
     _group_nack(_V2),
     _group_release(_V2),
+    _group_nack(_Scope(4, calls_done=3)),
 )
 #: Versions no release calls any more, dropped by migration `2026_11_28_tenant_keys` (the tombstone's version 2 by
 #: `2026_11_30_tenant_keys_contract`); their source stays: the migrations that created them create them from here.
