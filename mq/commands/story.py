@@ -162,11 +162,9 @@ class _Reader:
         replay_of = _metadata(row).get(REPLAY_OF) if row is not None else None
         if copy_of is not None:
             enqueued = _iso(_id_time(uuid.UUID(copy_of)))
-            note = f"as {copy_of}; this is its dead letter for consumer group {row['consumer_group']}" if row else None
         else:
             enqueued = row["created_at"] if row is not None else _iso(created)
-            note = f"a replay of {replay_of}" if replay_of else None
-        self.add(StoryEventView(enqueued, "enqueued", topic=self.base, message_id=copy_of or replay_of, note=note))
+        self.add(StoryEventView(enqueued, "enqueued", topic=self.base, message_id=copy_of or replay_of))
         self.plain_attempts(attempts, row)
         groups = await self.groups(row, entry)
         if self.audit_entries(attempts):

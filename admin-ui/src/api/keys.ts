@@ -11,6 +11,7 @@ export const keys = {
     series: (topic: string, range: string) => [t(), "topics", "series", topic, range] as const,
     messages: (topic: string, filter: object) => [t(), "topics", "messages", topic, filter] as const,
     message: (id: string) => [t(), "topics", "message", id] as const,
+    story: (id: string) => [t(), "topics", "message", id, "story"] as const,
     messageIn: (topic: string, id: string) => [t(), "topics", "messages", topic, "id", id] as const,
     config: (topic: string) => [t(), "topics", "config", topic] as const,
     groups: (topic: string) => [t(), "topics", "groups", topic] as const,

@@ -1,20 +1,27 @@
-// A message's whole story: payload (pretty JSON, text or hex), metadata, every timestamp, retries, last error, each
-// delivery (who leased it, how it ended), what each consumer group still owes of it, and a link to itself.
+// One message: payload (pretty JSON, text or hex), metadata, every timestamp, retries, last error, each delivery
+// (who leased it, how it ended), what each consumer group still owes of it, a link to itself, and its story (every
+// group's part, dead letters, requeues, replays and acks: MessageStory). A message no longer stored still has its
+// story (opened from a link to a replayed or acked one).
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
+import { ApiError } from "../api/client";
 import { actOnMessage, type MessageAction, messageQuery } from "../api/messages";
 import { countOf, formatTime } from "../lib/format";
 import { canConsumeAs, isAdmin, type Me } from "../lib/grants";
+import { MessageStory } from "./MessageStory";
 import { Payload } from "./Payload";
 import { ErrorNote, TableWrap } from "./ui";
 
 export function MessageDrawer({
   id,
+  topic,
   me,
   onClose,
   onChanged,
 }: {
   id: string;
+  /** the page's topic: where to look for the story of a message no longer stored */
+  topic?: string;
   me: Me;
   onClose: () => void;
   onChanged: () => void;
@@ -30,6 +37,7 @@ export function MessageDrawer({
     ref.current?.showModal?.();
   }, []);
   const m = message.data;
+  const gone = message.error instanceof ApiError && message.error.status === 404;
   const copyLink = async () => {
     await navigator.clipboard?.writeText(window.location.href); // the page's URL names this message (?message=)
     setLinkCopied(true);
@@ -55,7 +63,11 @@ export function MessageDrawer({
           </button>
         </span>
       </div>
-      <ErrorNote error={message.error ?? act.error} />
+      {gone ? (
+        <p className="muted">This message is no longer stored; its story below tells what is known of it.</p>
+      ) : (
+        <ErrorNote error={message.error ?? act.error} />
+      )}
       {m && (
         <>
           <dl className="facts">
@@ -205,6 +217,7 @@ export function MessageDrawer({
           </div>
         </>
       )}
+      {(m || gone) && <MessageStory id={id} topic={topic} />}
     </dialog>
   );
 }

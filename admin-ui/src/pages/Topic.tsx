@@ -487,6 +487,7 @@ export function TopicPage() {
           {search.message && (
             <MessageDrawer
               id={search.message}
+              topic={topic}
               me={me}
               onClose={() => navigate({ search: { ...search, message: undefined } })}
               onChanged={() => {

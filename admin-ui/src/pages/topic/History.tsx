@@ -7,6 +7,7 @@ import { type FormEvent, useEffect, useId, useRef, useState } from "react";
 import type { Schemas } from "../../api/client";
 import { keys } from "../../api/keys";
 import { type LogFilter, messageLogQuery, topicConfigQuery } from "../../api/topics";
+import { MessageStory } from "../../components/MessageStory";
 import { Payload } from "../../components/Payload";
 import { Empty, ErrorNote, TableWrap } from "../../components/ui";
 import { formatAge, formatTime, showPayload } from "../../lib/format";
@@ -271,6 +272,7 @@ function EntryDrawer({ entry, onClose }: { entry: Entry; onClose: () => void }) 
         </dd>
       </dl>
       <Payload payload={entry.payload} metadata={entry.metadata} />
+      <MessageStory id={entry.id} topic={entry.topic} />
     </dialog>
   );
 }
