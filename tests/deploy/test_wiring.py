@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import secrets
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ from tests.deploy.support import (
     wait_for_http,
 )
 from tests.support.servers import ROOT, database_url_on, scratch_dir
+from tests.support.wheels import EMBEDDED_MODULES, importable
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +70,8 @@ def test_the_image_runs_each_role_and_writes_nothing(image: Image, empty_databas
     assert image.user == "10001:10001" and image.exposed == [8080, 50051]
     assert image.env["SKIPLOCK_PORT"] == "8080" and image.env["SKIPLOCK_GRPC_PORT"] == "50051"
     assert image.entrypoint == ["skiplock"] and image.cmd == ["api"]
+    # its virtualenv holds the runtime dependencies alone: no embedded Postgres or Redis (docs/deploy.md)
+    assert importable(image.root / "opt" / "skiplock" / "bin" / "python", EMBEDDED_MODULES) == []
     before = image.files()
     env = {"SKIPLOCK_DATABASE_URL": empty_database, "SKIPLOCK_REDIS_URL": redis_url}
     # The image's API never migrates (SKIPLOCK_MIGRATE_ON_START=false): the migrate role does, then exits.
@@ -449,3 +453,27 @@ def test_the_citus_profile_is_a_cluster_the_migration_waits_for() -> None:
     assert services["migrate"]["depends_on"]["citus-nodes"]["condition"] == "service_completed_successfully"
     plain = _compose_config(env_file)["services"]
     assert "citus-nodes" not in plain and plain["migrate"]["depends_on"]["citus-nodes"]["required"] is False
+
+
+def test_a_real_docker_build_where_an_engine_answers() -> None:
+    """Where a Docker engine answers, the Dockerfile is built for real (this machine has the client only: the
+    image is then built by tests/deploy/image.py alone): its modules import, the embedded servers do not."""
+    docker = shutil.which("docker")
+    if docker is None or subprocess.run([docker, "info"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("no Docker engine answers here: the image is built step by step by tests/deploy/image.py")
+    tag = f"skiplock-test:{secrets.token_hex(4)}"
+    subprocess.run([docker, "build", "--quiet", "-t", tag, ROOT], check=True, capture_output=True)
+    try:
+        check = (
+            "import importlib.util, sys; import api, mq, skiplock, workers; "
+            "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m)))"
+        )
+        found = subprocess.run(
+            [docker, "run", "--rm", "--entrypoint", "python", tag, "-c", check, *EMBEDDED_MODULES],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert found == []
+    finally:
+        subprocess.run([docker, "rmi", "-f", tag], capture_output=True, check=False)

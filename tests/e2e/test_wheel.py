@@ -1,9 +1,9 @@
 """The package as an operator installs it, outside the checkout: a wheel in a fresh virtualenv runs `skiplock
 migrate`, the API (`skiplock serve`) and a worker (`skiplock worker`) against a real Postgres.
 
-The wheel is built from a copy of the tracked sources, so nothing in the checkout can leak in; its dependencies come
-from the test environment's site-packages (added after the new environment's own, by path: no network here), while
-Skiplock's own modules must come from the wheel, which the test checks.
+The wheel is built from a copy of the tracked sources, so nothing in the checkout can leak in; its dependencies are
+its runtime dependencies alone, from a wheelhouse of them (`tests.support.wheels`, `--no-index`): a runtime import
+missing from `[project].dependencies` fails here, and the embedded servers are not installed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from skiplock.local import free_port
 from tests.support.servers import ADMIN, ROOT, scratch_dir
 from tests.support.waiting import eventually, wait_until
-from tests.support.wheels import build_wheel, install_into
+from tests.support.wheels import EMBEDDED_MODULES, build_wheel, importable, install_into
 
 pytestmark = pytest.mark.slow
 
@@ -71,6 +71,7 @@ async def test_wheel_migrates_serves_and_runs_workers(installed: Path, empty_dat
         check=True,
     ).stdout
     assert str(ROOT) not in where and str(installed.parent) in where, where
+    assert importable(installed / "python", EMBEDDED_MODULES) == []  # what `make run` embeds is not there
 
     migrate = subprocess.run(
         [installed / "skiplock", "migrate"],
