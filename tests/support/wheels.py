@@ -6,6 +6,7 @@ here as it would in the image, and the embedded servers (the `embedded` extra) a
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import subprocess
@@ -60,14 +61,16 @@ def runtime_wheelhouse() -> Path:
     """A folder holding a wheel of each runtime pin and nothing else (made once per set of pins)."""
     pins = runtime_pins()
     folder = CACHE / hashlib.sha256("\n".join(pins).encode()).hexdigest()[:16]
-    if (folder / "complete").exists():
-        return folder
     folder.mkdir(parents=True, exist_ok=True)
-    # `pip wheel` takes a wheel from the index where one exists and builds one from the sdist where none does
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", folder, *pins], check=True
-    )
-    (folder / "complete").write_text("\n".join(pins) + "\n")
+    with (CACHE / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two test sessions (pytest-xdist) make it once
+        if not (folder / "complete").exists():
+            # `pip wheel` takes a wheel from the index where one exists and builds one from the sdist where none does
+            subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", folder, *pins],
+                check=True,
+            )
+            (folder / "complete").write_text("\n".join(pins) + "\n")
     return folder
 
 
