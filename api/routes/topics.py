@@ -37,7 +37,14 @@ from api.schemas import (
     TopicConfigView,
     TopicListView,
 )
-from api.views.topics import ConsumerGroupsView, ConsumerGroupView, TopicSettingsView, TopicSummaryView
+from api.views.topics import (
+    ConsumerGroupsView,
+    ConsumerGroupView,
+    ConsumersView,
+    ErrorClassesView,
+    TopicSettingsView,
+    TopicSummaryView,
+)
 from mq import errors
 from mq.commands.topics import TopicCommands
 from mq.names import GROUP_PATTERN
@@ -227,6 +234,24 @@ class TopicConsoleController(Controller):
             status=status, key=key, metadata=_metadata_filter(metadata), consumer_group=consumer_group
         )
         return MessagePageView.of(await _commands(request).page(request.user, topic, where, cursor, limit, reverse))
+
+    @get("/topics/{topic:str}/consumers", summary="Who holds a topic's messages now", operation_id="listConsumers")
+    async def consumers(self, request: AnyRequest, topic: str) -> ConsumersView:
+        """Each consumer (the user whose dequeues took the leases) by consumer group, with how many leases it holds
+        and its oldest and newest, most first; lapsed leases are held by nobody (RabbitMQ's consumers, Sidekiq's
+        Busy)."""
+        return ConsumersView.from_rows(await _commands(request).consumers(request.user, topic))
+
+    @get(
+        "/topics/{topic:str}/error-classes",
+        summary="A topic's failed messages grouped by error class",
+        operation_id="listErrorClasses",
+    )
+    async def error_classes(self, request: AnyRequest, topic: str) -> ErrorClassesView:
+        """Its failed messages (on a DLQ, its dead letters too) by the class of their last error: a traceback's
+        last line, else the first line, up to its first `:` (`ValueError: bad input` is `ValueError`); each with
+        its count and the newest such message (Sidekiq's failed list). The newest 20,000 are read."""
+        return ErrorClassesView.from_rows(await _commands(request).error_classes(request.user, topic))
 
     @get("/topics/{topic:str}/series", summary="A topic's depth and rates", operation_id="getTopicSeries")
     async def series(

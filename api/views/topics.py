@@ -201,3 +201,49 @@ class ConsumerGroupsView(msgspec.Struct):
 def iso_epoch(epoch: float) -> str:
     """Unix time as the contract prints a time (UTC, milliseconds)."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(epoch * 1000) % 1000:03d}Z"
+
+
+class ConsumerView(msgspec.Struct):
+    """One consumer holding a topic's messages now: the user whose dequeues took the leases, for a consumer group
+    (null: the topic's own messages), how many it holds and since when (its oldest and newest lease)."""
+
+    consumer: str
+    consumer_group: str | None
+    holding: int
+    oldest_lease_at: str
+    newest_lease_at: str
+
+
+class ConsumersView(msgspec.Struct):
+    """Who holds a topic's messages now, most first (lapsed leases are held by nobody)."""
+
+    items: list[ConsumerView]
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Any]) -> ConsumersView:
+        """From the rows of `mq.topics.sql.TOPIC_CONSUMERS` (its columns are the view's fields)."""
+        return cls(items=[ConsumerView(**dict(r)) for r in rows])
+
+
+class ErrorClassView(msgspec.Struct):
+    """Failed messages that share the class of their last error (a traceback's last line, else the first, up to
+    its first `:`), with the newest of them to open and its error."""
+
+    error_class: str
+    messages: int
+    example_id: str
+    example_error: str
+
+
+class ErrorClassesView(msgspec.Struct):
+    """A topic's failed messages (a DLQ's dead letters too) grouped by error class, most first; `scanned`: how many
+    were read (the newest 20,000 at most)."""
+
+    items: list[ErrorClassView]
+    scanned: int
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Any]) -> ErrorClassesView:
+        """From the rows of `mq.topics.sql.TOPIC_ERROR_CLASSES`."""
+        items = [ErrorClassView(r["error_class"], r["messages"], r["example_id"], r["example_error"]) for r in rows]
+        return cls(items=items, scanned=rows[0]["scanned"] if rows else 0)

@@ -26,15 +26,18 @@ from skiplock_client.models import (
     ConsumerGroup,
     ConsumerGroups,
     ConsumerGroupStats,
+    Consumers,
     CountView,
     DequeueView,
     EnqueueBody,
+    ErrorClasses,
     ExtendView,
     Grant,
     IdsView,
     IdView,
     Item,
     ItemsView,
+    LeaseHolder,
     LogEntry,
     LogPage,
     Me,
@@ -349,6 +352,14 @@ class AsyncClient:
         """A message's whole story: enqueue, every attempt (each consumer group's too), dead-lettering, requeues,
         replays and acks. `topic`: where to look for a message that is not stored any more."""
         return await self._get(f"/api/messages/{message_id}/story", MessageStory, {"topic": topic} if topic else None)
+
+    async def consumers(self, topic: str) -> list[LeaseHolder]:
+        """Who holds the topic's messages now, by consumer and consumer group, most first."""
+        return list((await self._get(f"/api/topics/{quote(topic, safe='')}/consumers", Consumers)).items)
+
+    async def error_classes(self, topic: str) -> ErrorClasses:
+        """The topic's failed messages (a DLQ's dead letters too) grouped by the class of their last error."""
+        return await self._get(f"/api/topics/{quote(topic, safe='')}/error-classes", ErrorClasses)
 
     async def messages(
         self,

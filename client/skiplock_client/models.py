@@ -466,3 +466,31 @@ class MessageStory(msgspec.Struct, frozen=True):
     consumer_groups: tuple[StoryGroup, ...] | None
     replay_of: str | None
     dead_letter_of: str | None
+
+
+class LeaseHolder(msgspec.Struct, frozen=True):
+    """A consumer holding a topic's messages now (`Client.consumers`): the user whose dequeues took the leases."""
+
+    consumer: str
+    consumer_group: str | None
+    holding: int
+    oldest_lease_at: str
+    newest_lease_at: str
+
+
+class ErrorClass(msgspec.Struct, frozen=True):
+    """Failed messages sharing the class of their last error (`Client.error_classes`), with the newest of them."""
+
+    error_class: str
+    messages: int
+    example_id: str
+    example_error: str
+
+
+class Consumers(msgspec.Struct, frozen=True):
+    items: tuple[LeaseHolder, ...]
+
+
+class ErrorClasses(msgspec.Struct, frozen=True):
+    items: tuple[ErrorClass, ...]
+    scanned: int

@@ -127,6 +127,8 @@ class Client:
     extend = _blocking(AsyncClient.extend)
     message = _blocking(AsyncClient.message)
     story = _blocking(AsyncClient.story)
+    consumers = _blocking(AsyncClient.consumers)
+    error_classes = _blocking(AsyncClient.error_classes)
     messages = _blocking(AsyncClient.messages)
     audit = _blocking(AsyncClient.audit)
     delete_message = _blocking(AsyncClient.delete_message)

@@ -84,6 +84,12 @@ class TopicCommands:
         tenant = tenant_for(principal, action="read", topic=topic or "*")
         return await self.topics.browser.series(tenant, topic, minutes, span)
 
+    async def consumers(self, principal: Principal, topic: str) -> list[Record]:
+        return await self.topics.browser.consumers(tenant_for(principal, action="read", topic=topic), topic)
+
+    async def error_classes(self, principal: Principal, topic: str) -> list[Record]:
+        return await self.topics.browser.error_classes(tenant_for(principal, action="read", topic=topic), topic)
+
     async def groups(self, principal: Principal, topic: str) -> list[Record]:
         return await self.topics.groups.list(tenant_for(principal, action="read", topic=topic), topic)
 

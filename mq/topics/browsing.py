@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mq import errors
-from mq.names import check_text
+from mq.names import DLQ_SUFFIX, check_text
 from mq.queue.types import MAX_PRIORITY, STATUSES, MessageRow
 from mq.queue.validation import check_topic
 from mq.topics import sql
@@ -35,6 +35,17 @@ _LAST_DONE = uuid.UUID(int=0)
 class MessageBrowser:
     def __init__(self, repository: TopicRepository) -> None:
         self.repository = repository
+
+    async def consumers(self, tenant_id: int, topic: str) -> list[Record]:
+        """Who holds the topic's messages now, by consumer and consumer group (`sql.TOPIC_CONSUMERS`)."""
+        check_topic(topic, for_enqueue=False)
+        return await self.repository.consumers(tenant_id, topic)
+
+    async def error_classes(self, tenant_id: int, topic: str) -> list[Record]:
+        """The topic's failed messages (a DLQ's dead letters too) by the class of their last error
+        (`sql.TOPIC_ERROR_CLASSES`)."""
+        check_topic(topic, for_enqueue=False)
+        return await self.repository.error_classes(tenant_id, topic, topic.endswith(DLQ_SUFFIX))
 
     async def browse(
         self,

@@ -220,6 +220,12 @@ class TopicRepository:
         owes: bool = await self.pool.fetchval(sql.GROUP_OWES, tenant_id, group_id)
         return owes
 
+    async def consumers(self, tenant_id: int, topic: str) -> list[Record]:
+        return await self.pool.fetch(sql.TOPIC_CONSUMERS, tenant_id, topic)
+
+    async def error_classes(self, tenant_id: int, topic: str, dead_letters: bool) -> list[Record]:
+        return await self.pool.fetch(sql.TOPIC_ERROR_CLASSES, tenant_id, topic, dead_letters)
+
 
 def _extra(first: int, *values: str | None) -> tuple[Sequence[Any], list[int]]:
     """The filter's optional parameters (those not None) and each one's position from `first` on (0: absent)."""

@@ -431,3 +431,43 @@ RETURNING id"""
 # The tombstones in key order, a page after ($1, $2) (no row lock: on Citus a read of every worker).
 DELETED_GROUPS = """
 SELECT tenant_id, id FROM deleted_groups WHERE (tenant_id, id) > ($1, $2) ORDER BY tenant_id, id LIMIT 100"""
+
+
+# --- what the topic page shows of its consumers and its errors -----------------------------------------------
+
+# Who holds the topic's messages now: each consumer (the user whose dequeue took the lease) with how many leases it
+# holds, per consumer group (NULL: the topic's own), and its oldest and newest lease; lapsed leases are held by
+# nobody. A scan of the topic's live messages (the dequeue index) and, per group, of its deliveries: the console's
+# page, never the data plane. $1 tenant, $2 topic
+TOPIC_CONSUMERS = f"""
+WITH held AS (
+    SELECT NULL::text AS consumer_group, m.leased_by, m.leased_at FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.status = 'processing' AND m.available_at > now()
+    UNION ALL
+    SELECT g.name, d.leased_by, d.leased_at FROM consumer_groups AS g
+    JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id
+    WHERE g.tenant_id = $1 AND g.topic = $2 AND d.status = 'processing' AND d.available_at > now()
+)
+SELECT coalesce(leased_by, '') AS consumer, consumer_group, count(*) AS holding,
+       {_rfc3339("min(leased_at)")} AS oldest_lease_at, {_rfc3339("max(leased_at)")} AS newest_lease_at
+FROM held GROUP BY leased_by, consumer_group ORDER BY count(*) DESC, leased_by, consumer_group LIMIT 200"""
+
+# The failed messages of a topic (and, on a DLQ, its dead letters) grouped by the class of their last error: a
+# traceback's last line, else the first line, up to its first ':' (`ValueError: bad input` is `ValueError`), at most
+# 120 characters. Each class with its count, its newest message (an example to open) and that message's error.
+# At most ERRORS_SCAN messages are read, newest first. $1 tenant, $2 topic, $3 a DLQ (its pending dead letters too)
+ERRORS_SCAN = 20_000
+_LAST_LINE = "(regexp_match(btrim(m.last_error, E' \\n\\t'), '([^\\n]*)$'))[1]"
+_FIRST_LINE = "split_part(m.last_error, E'\\n', 1)"
+_CLASS = f"""left(btrim(split_part(CASE WHEN m.last_error LIKE 'Traceback%' THEN {_LAST_LINE} ELSE {_FIRST_LINE} END,
+    ':', 1)), 120)"""
+TOPIC_ERROR_CLASSES = f"""
+WITH scanned AS (
+    SELECT m.id, m.last_error, {_CLASS} AS error_class FROM messages AS m
+    WHERE m.tenant_id = $1 AND m.topic = $2 AND m.last_error IS NOT NULL
+      AND (m.status = 'failed' OR ($3 AND m.status IN ('pending', 'processing')))
+    ORDER BY m.id DESC LIMIT {ERRORS_SCAN}
+)
+SELECT error_class, count(*) AS messages, (array_agg(id::text ORDER BY id DESC))[1] AS example_id,
+       (array_agg(last_error ORDER BY id DESC))[1] AS example_error, (SELECT count(*) FROM scanned) AS scanned
+FROM scanned GROUP BY error_class ORDER BY count(*) DESC, error_class LIMIT 50"""

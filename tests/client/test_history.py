@@ -87,3 +87,17 @@ async def test_a_messages_story_through_the_client(server: Server, tenant: Tenan
     with Client(server.base_url, auth=ADMIN, tenant=tenant.slug) as sync:
         again = sync.story(replayed.message_id)
         assert again.replay_of == mid and again.message is not None and again.message.text() == "once"
+
+
+async def test_consumers_and_error_classes_through_the_client(server: Server, tenant: Tenant) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        await sk.set_topic_config("watched", max_retries=1)
+        await sk.send("watched", "a")
+        await sk.send("watched", "b")
+        [m] = await sk.receive("watched", 1)
+        [held] = await sk.consumers("watched")
+        assert held.consumer == "admin" and held.holding == 1 and held.consumer_group is None
+        await sk.nack(m, error="ValueError: nope")
+        classes = await sk.error_classes("watched.dlq")
+        assert classes.scanned == 1 and classes.items[0].error_class == "ValueError"
+        assert classes.items[0].example_id == m.id

@@ -66,6 +66,8 @@ RULES: dict[tuple[str, str], Rule] = {
     ("POST", "/api/messages/ack"): Rule(CONSUME, lambda f: {"acks": [{"id": f.message_id}]}),
     ("GET", "/api/messages/{message_id}"): Rule(READ, names_an_id=True),
     ("GET", "/api/messages/{message_id}/story"): Rule(READ, names_an_id=True),
+    ("GET", "/api/topics/{topic}/consumers"): Rule(READ),
+    ("GET", "/api/topics/{topic}/error-classes"): Rule(READ),
     ("DELETE", "/api/messages/{message_id}"): Rule(TENANT_ADMIN, names_an_id=True),
     ("POST", "/api/messages/{message_id}/ack"): Rule(CONSUME, lambda f: {}, names_an_id=True),
     ("POST", "/api/messages/{message_id}/nack"): Rule(CONSUME, lambda f: {}, names_an_id=True),

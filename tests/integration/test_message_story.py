@@ -110,3 +110,46 @@ async def test_nothing_known_is_a_404_and_a_member_needs_read_on_the_topic(clien
     mid = await enqueue(client, "plain")
     body = await story(client, mid)
     assert kinds(body) == ["enqueued"] and body["consumer_groups"] is None
+
+
+async def test_who_holds_a_topics_messages_now(client: httpx.AsyncClient) -> None:
+    for n in range(3):
+        await enqueue(client, "held", f"m{n}")
+    await dequeue(client, "held", count=2)
+    await client.post("/api/topics/fan/consumer-groups", json={"consumer_group": "billing"})
+    await enqueue(client, "fan")
+    await dequeue(client, "fan", consumer_group="billing")
+    r = await client.get("/api/topics/held/consumers")
+    assert r.status_code == 200, r.text
+    [held] = r.json()["items"]
+    assert held["consumer"] == "admin" and held["consumer_group"] is None and held["holding"] == 2
+    assert held["oldest_lease_at"] <= held["newest_lease_at"]
+    [grouped] = (await client.get("/api/topics/fan/consumers")).json()["items"]
+    assert grouped["consumer_group"] == "billing" and grouped["holding"] == 1
+    assert (await client.get("/api/topics/quiet/consumers")).json() == {"items": []}
+
+
+async def test_failed_messages_grouped_by_error_class(client: httpx.AsyncClient) -> None:
+    assert (await client.put("/api/topic-configs/jobs", json={"max_retries": 1})).status_code == 200
+    errors_given = [
+        "ValueError: bad input 1",
+        "ValueError: bad input 2",
+        "Traceback (most recent call last):\n  File \"w.py\", line 3, in run\nKeyError: 'sku'\n",
+        "timeout",
+    ]
+    for error in errors_given:
+        await enqueue(client, "jobs")
+        [m] = await dequeue(client, "jobs")
+        r = await client.post(f"/api/messages/{m['id']}/nack", json={"receipt": m["receipt"], "error": error})
+        assert r.json()["outcome"] == "dlq"
+    r = await client.get("/api/topics/jobs.dlq/error-classes")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["scanned"] == 4
+    classes = {c["error_class"]: c for c in body["items"]}
+    assert (
+        classes["ValueError"]["messages"] == 2 and classes["ValueError"]["example_error"] == "ValueError: bad input 2"
+    )
+    assert classes["KeyError"]["messages"] == 1 and classes["timeout"]["messages"] == 1
+    assert body["items"][0]["error_class"] == "ValueError"
+    assert (await client.get("/api/topics/jobs/error-classes")).json() == {"items": [], "scanned": 0}
