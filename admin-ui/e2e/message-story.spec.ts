@@ -146,3 +146,44 @@ test("a grouped message's story: what each consumer group did, and its dead lett
   await expect(copy).toContainText("Stored in story-shop.dlq, pending.");
   await api.dispose();
 });
+
+test("who holds a topic's messages now, and its dead letters grouped by error class", async ({ page }) => {
+  const api = await adminApi(s.tenant);
+  for (let n = 0; n < 3; n++) {
+    await api.post("/api/messages", { data: { topic: "kit-holders", payload: b64(`h${n}`) } });
+  }
+  await api.post("/api/messages/dequeue", { data: { topic: "kit-holders", count: 2 } });
+  await api.put("/api/topic-configs/kit-errors", { data: { max_retries: 1 } });
+  for (const error of ["ValueError: a", "ValueError: b", "TimeoutError: carrier"]) {
+    await api.post("/api/messages", { data: { topic: "kit-errors", payload: b64(error) } });
+    const [m] = (await (await api.post("/api/messages/dequeue", { data: { topic: "kit-errors" } })).json())
+      .messages;
+    await api.post(`/api/messages/${m.id}/nack`, { data: { receipt: m.receipt, error } });
+  }
+  await signIn(page, s.owner, PASSWORD);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.goto("/topics/kit-holders");
+    await page.getByText("Consumers holding messages now (1 consumer, 2 messages)").click();
+    const consumers = page.getByRole("table", { name: /Consumers holding messages of kit-holders/ });
+    await expect(consumers.getByRole("row", { name: /admin/ })).toContainText("2");
+    await fitsSideways(page, width);
+    await page.goto("/topics/kit-errors.dlq");
+    const classes = page.getByRole("table", { name: /Failed messages of kit-errors\.dlq by the class/ });
+    await expect(classes.locator("tbody tr").first()).toContainText("ValueError");
+    await expect(classes.locator("tbody tr").first()).toContainText("2");
+    await expect(classes.getByRole("row", { name: /TimeoutError/ })).toContainText("1");
+    await fitsSideways(page, width);
+    await expectAccessible(page);
+    await screenshot(page, "error-classes", page.getByText(/Errors by class/).locator(".."));
+  }
+  await page
+    .getByRole("table", { name: /Failed messages of kit-errors\.dlq by the class/ })
+    .getByRole("link", { name: "ValueError: b" })
+    .click();
+  const drawer = page.getByRole("dialog", { name: "Message" });
+  await expect(
+    drawer.getByRole("table", { name: "What happened to this message, oldest first" }),
+  ).toContainText("ValueError: b");
+  await api.dispose();
+});

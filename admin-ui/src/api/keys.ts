@@ -15,6 +15,8 @@ export const keys = {
     messageIn: (topic: string, id: string) => [t(), "topics", "messages", topic, "id", id] as const,
     config: (topic: string) => [t(), "topics", "config", topic] as const,
     groups: (topic: string) => [t(), "topics", "groups", topic] as const,
+    consumers: (topic: string) => [t(), "topics", "consumers", topic] as const,
+    errorClasses: (topic: string) => [t(), "topics", "error-classes", topic] as const,
     log: (topic: string) => [t(), "topics", "log", topic] as const,
     logPages: (topic: string, filter: object) => [t(), "topics", "log", topic, filter] as const,
   },

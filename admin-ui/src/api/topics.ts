@@ -95,6 +95,20 @@ export const consumerGroupsQuery = (topic: string) =>
     queryFn: () => unwrap(api.GET("/api/topics/{topic}/consumer-groups", { params: { path: { topic } } })),
   });
 
+/** Who holds the topic's messages now (`GET /api/topics/{topic}/consumers`). */
+export const consumersQuery = (topic: string) =>
+  queryOptions({
+    queryKey: keys.topics.consumers(topic),
+    queryFn: () => unwrap(api.GET("/api/topics/{topic}/consumers", { params: { path: { topic } } })),
+  });
+
+/** The topic's failed messages (a DLQ's dead letters too) by error class (`GET /api/topics/{topic}/error-classes`). */
+export const errorClassesQuery = (topic: string) =>
+  queryOptions({
+    queryKey: keys.topics.errorClasses(topic),
+    queryFn: () => unwrap(api.GET("/api/topics/{topic}/error-classes", { params: { path: { topic } } })),
+  });
+
 /** A replayable topic's message log: what `from_time`, `to_time` and `key` select (RFC 3339 times). */
 export type LogFilter = { from_time?: string; to_time?: string; key?: string };
 

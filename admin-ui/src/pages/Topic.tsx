@@ -29,6 +29,7 @@ import { RangePicker, TopicChart } from "./Overview";
 import { ConsumerGroups } from "./topic/ConsumerGroups";
 import { GroupChip, PinnedGroupsNote } from "./topic/GroupFilter";
 import { History } from "./topic/History";
+import { Consumers, ErrorClasses } from "./topic/Holders";
 import { InFlight } from "./topic/InFlight";
 import { MessageTable } from "./topic/MessageTable";
 import { BULK_IDS, type ConfirmRequest, DeleteByKey, PurgeButton, topicTotal } from "./topic/TopicActions";
@@ -244,6 +245,8 @@ export function TopicPage() {
       </div>
       <TopicChart topic={topic} range={search.range ?? "1h"} />
       {!isDlq && <ConsumerGroups topic={topic} admin={admin} live={live} maxInflight={maxInflight} />}
+      <Consumers topic={topic} live={live} />
+      {(isDlq || search.status === "failed") && <ErrorClasses topic={topic} live={live} />}
 
       {!isDlq && (
         <fieldset className="tabs view-tabs">
