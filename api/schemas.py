@@ -542,6 +542,8 @@ class BulkResultView(msgspec.Struct):
 class BulkJobBody(Strict):
     action: BulkAction
     filter: MessageFilter = msgspec.field(default_factory=MessageFilter)
+    #: Messages a second at most, 1 to 10,000 (null: as fast as it goes)
+    rate_per_second: Annotated[int, Meta(ge=1, le=10_000)] | None = None
 
 
 class BulkJobListView(msgspec.Struct):

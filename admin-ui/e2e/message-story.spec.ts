@@ -187,3 +187,44 @@ test("who holds a topic's messages now, and its dead letters grouped by error cl
   ).toContainText("ValueError: b");
   await api.dispose();
 });
+
+test("a redrive at a pace: the pace typed (words refused at the field), the job's progress and pace shown", async ({
+  page,
+}) => {
+  const api = await adminApi(s.tenant);
+  await api.put("/api/topic-configs/kit-redrive", { data: { max_retries: 1 } });
+  const messages = Array.from({ length: 30 }, (_, n) => ({ payload: b64(`r${n}`) }));
+  await api.post("/api/messages/batch", { data: { topic: "kit-redrive", messages } });
+  const taken = (
+    await (await api.post("/api/messages/dequeue", { data: { topic: "kit-redrive", count: 30 } })).json()
+  ).messages;
+  for (const m of taken) await api.post(`/api/messages/${m.id}/nack`, { data: { error: "down" } });
+  await signIn(page, s.owner, PASSWORD);
+  for (const width of [390, 1280]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.goto("/topics/kit-redrive.dlq");
+    await page.getByRole("button", { name: "Requeue all" }).click();
+    const dialog = page.getByRole("dialog", { name: /Requeue all 30 messages of kit-redrive\.dlq/ });
+    const pace = dialog.getByLabel("Pace (messages a second)");
+    await pace.fill("fast");
+    await dialog.getByRole("button", { name: "Requeue all" }).click();
+    await expect(dialog.getByRole("alert")).toContainText("A whole number of messages a second, 1 to 10,000");
+    await expect(pace).toHaveAttribute("aria-invalid", "true");
+    await fitsSideways(page, width);
+    if (width === 390) {
+      await dialog.getByRole("button", { name: "Cancel" }).click();
+      continue;
+    }
+    await pace.fill("20");
+    await dialog.getByRole("button", { name: "Requeue all" }).click();
+    const progress = page.getByRole("status").filter({ hasText: /requeue/ });
+    await expect(progress).toContainText("at 20 a second");
+    await expect(progress).toContainText("requeue done at 20 a second — 30 done", { timeout: 20_000 });
+    await page.getByText(/Recent bulk jobs on kit-redrive\.dlq \(/).click();
+    await expect(page.getByRole("table", { name: "Recent bulk jobs on kit-redrive.dlq" })).toContainText(
+      "at 20/s",
+    );
+    await expectAccessible(page);
+  }
+  await api.dispose();
+});

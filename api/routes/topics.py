@@ -308,8 +308,12 @@ class TopicConsoleController(Controller):
         operation_id="startBulkJob",
     )
     async def start_bulk_job(self, request: AnyRequest, topic: str, data: BulkJobBody) -> BulkJobView:
-        """Runs in batches in the background; follow it with `GET /api/bulk-jobs/{id}`."""
-        return BulkJobView.of(await _commands(request).start_bulk_job(request.user, topic, data.action, data.filter))
+        """Runs in batches in the background; follow it with `GET /api/bulk-jobs/{id}`. `rate_per_second` paces it
+        (a redrive the consumers can take, as the SQS console's velocity); without it, it goes as fast as it can."""
+        job = await _commands(request).start_bulk_job(
+            request.user, topic, data.action, data.filter, data.rate_per_second
+        )
+        return BulkJobView.of(job)
 
     @get("/bulk-jobs", summary="The tenant's recent bulk jobs", operation_id="listBulkJobs")
     async def list_bulk_jobs(self, request: AnyRequest) -> BulkJobListView:

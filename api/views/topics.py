@@ -151,6 +151,8 @@ class BulkJobView(msgspec.Struct):
     skipped_by: dict[str, int]
     error: str | None
     created_by: str
+    #: Messages a second at most (null: as fast as it goes)
+    rate_per_second: int | None
     created_at: str
     updated_at: str
 

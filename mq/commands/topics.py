@@ -151,11 +151,18 @@ class TopicCommands:
         return done, failures
 
     async def start_bulk_job(
-        self, principal: Principal, topic: str, action: BulkAction, where: MessageFilter
+        self,
+        principal: Principal,
+        topic: str,
+        action: BulkAction,
+        where: MessageFilter,
+        rate_per_second: int | None = None,
     ) -> BulkJob:
         tenant = await self._tenant_for_bulk(principal, action, topic, group=where.consumer_group)
-        job = await self.topics.bulk.start_job(tenant, topic, action, where, principal.username)
+        job = await self.topics.bulk.start_job(tenant, topic, action, where, principal.username, rate_per_second)
         details = {"topic": topic, "job": job.id, "action": action, "filter": msgspec.to_builtins(where)}
+        if rate_per_second is not None:
+            details["rate_per_second"] = rate_per_second
         await record(self.audit, principal, "bulk_job.start", topic, details)
         return job
 

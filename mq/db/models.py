@@ -581,6 +581,8 @@ class BulkJob(Base):
     created_by: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    #: Messages a second at most (NULL: as fast as it goes): a redrive's pace.
+    rate_per_second: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (
         PrimaryKeyConstraint("tenant_id", "id", name="bulk_jobs_pkey"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 
@@ -69,25 +70,50 @@ class BulkActions:
                 failures.append((message_id, exc))
         return done, failures
 
-    async def start_job(self, tenant_id: int, topic: str, action: BulkAction, where: MessageFilter, by: str) -> BulkJob:
-        """`action` on every message of `topic` matching `where`, in batches, in the background of this process."""
+    async def start_job(
+        self,
+        tenant_id: int,
+        topic: str,
+        action: BulkAction,
+        where: MessageFilter,
+        by: str,
+        rate_per_second: int | None = None,
+    ) -> BulkJob:
+        """`action` on every message of `topic` matching `where`, in batches, in the background of this process;
+        at most `rate_per_second` messages a second (None: as fast as it goes)."""
         check_topic(topic, for_enqueue=False)
         where.check()
         job_id = uuid.uuid4()
-        await self.repository.create_bulk_job(tenant_id, job_id, topic, action, msgspec.json.encode(where).decode(), by)
-        task = asyncio.get_running_loop().create_task(self._run_job(tenant_id, job_id, topic, action, where))
+        await self.repository.create_bulk_job(
+            tenant_id, job_id, topic, action, msgspec.json.encode(where).decode(), by, rate_per_second
+        )
+        task = asyncio.get_running_loop().create_task(
+            self._run_job(tenant_id, job_id, topic, action, where, rate_per_second)
+        )
         self._jobs.add(task)
         task.add_done_callback(self._jobs.discard)
         return await self.job(tenant_id, str(job_id))
 
     async def _run_job(
-        self, tenant_id: int, job_id: uuid.UUID, topic: str, action: BulkAction, where: MessageFilter
+        self,
+        tenant_id: int,
+        job_id: uuid.UUID,
+        topic: str,
+        action: BulkAction,
+        where: MessageFilter,
+        rate_per_second: int | None = None,
     ) -> None:
         cursor: str | None = None
         skipped_by: collections.Counter[str] = collections.Counter()
+        # paced: batches of at most a second's worth, each started no sooner than the rate allows
+        batch = _JOB_BATCH if rate_per_second is None else max(1, min(_JOB_BATCH, rate_per_second))
+        started, taken = time.monotonic(), 0
         try:
             while True:
-                page = await self.browser.page(tenant_id, topic, where, cursor, _JOB_BATCH)
+                if rate_per_second is not None and (wait := started + taken / rate_per_second - time.monotonic()) > 0:
+                    await asyncio.sleep(wait)
+                page = await self.browser.page(tenant_id, topic, where, cursor, batch)
+                taken += len(page.rows)
                 ids = [m["id"] for m in page.rows]
                 done, failures = await self._apply(tenant_id, topic, action, ids) if ids else (0, [])
                 skipped_by.update(exc.code for _, exc in failures)
@@ -174,6 +200,7 @@ def _job(row: Record) -> BulkJob:
         skipped_by=msgspec.json.decode(row["skipped_by"]),
         error=row["error"],
         created_by=row["created_by"],
+        rate_per_second=row["rate_per_second"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )

@@ -156,11 +156,18 @@ class TopicRepository:
         return now, rows
 
     async def create_bulk_job(
-        self, tenant_id: int, job_id: uuid.UUID, topic: str, action: str, filter_json: str, by: str
+        self,
+        tenant_id: int,
+        job_id: uuid.UUID,
+        topic: str,
+        action: str,
+        filter_json: str,
+        by: str,
+        rate_per_second: int | None = None,
     ) -> None:
         async with self.pool.acquire() as conn:
             await conn.execute(sql.BULK_FORGET, tenant_id)
-            await conn.execute(sql.BULK_CREATE, job_id, tenant_id, topic, action, filter_json, by)
+            await conn.execute(sql.BULK_CREATE, job_id, tenant_id, topic, action, filter_json, by, rate_per_second)
 
     async def bulk_progress(
         self, tenant_id: int, job_id: uuid.UUID, matched: int, done: int, skipped: int, skipped_by: str

@@ -152,7 +152,8 @@ NOW = "SELECT extract(epoch FROM now())::float8"
 # --- bulk jobs -----------------------------------------------------------------------------------------------------
 
 BULK_CREATE = """
-INSERT INTO bulk_jobs (id, tenant_id, topic, action, filter, created_by) VALUES ($1, $2, $3, $4, $5::jsonb, $6)"""
+INSERT INTO bulk_jobs (id, tenant_id, topic, action, filter, created_by, rate_per_second)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7)"""
 # Progress of a running job; answers its state (a cancel request shows as 'cancelled'). $2 id, $3..$5 increments
 BULK_PROGRESS = """
 UPDATE bulk_jobs SET matched = matched + $3, done = done + $4, skipped = skipped + $5, skipped_by = $6::jsonb,
@@ -166,7 +167,7 @@ UPDATE bulk_jobs SET state = 'cancelled', updated_at = now() WHERE tenant_id = $
 RETURNING id"""
 _BULK_COLUMNS = """id::text AS id, topic, action, filter::text AS filter, state, matched, done, skipped,
     skipped_by::text AS skipped_by, error,
-    created_by, extract(epoch FROM created_at)::float8 AS created_at,
+    created_by, rate_per_second, extract(epoch FROM created_at)::float8 AS created_at,
     extract(epoch FROM updated_at)::float8 AS updated_at,
     extract(epoch FROM now() - updated_at)::float8 AS idle_seconds"""
 BULK_GET = f"SELECT {_BULK_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 AND id = $2"

@@ -100,6 +100,8 @@ class BulkJob(NamedTuple):
     skipped_by: dict[str, int]
     error: str | None
     created_by: str
+    #: Messages a second at most (None: as fast as it goes)
+    rate_per_second: int | None
     created_at: float  # Unix time
     updated_at: float
 

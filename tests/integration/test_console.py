@@ -425,3 +425,29 @@ async def test_series_over_a_day_and_a_week_and_for_the_whole_tenant(
     member = make_client(auth=await make_user("member", tenant))
     assert_error(await member.get("/api/series"), 403, "forbidden")
     assert_error(await client.get("/api/series", params={"range": "30d"}), 400, "invalid_request")
+
+
+async def test_a_redrive_at_a_rate_goes_a_seconds_worth_at_a_time(
+    client: httpx.AsyncClient, db: asyncpg.Pool[Any], tenant: Tenant
+) -> None:
+    batch = {"topic": "paced", "messages": [{"payload": b64("x")} for _ in range(30)]}
+    ids = (await client.post("/api/messages/batch", json=batch)).json()["ids"]
+    await _fail(db, tenant, ids)
+    body = {"action": "retry", "filter": {"status": "failed"}, "rate_per_second": 20}
+    r = await client.post("/api/topics/paced/bulk-jobs", json=body)
+    assert r.status_code == 202 and r.json()["rate_per_second"] == 20, r.text
+    seen: list[int] = []
+
+    async def finished() -> dict[str, Any] | None:
+        job: dict[str, Any] = (await client.get(f"/api/bulk-jobs/{r.json()['id']}")).json()
+        seen.append(job["done"])
+        return job if job["state"] != "running" else None
+
+    done = await eventually(finished, interval=0.02, what="the paced job to finish")
+    assert done["done"] == 30 and done["rate_per_second"] == 20
+    assert 20 in seen  # its first second's worth, then a pause before the rest
+    audited = (await client.get("/api/audit", params={"action": "bulk_job.start"})).json()["items"][0]
+    assert audited["details"]["rate_per_second"] == 20
+    for rate in (0, 10_001, "fast"):
+        refused = await client.post("/api/topics/paced/bulk-jobs", json={**body, "rate_per_second": rate})
+        assert_error(refused, 400, "invalid_request")

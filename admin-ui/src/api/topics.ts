@@ -173,9 +173,17 @@ export const bulkOnIds = (topic: string, action: BulkAction, ids: string[]) =>
   );
 
 /** A bulk action on every message a filter matches, run by the server as a job. */
-export const startBulkJob = (topic: string, action: BulkAction, filter: Schemas["BulkJobBody"]["filter"]) =>
+export const startBulkJob = (
+  topic: string,
+  action: BulkAction,
+  filter: Schemas["BulkJobBody"]["filter"],
+  ratePerSecond: number | null = null,
+) =>
   unwrap(
-    api.POST("/api/topics/{topic}/bulk-jobs", { params: { path: { topic } }, body: { action, filter } }),
+    api.POST("/api/topics/{topic}/bulk-jobs", {
+      params: { path: { topic } },
+      body: { action, filter, rate_per_second: ratePerSecond },
+    }),
   );
 
 export const cancelBulkJob = (id: string) =>

@@ -52,8 +52,9 @@ export function BulkJobProgress({ id, onFinished }: { id: string; onFinished: ()
     <div className="card" role="status" aria-live="polite">
       <strong>
         {j.action} {j.state === "running" ? "in progress" : j.state}
-      </strong>{" "}
-      — {j.done.toLocaleString("en-US")} done, {j.skipped.toLocaleString("en-US")} skipped of{" "}
+      </strong>
+      {j.rate_per_second ? ` at ${j.rate_per_second.toLocaleString("en-US")} a second` : null} —{" "}
+      {j.done.toLocaleString("en-US")} done, {j.skipped.toLocaleString("en-US")} skipped of{" "}
       {j.matched.toLocaleString("en-US")} matched so far
       {j.skipped > 0 && describeSkips(j.skipped_by) && <span>: {describeSkips(j.skipped_by)}</span>}
       {j.error && <span className="bad"> ({j.error})</span>}
@@ -97,7 +98,12 @@ export function BulkJobHistory({ topic, live }: { topic: string; live: number | 
           <tbody>
             {mine.map((j) => (
               <tr key={j.id}>
-                <td>{j.action}</td>
+                <td>
+                  {j.action}
+                  {j.rate_per_second ? (
+                    <div className="hint">at {j.rate_per_second.toLocaleString("en-US")}/s</div>
+                  ) : null}
+                </td>
                 <td>
                   {j.state}
                   {j.error && <span className="bad"> ({j.error})</span>}

@@ -2,7 +2,7 @@
 // its History tab (the message log, replay and trim: topic/History.tsx) and its Schema tab (topic/Schema.tsx).
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useNavigate, useParams, useSearch } from "@tanstack/react-router";
-import { lazy, Suspense, useState } from "react";
+import { lazy, Suspense, useRef, useState } from "react";
 import { useLiveInterval, useTopics } from "../api/hooks";
 import { keys } from "../api/keys";
 import { useMe } from "../api/session";
@@ -18,7 +18,7 @@ import {
 import { BulkJobHistory, BulkJobProgress } from "../components/BulkJob";
 import { EnqueueForm } from "../components/EnqueueForm";
 import { MessageDrawer } from "../components/MessageDrawer";
-import { Confirm, Empty, ErrorNote } from "../components/ui";
+import { Confirm, Empty, ErrorNote, Field } from "../components/ui";
 import { type BulkAction, describeBulk, describeFilter, jobFilter } from "../lib/bulk";
 import { countOf, formatCount } from "../lib/format";
 import { can, canConsumeAs, consumeGroups, isAdmin } from "../lib/grants";
@@ -32,7 +32,14 @@ import { History } from "./topic/History";
 import { Consumers, ErrorClasses } from "./topic/Holders";
 import { InFlight } from "./topic/InFlight";
 import { MessageTable } from "./topic/MessageTable";
-import { BULK_IDS, type ConfirmRequest, DeleteByKey, PurgeButton, topicTotal } from "./topic/TopicActions";
+import {
+  BULK_IDS,
+  type ConfirmRequest,
+  DeleteByKey,
+  PurgeButton,
+  readPace,
+  topicTotal,
+} from "./topic/TopicActions";
 
 type Action = BulkAction;
 // The Schema tab (its diff and its editor) loads when first opened: most visits never show it.
@@ -50,6 +57,10 @@ export function TopicPage() {
   const dlq = topicList?.find((t) => t.topic === `${topic}.dlq`);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [confirm, setConfirm] = useState<ConfirmRequest | null>(null);
+  // A job's pace, typed in its confirmation (messages a second; empty: full speed), read when it starts.
+  const [paceText, setPaceText] = useState("");
+  const pace = useRef(""); // what the job reads when it starts (its closure was made before the pace was typed)
+  const [paceError, setPaceError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [dense, setDense] = useDenseTables();
   const [jobId, setJobId] = useState<string | null>(null);
@@ -133,7 +144,8 @@ export function TopicPage() {
     return describeBulk(action, results);
   };
   const bulkAll = (action: Action) => async () => {
-    const job = await startBulkJob(topic, action, jobFilter(filter));
+    const typed = readPace(pace.current);
+    const job = await startBulkJob(topic, action, jobFilter(filter), "rate" in typed ? typed.rate : null);
     setJobId(job.id);
     return null;
   };
@@ -409,6 +421,7 @@ export function TopicPage() {
                                 : `${a.label} every message of ${topic} (${topicTotal(summary).toLocaleString("en-US")} now): it runs on the server in batches; progress shows below.`,
                               label: `${a.label} all`,
                               run: bulkAll(a.action),
+                              paced: true,
                             },
                       )
                     }
@@ -508,9 +521,37 @@ export function TopicPage() {
         danger
         busy={act.isPending}
         onCancel={() => setConfirm(null)}
-        onConfirm={() => confirm && act.mutate(confirm.run)}
+        onConfirm={() => {
+          if (!confirm) return;
+          const pace = confirm.paced ? readPace(paceText) : { rate: null };
+          setPaceError("error" in pace ? pace.error : null);
+          if (!("error" in pace)) act.mutate(confirm.run);
+        }}
       >
         <p>{confirm?.body}</p>
+        {confirm?.paced && (
+          <Field
+            label="Pace (messages a second)"
+            hint="Empty: as fast as it goes. A redrive at a pace its consumers can take, as SQS's velocity."
+            error={paceError}
+          >
+            {(id, describedBy) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={paceText}
+                placeholder="full speed"
+                aria-describedby={describedBy}
+                aria-invalid={paceError ? true : undefined}
+                onChange={(e) => {
+                  setPaceText(e.target.value);
+                  pace.current = e.target.value;
+                  setPaceError(null);
+                }}
+              />
+            )}
+          </Field>
+        )}
       </Confirm>
     </section>
   );

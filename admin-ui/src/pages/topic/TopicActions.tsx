@@ -10,7 +10,19 @@ export type ConfirmRequest = {
   body: string;
   label: string;
   run: () => Promise<string | null>;
+  /** A job over everything a filter matches: the dialog asks its pace (messages a second, empty: at full speed). */
+  paced?: boolean;
 };
+
+/** A pace as typed: null when empty (full speed), a whole number from 1 to 10,000, else the error to show. */
+export function readPace(text: string): { rate: number | null } | { error: string } {
+  const t = text.trim();
+  if (!t) return { rate: null };
+  if (!/^\d+$/.test(t) || Number(t) < 1 || Number(t) > 10_000) {
+    return { error: "A whole number of messages a second, 1 to 10,000; or leave it empty for full speed." };
+  }
+  return { rate: Number(t) };
+}
 
 /** The most ids one bulk request takes (the API's batch limit). */
 export const BULK_IDS = 1000;
