@@ -23,6 +23,7 @@ from skiplock_client.models import (
     BatchAck,
     BatchAckBody,
     BatchBody,
+    BulkJob,
     ConsumerGroup,
     ConsumerGroups,
     ConsumerGroupStats,
@@ -419,6 +420,34 @@ class AsyncClient:
     async def requeue_all(self, topic: str) -> int:
         """Every pending message of `<topic>.dlq` back to `topic`; how many."""
         return (await self._count("POST", f"/api/topics/{topic}/requeue")).requeued
+
+    async def start_bulk_job(
+        self,
+        topic: str,
+        action: Literal["delete", "retry", "requeue"],
+        *,
+        status: MessageStatus | None = None,
+        key: str | None = None,
+        consumer_group: str | None = None,
+        rate_per_second: int | None = None,
+    ) -> BulkJob:
+        """`action` on every message of `topic` the filter matches, run by the server in batches (follow it with
+        `bulk_job`); `rate_per_second` paces it (None: as fast as it goes). Not retried: a second call starts a
+        second job."""
+        where = {k: v for k, v in {"status": status, "key": key, "consumer_group": consumer_group}.items() if v}
+        body = {"action": action, "filter": where, "rate_per_second": rate_per_second}
+        return await self._post(f"/api/topics/{quote(topic, safe='')}/bulk-jobs", body, BulkJob, NO_RETRY)
+
+    async def redrive(
+        self, topic: str, *, rate_per_second: int | None = None, consumer_group: str | None = None
+    ) -> BulkJob:
+        """Requeue `<topic>.dlq`'s dead letters (one consumer group's only, with `consumer_group`) at a pace, as
+        the SQS console's redrive: a bulk job on the DLQ."""
+        dlq = topic if topic.endswith(".dlq") else f"{topic}.dlq"
+        return await self.start_bulk_job(dlq, "requeue", consumer_group=consumer_group, rate_per_second=rate_per_second)
+
+    async def bulk_job(self, job_id: str) -> BulkJob:
+        return await self._get(f"/api/bulk-jobs/{quote(job_id, safe='')}", BulkJob)
 
     async def create_consumer_group(self, topic: str, name: str, *, start: str = "latest") -> ConsumerGroup:
         """A consumer group of the topic (tenant admins): it receives the messages enqueued from now on

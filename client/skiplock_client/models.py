@@ -494,3 +494,23 @@ class Consumers(msgspec.Struct, frozen=True):
 class ErrorClasses(msgspec.Struct, frozen=True):
     items: tuple[ErrorClass, ...]
     scanned: int
+
+
+class BulkJob(msgspec.Struct, frozen=True):
+    """A server-side job acting on every message of a topic a filter matches (`Client.start_bulk_job`,
+    `Client.redrive`): its progress (`matched`, `done`, `skipped` and why, `skipped_by`) and its pace."""
+
+    id: str
+    topic: str
+    action: Literal["delete", "retry", "requeue"]
+    filter: dict[str, Any]
+    state: Literal["running", "done", "failed", "cancelled", "interrupted"]
+    matched: int
+    done: int
+    skipped: int
+    skipped_by: dict[str, int]
+    error: str | None
+    created_by: str
+    rate_per_second: int | None
+    created_at: str
+    updated_at: str

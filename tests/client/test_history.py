@@ -101,3 +101,19 @@ async def test_consumers_and_error_classes_through_the_client(server: Server, te
         classes = await sk.error_classes("watched.dlq")
         assert classes.scanned == 1 and classes.items[0].error_class == "ValueError"
         assert classes.items[0].example_id == m.id
+
+
+async def test_a_redrive_at_a_pace_through_the_client(server: Server, tenant: Tenant) -> None:
+    async with AsyncClient(server.base_url, auth=ADMIN, tenant=tenant.slug) as sk:
+        await sk.set_topic_config("redriven", max_retries=1)
+        for n in range(3):
+            await sk.send("redriven", f"r{n}")
+        for m in await sk.receive("redriven", 3):
+            await sk.nack(m, error="down")
+        job = await sk.redrive("redriven", rate_per_second=100)
+        assert job.topic == "redriven.dlq" and job.action == "requeue" and job.rate_per_second == 100
+        while job.state == "running":
+            await asyncio.sleep(0.05)
+            job = await sk.bulk_job(job.id)
+        assert (job.state, job.done) == ("done", 3)
+        assert len(await sk.receive("redriven", 10)) == 3

@@ -20,6 +20,7 @@ PAIRS: list[tuple[type[msgspec.Struct], str]] = [
     (models.Message, "MessageDetailView"),
     (models.Attempt, "AttemptView"),
     (models.MessageStory, "MessageStoryView"),
+    (models.BulkJob, "BulkJobView"),
     (models.LeaseHolder, "ConsumerView"),
     (models.Consumers, "ConsumersView"),
     (models.ErrorClass, "ErrorClassView"),
