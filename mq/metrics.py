@@ -385,6 +385,15 @@ class Metrics:
         self.replays_running = Gauge(
             "skiplock_replays_running", "Replays running in this process", registry=self.registry
         )
+        self.bulk_messages = counter(
+            "skiplock_bulk_job_messages",
+            "Messages bulk jobs (a DLQ redrive among them) went through, by action and outcome: done or skipped",
+            "action",
+            "outcome",
+        )
+        self.bulk_jobs_running = Gauge(
+            "skiplock_bulk_jobs_running", "Bulk jobs running in this process", registry=self.registry
+        )
         for collector in (
             self.http,
             self.wait,

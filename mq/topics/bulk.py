@@ -108,6 +108,8 @@ class BulkActions:
         # paced: batches of at most a second's worth, each started no sooner than the rate allows
         batch = _JOB_BATCH if rate_per_second is None else max(1, min(_JOB_BATCH, rate_per_second))
         started, taken = time.monotonic(), 0
+        metrics = self.queue.metrics
+        metrics.bulk_jobs_running.inc()
         try:
             while True:
                 if rate_per_second is not None and (wait := started + taken / rate_per_second - time.monotonic()) > 0:
@@ -122,6 +124,8 @@ class BulkActions:
                 state = await self.repository.bulk_progress(
                     tenant_id, job_id, len(ids), done, len(ids) - done, msgspec.json.encode(skipped_by).decode()
                 )
+                metrics.count(metrics.bulk_messages, tenant_id, topic, done, action, "done")
+                metrics.count(metrics.bulk_messages, tenant_id, topic, len(ids) - done, action, "skipped")
                 if state != "running":
                     return
                 if page.next_cursor is None:
@@ -133,6 +137,8 @@ class BulkActions:
         except _JOB_FAILURES as exc:
             log.warning("bulk job %s failed: %s", job_id, exc)
             await self.repository.finish_bulk_job(tenant_id, job_id, "failed", str(exc))
+        finally:
+            metrics.bulk_jobs_running.dec()
 
     async def job(self, tenant_id: int, job_id: str) -> BulkJob:
         mid = parse_uuid(job_id)

@@ -176,6 +176,16 @@ async def _traffic(srv: Server, db: Any, tenant: Tenant, make_user: Callable[...
         assert (await c.post(f"/api/messages/{logged['id']}/ack", json={"receipt": logged["receipt"]})).is_success
         r = await c.post("/api/topics/logged/replay", json={})
         assert r.status_code == 200, r.text
+        # A paced bulk job (a redrive's kind), run to its end.
+        await enqueue(c, "swept")
+        job = {"action": "delete", "filter": {"status": "pending"}, "rate_per_second": 100}
+        r = await c.post("/api/topics/swept/bulk-jobs", json=job)
+        assert r.status_code == 202, r.text
+
+        async def swept() -> bool:
+            return bool((await c.get(f"/api/bulk-jobs/{r.json()['id']}")).json()["state"] == "done")
+
+        await eventually(swept, what="the bulk job to end")
 
         # Schedules: one fires after missed ticks (the older ones skipped), one is refused (its topic is full).
         tick = {"payload": b64("tick"), "cron": "* * * * *"}
