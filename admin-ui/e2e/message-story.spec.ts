@@ -165,11 +165,11 @@ test("who holds a topic's messages now, and its dead letters grouped by error cl
     await page.setViewportSize({ width, height: 800 });
     await page.goto("/topics/kit-holders");
     await page.getByText("Consumers holding messages now (1 consumer, 2 messages)").click();
-    const consumers = page.getByRole("table", { name: /Consumers holding messages of kit-holders/ });
+    const consumers = page.getByRole("table", { name: /Who holds kit-holders's messages now/ });
     await expect(consumers.getByRole("row", { name: /admin/ })).toContainText("2");
     await fitsSideways(page, width);
     await page.goto("/topics/kit-errors.dlq");
-    const classes = page.getByRole("table", { name: /Failed messages of kit-errors\.dlq by the class/ });
+    const classes = page.getByRole("table", { name: /Error classes of kit-errors\.dlq/ });
     await expect(classes.locator("tbody tr").first()).toContainText("ValueError");
     await expect(classes.locator("tbody tr").first()).toContainText("2");
     await expect(classes.getByRole("row", { name: /TimeoutError/ })).toContainText("1");
@@ -178,7 +178,7 @@ test("who holds a topic's messages now, and its dead letters grouped by error cl
     await screenshot(page, "error-classes", page.getByText(/Errors by class/).locator(".."));
   }
   await page
-    .getByRole("table", { name: /Failed messages of kit-errors\.dlq by the class/ })
+    .getByRole("table", { name: /Error classes of kit-errors\.dlq/ })
     .getByRole("link", { name: "ValueError: b" })
     .click();
   const drawer = page.getByRole("dialog", { name: "Message" });

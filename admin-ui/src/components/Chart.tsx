@@ -56,6 +56,8 @@ export function DepthChart({
         title,
         tzDate: utc, // one zone everywhere: UTC
         scales: { x: { time: true }, rate: { auto: true } },
+        // room right of the rate axis for its title, which uPlot draws outward from the axis (it was cut off)
+        padding: [null, 14, null, null],
         // Each axis is given room for its tick labels and, apart from them, its title (labelSize and gap: the
         // title was drawn over the labels).
         axes: [

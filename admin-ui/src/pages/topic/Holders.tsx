@@ -27,7 +27,7 @@ export function Consumers({ topic, live }: { topic: string; live: number | false
       {items.length > 0 && (
         <TableWrap label={`Consumers of ${topic}`}>
           <table>
-            <caption className="sr-only">Consumers holding messages of {topic} now, most first</caption>
+            <caption className="sr-only">Who holds {topic}'s messages now, most first</caption>
             <thead>
               <tr>
                 <th scope="col">Consumer</th>
@@ -71,9 +71,7 @@ export function ErrorClasses({ topic, live }: { topic: string; live: number | fa
       {items.length > 0 && (
         <TableWrap label={`Errors of ${topic} by class`}>
           <table>
-            <caption className="sr-only">
-              Failed messages of {topic} by the class of their last error, most first
-            </caption>
+            <caption className="sr-only">Error classes of {topic}, most first</caption>
             <thead>
               <tr>
                 <th scope="col">Error class</th>
