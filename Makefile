@@ -75,7 +75,8 @@ CITUS_TESTS ?= tests/integration/test_citus.py tests/integration/test_enqueue.py
 	tests/integration/test_consumer_groups.py tests/integration/test_healing_jobs.py \
 	tests/integration/test_inflight.py tests/integration/test_workers.py tests/integration/test_audit.py \
 	tests/integration/test_console.py tests/integration/test_concurrency.py \
-	tests/integration/test_lifecycle_model.py tests/integration/test_group_lifecycle_model.py
+	tests/integration/test_lifecycle_model.py tests/integration/test_group_lifecycle_model.py \
+	tests/integration/test_message_story.py
 
 test-citus: $(STAMP) ## The tests that run on a real Citus cluster (started from ../shared/citus; needs root once, to install it)
 	bash $(CITUS_DIR)/install.sh
