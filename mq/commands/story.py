@@ -126,7 +126,10 @@ class StoryCommands:
         base = row["original_topic"] if row is not None and row["original_topic"] else topic.removesuffix(DLQ_SUFFIX)
         for readable in sorted({topic, base}):  # a dead letter's story tells of its topic too
             require_grant(principal, "read", readable)
-        return await _Reader(self, tenant, mid, since, topic, base, row, audited).read()
+        story = await _Reader(self, tenant, mid, since, topic, base, row, audited).read()
+        if row is None and story.acked_at is None and not audited:
+            raise errors.MessageNotFound()  # not stored, not logged, never audited: nothing is known of it
+        return story
 
 
 class _Reader:

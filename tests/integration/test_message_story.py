@@ -107,6 +107,7 @@ async def test_nothing_known_is_a_404_and_a_member_needs_read_on_the_topic(clien
     gone = "01900000-0000-7000-8000-000000000000"
     assert_error(await client.get(f"/api/messages/{gone}/story"), 404, "message_not_found")
     assert_error(await client.get(f"/api/messages/{gone}/story", params={"topic": "x y"}), 400, "invalid_request")
+    assert_error(await client.get(f"/api/messages/{gone}/story", params={"topic": "plain"}), 404, "message_not_found")
     mid = await enqueue(client, "plain")
     body = await story(client, mid)
     assert kinds(body) == ["enqueued"] and body["consumer_groups"] is None
