@@ -177,7 +177,8 @@ class _Reader:
         if entry is not None:
             acked_at = entry["acked_at"]
             retries = entry["retry_count"]
-            note = f"the message log's entry (after {retries} retries; the attempts went with the row)"
+            tries = "1 retry" if retries == 1 else f"{retries} retries"
+            note = f"the message log's entry (after {tries}; the attempts went with the row)"
             logged = StoryEventView(entry["acked_at"][:23] + "Z", "acked", topic=self.base, note=note)
             self.add(logged, acked_at)
         if row is not None and row["status"] == "expired":
