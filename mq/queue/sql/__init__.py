@@ -479,18 +479,25 @@ REQUEUE_TOPIC_FORMS = {False: MESSAGE_REQUEUE_TOPIC, True: routed(MESSAGE_REQUEU
 MESSAGE_TOPICS = f"""
 SELECT id, topic, consumer_group FROM messages WHERE tenant_id = $1 AND id = ANY({uuid_list("$2")})"""
 
+
+def _attempts_with_lease(row: str) -> str:
+    """A message's (`m`) or a group delivery's (`d`) attempts as JSON text, the lease held now last: `processing`,
+    or `lapsed` with its error once its deadline passed (recorded only when it is next dequeued)."""
+    return f"""(coalesce({row}.attempts, '[]') || CASE WHEN {row}.status = 'processing' AND {row}.leased_at IS NOT NULL
+    THEN jsonb_build_array(jsonb_build_object(
+        'attempt', coalesce(({row}.attempts -> -1 ->> 'attempt')::int, 0) + 1,
+        'leased_at', {rfc3339(f"{row}.leased_at")}, 'leased_by', {row}.leased_by,
+        'outcome', CASE WHEN {row}.available_at <= now() THEN 'lapsed' ELSE 'processing' END,
+        'error', CASE WHEN {row}.available_at <= now() THEN '{LEASE_EXPIRED_ERROR}' END,
+        'ended_at', CASE WHEN {row}.available_at <= now() THEN {rfc3339(f"{row}.available_at")} END))
+    ELSE '[]' END)::text"""
+
+
 MESSAGE_GET = f"SELECT {MESSAGE_COLUMNS} FROM messages AS m WHERE m.tenant_id = $1 AND m.id = $2"
 # One message with its attempts as JSON text: the ended ones, then the current lease of a processing message
 # (`lapsed` once its deadline passed, until the next dequeue records it so).
 MESSAGE_GET_DETAIL = f"""
-SELECT {MESSAGE_COLUMNS}, (coalesce(m.attempts, '[]') || CASE WHEN m.status = 'processing' AND m.leased_at IS NOT NULL
-    THEN jsonb_build_array(jsonb_build_object(
-        'attempt', coalesce((m.attempts -> -1 ->> 'attempt')::int, 0) + 1,
-        'leased_at', {rfc3339("m.leased_at")}, 'leased_by', m.leased_by,
-        'outcome', CASE WHEN m.available_at <= now() THEN 'lapsed' ELSE 'processing' END,
-        'error', CASE WHEN m.available_at <= now() THEN '{LEASE_EXPIRED_ERROR}' END,
-        'ended_at', CASE WHEN m.available_at <= now() THEN {rfc3339("m.available_at")} END))
-    ELSE '[]' END)::text AS attempts,
+SELECT {MESSAGE_COLUMNS}, {_attempts_with_lease("m")} AS attempts,
     -- a message that consumer groups owe: each group's delivery (one primary-key probe per group of the topic)
     CASE WHEN m.owed IS NOT NULL THEN (
         SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -510,14 +517,7 @@ STORY_GROUPS = f"""
 SELECT g.name, g.start, {rfc3339("g.created_at")} AS created_at, d.status AS delivery_status,
        CASE WHEN d.status = 'processing' AND d.available_at <= now() THEN 'pending' ELSE d.status END AS status,
        d.retry_count,
-       (coalesce(d.attempts, '[]') || CASE WHEN d.status = 'processing' AND d.leased_at IS NOT NULL
-           THEN jsonb_build_array(jsonb_build_object(
-               'attempt', coalesce((d.attempts -> -1 ->> 'attempt')::int, 0) + 1,
-               'leased_at', {rfc3339("d.leased_at")}, 'leased_by', d.leased_by,
-               'outcome', CASE WHEN d.available_at <= now() THEN 'lapsed' ELSE 'processing' END,
-               'error', CASE WHEN d.available_at <= now() THEN '{LEASE_EXPIRED_ERROR}' END,
-               'ended_at', CASE WHEN d.available_at <= now() THEN {rfc3339("d.available_at")} END))
-           ELSE '[]' END)::text AS attempts
+       {_attempts_with_lease("d")} AS attempts
 FROM consumer_groups AS g
 LEFT JOIN deliveries AS d ON d.tenant_id = $1 AND d.group_id = g.id AND d.message_id = $2
 WHERE g.tenant_id = $1 AND g.topic = $3
